@@ -1,0 +1,17 @@
+// The core's logger (spdlog, named "chorus"). Its level comes from CHORUS_LOG_LEVEL: trace,
+// debug, info, warn (default), error, off.
+#ifndef CHORUS_LOGGING_H_
+#define CHORUS_LOGGING_H_
+
+#include <spdlog/spdlog.h>
+
+namespace chorus {
+
+spdlog::logger& Log();
+
+// Re-reads CHORUS_LOG_LEVEL (tests change it).
+void ReloadLogLevelFromEnvironment();
+
+}  // namespace chorus
+
+#endif  // CHORUS_LOGGING_H_

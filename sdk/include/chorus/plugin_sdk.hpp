@@ -1,0 +1,200 @@
+// Optional C++ helpers for writing a chorus plugin. Header-only; everything is inline, so each
+// plugin gets its own copy (hidden by the plugin's visibility settings). Nothing here crosses
+// the ABI: the helpers turn C++ exceptions into a chorus_status plus the thread's last-error
+// message, which is what plugin.h asks of every function.
+#ifndef CHORUS_PLUGIN_SDK_HPP_
+#define CHORUS_PLUGIN_SDK_HPP_
+
+#include <chorus/plugin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace chorus::sdk {
+
+// An error a plugin function reports: the status to return and the message for last_error().
+class Error : public std::exception {
+ public:
+  Error(chorus_status status, std::string message)
+      : status_(status), message_(std::move(message)) {}
+  chorus_status status() const noexcept { return status_; }
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  chorus_status status_;
+  std::string message_;
+};
+
+// Builds a message from any streamable parts: Fail(CHORUS_INVALID_ARGUMENT, "count ", n).
+template <typename... Parts>
+[[noreturn]] void Fail(chorus_status status, const Parts&... parts) {
+  std::ostringstream out;
+  (out << ... << parts);
+  throw Error(status, out.str());
+}
+
+// The calling thread's last error in this plugin (plugin.h: last_error()).
+inline std::string& LastErrorStorage() {
+  static thread_local std::string message;
+  return message;
+}
+inline const char* LastError() { return LastErrorStorage().c_str(); }
+inline chorus_status SetError(chorus_status status, std::string message) {
+  LastErrorStorage() = std::move(message);
+  return status;
+}
+
+// Runs `body`, turning every exception into a status and a message. Use it as the whole body of
+// every function in a plugin's tables.
+template <typename Body>
+chorus_status Guard(Body&& body) noexcept {
+  try {
+    body();
+    return CHORUS_OK;
+  } catch (const Error& e) {
+    return SetError(e.status(), e.what());
+  } catch (const std::bad_alloc&) {
+    return SetError(CHORUS_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception& e) {
+    return SetError(CHORUS_INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return SetError(CHORUS_INTERNAL, "internal error: unknown exception");
+  }
+}
+
+// Checks that an argument struct pointer is present and large enough to hold `needed` bytes.
+template <typename Args>
+const Args& RequireArgs(const Args* args, size_t needed, const char* what) {
+  if (args == nullptr) Fail(CHORUS_INVALID_ARGUMENT, what, ": arguments are NULL");
+  if (args->struct_size < needed) {
+    Fail(CHORUS_INVALID_ARGUMENT, what, ": struct_size ", args->struct_size,
+         " is smaller than the ", needed, " bytes this plugin needs");
+  }
+  return *args;
+}
+
+inline void RequireDtype(chorus_dtype dtype, const char* what) {
+  if (chorus_dtype_size(dtype) == 0) {
+    Fail(CHORUS_INVALID_ARGUMENT, what, ": unknown dtype ", static_cast<int>(dtype));
+  }
+}
+
+// Plugins receive SUM, PROD, MIN and MAX; MEAN is the core's (plugin.h).
+inline void RequireReduceOp(chorus_reduce_op op, const char* what) {
+  if (op == CHORUS_REDUCE_MEAN) {
+    Fail(CHORUS_UNSUPPORTED, what, ": MEAN is resolved by the core, not by plugins");
+  }
+  if (op < CHORUS_REDUCE_SUM || op > CHORUS_REDUCE_MAX) {
+    Fail(CHORUS_INVALID_ARGUMENT, what, ": unknown reduce op ", static_cast<int>(op));
+  }
+}
+
+// The value of option `key`, if given.
+inline std::optional<std::string_view> FindOption(const chorus_option* options, size_t count,
+                                                  std::string_view key) {
+  if (options == nullptr) return std::nullopt;
+  for (size_t i = 0; i < count; ++i) {
+    if (options[i].key != nullptr && key == options[i].key) {
+      return std::string_view(options[i].value == nullptr ? "" : options[i].value);
+    }
+  }
+  return std::nullopt;
+}
+
+// A non-negative integer option; `fallback` when absent; an error naming the key when invalid.
+inline uint64_t IntegerOption(const chorus_option* options, size_t count, std::string_view key,
+                              uint64_t fallback) {
+  auto value = FindOption(options, count, key);
+  if (!value) return fallback;
+  uint64_t result = 0;
+  if (value->empty()) Fail(CHORUS_INVALID_ARGUMENT, "option ", key, " is empty");
+  for (char c : *value) {
+    if (c < '0' || c > '9' || result > (UINT64_MAX - 9) / 10) {
+      Fail(CHORUS_INVALID_ARGUMENT, "option ", key, "=", *value,
+           " is not a non-negative integer");
+    }
+    result = result * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return result;
+}
+
+// ---- 16-bit floating point conversions (round to nearest even) -------------------------------
+
+inline float HalfToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exponent = (h >> 10) & 0x1fu;
+  uint32_t mantissa = h & 0x3ffu;
+  uint32_t bits;
+  if (exponent == 0) {
+    if (mantissa == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      exponent = 127 - 15 + 1;
+      while ((mantissa & 0x400u) == 0) {
+        mantissa <<= 1;
+        --exponent;
+      }
+      mantissa &= 0x3ffu;
+      bits = sign | (exponent << 23) | (mantissa << 13);
+    }
+  } else if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  } else {
+    bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+inline uint16_t FloatToHalf(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  const uint32_t abs = bits & 0x7fffffffu;
+  if (abs >= 0x7f800000u) {  // inf or nan
+    return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
+  }
+  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow to inf
+  if (abs < 0x38800000u) {  // subnormal or zero in half
+    if (abs < 0x33000000u) return sign;
+    const uint32_t mantissa = (abs & 0x7fffffu) | 0x800000u;
+    const int shift = 126 - static_cast<int>(abs >> 23);  // 14..24
+    uint32_t half = mantissa >> shift;
+    const uint32_t rest = mantissa & ((1u << shift) - 1);
+    const uint32_t halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (half & 1u))) ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t half = ((abs >> 13) - ((127 - 15) << 10));
+  const uint32_t rest = abs & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;
+  return static_cast<uint16_t>(sign | half);
+}
+
+inline float Bf16ToFloat(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+inline uint16_t FloatToBf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
+  const uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
+}  // namespace chorus::sdk
+
+#endif  // CHORUS_PLUGIN_SDK_HPP_

@@ -1,5 +1,5 @@
 // CrossDeviceOps: the C++ face of a cross-device ops backend (the core's ReductionToOneDevice or
-// a plugin's), used by the strategies. It resolves MEAN (SUM, then scale by 1/n), waits on the
+// a plugin's), used by the strategies. It resolves MEAN (SUM, then divide by n), waits on the
 // plugin's requests with the time-out, and turns failures into chorus::Error.
 #ifndef CHORUS_CROSS_DEVICE_OPS_H_
 #define CHORUS_CROSS_DEVICE_OPS_H_
@@ -52,7 +52,7 @@ class CrossDeviceOps {
  private:
   CrossDeviceOps() = default;
   void Finish(chorus_status status, chorus_request* request, const char* what);
-  void ScaleOutputs(const ReduceSpec& spec, size_t divisor);
+  void DivideOutputs(const ReduceSpec& spec, size_t divisor);
 
   std::string name_;
   std::shared_ptr<PluginLibrary> library_;

@@ -52,7 +52,8 @@ class DeviceEnumerator {
   // device index or CHORUS_HOST_DEVICE on either side; synchronous.
   void Copy(uint32_t dst_device, void* dst, uint32_t src_device, const void* src,
             size_t bytes) const;
-  void Scale(uint32_t device, void* data, size_t count, chorus_dtype dtype, double factor) const;
+  void Divide(uint32_t device, void* data, size_t count, chorus_dtype dtype,
+              uint64_t divisor) const;
   void Synchronize(uint32_t device) const;
 
  private:

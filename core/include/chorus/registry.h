@@ -7,6 +7,7 @@
 #include <chorus/loader.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,7 +53,7 @@ class Registry {
   Discovery discovery_;
   std::vector<std::shared_ptr<PluginLibrary>> plugins_;
   mutable std::vector<std::shared_ptr<DeviceEnumerator>> enumerators_;
-  mutable bool enumerators_created_ = false;
+  mutable std::once_flag enumerators_once_;
 };
 
 }  // namespace chorus

@@ -83,7 +83,7 @@ typedef enum chorus_reduce_op {
   CHORUS_REDUCE_PROD = 1,
   CHORUS_REDUCE_MIN = 2,
   CHORUS_REDUCE_MAX = 3,
-  /* MEAN is resolved by the core (SUM, then a scale by 1/n). The core never passes it to a
+  /* MEAN is resolved by the core (SUM, then a divide by n). The core never passes it to a
      plugin's cross-device ops, collective or algorithm; a plugin that gets it may answer
      CHORUS_UNSUPPORTED. Device enumerators' kernels never see it either. */
   CHORUS_REDUCE_MEAN = 4,
@@ -257,16 +257,17 @@ typedef struct chorus_copy_args {
   chorus_stream* stream; /* borrowed; NULL = default */
 } chorus_copy_args;
 
-/* data[i] *= factor (for MEAN). Integer types round toward zero. */
-typedef struct chorus_scale_args {
+/* data[i] /= divisor, for MEAN. Integer types round toward zero (as C division), so a mean of
+   integers is exact where a multiply by 1/n in floating point would not be. divisor > 0. */
+typedef struct chorus_divide_args {
   size_t struct_size;
   uint32_t device;
   void* data; /* borrowed */
   size_t count;
   chorus_dtype dtype;
-  double factor;
+  uint64_t divisor;
   chorus_stream* stream;
-} chorus_scale_args;
+} chorus_divide_args;
 
 typedef struct chorus_device_enumerator_api {
   size_t struct_size;
@@ -285,7 +286,7 @@ typedef struct chorus_device_enumerator_api {
   /* Kernels. With a NULL stream they complete before returning. */
   chorus_status (*copy)(chorus_device_context* ctx, const chorus_copy_args* args);
   chorus_status (*reduce)(chorus_device_context* ctx, const chorus_reduce_kernel_args* args);
-  chorus_status (*scale)(chorus_device_context* ctx, const chorus_scale_args* args);
+  chorus_status (*divide)(chorus_device_context* ctx, const chorus_divide_args* args);
   /* Waits until everything queued on `stream` of `device` has finished. */
   chorus_status (*synchronize)(chorus_device_context* ctx, uint32_t device,
                                chorus_stream* stream);
@@ -305,6 +306,8 @@ typedef struct chorus_cross_device_ops_create_args {
   size_t num_devices;
   const chorus_option* options; /* borrowed for the call; e.g. {"num_packs", "2"} */
   size_t num_options;
+  /* The enumerator plugin's last_error(), to quote its message when a kernel fails. */
+  const char* (*devices_last_error)(void);
 } chorus_cross_device_ops_create_args;
 
 /* Reduces num_inputs buffers of `count` elements elementwise and writes the result to every
@@ -387,6 +390,7 @@ typedef struct chorus_communicator_create_args {
   const chorus_device_enumerator_api* devices_api;
   chorus_device_context* devices;
   uint32_t device;
+  const char* (*devices_last_error)(void); /* as in chorus_cross_device_ops_create_args */
 } chorus_communicator_create_args;
 
 /* recv may equal send (in place). Every rank passes the same count, dtype and op; a plugin that

@@ -1,0 +1,17 @@
+// The core's builtin plugin "core": the cpu device enumerator and the ReductionToOneDevice
+// cross-device ops, exposed through the same C tables as any plugin so that everything above
+// (strategies, chorus-info, the conformance kit) treats them alike.
+#ifndef CHORUS_CORE_BUILTIN_PLUGIN_H_
+#define CHORUS_CORE_BUILTIN_PLUGIN_H_
+
+#include <chorus/plugin.h>
+
+namespace chorus::internal {
+
+const chorus_plugin* BuiltinPluginTable();
+const chorus_device_enumerator_api* CpuDeviceEnumeratorTable();
+const chorus_cross_device_ops_api* ReductionToOneDeviceTable();
+
+}  // namespace chorus::internal
+
+#endif  // CHORUS_CORE_BUILTIN_PLUGIN_H_

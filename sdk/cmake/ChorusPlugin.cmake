@@ -5,7 +5,8 @@
 # chorus_plugin_get. The target is called chorus-<name>.
 include_guard(GLOBAL)
 
-set(_CHORUS_PLUGIN_MAP "${CMAKE_CURRENT_LIST_DIR}/chorus-plugin.map")
+# A cache entry so that chorus_add_plugin() sees it from any directory scope.
+set(_CHORUS_PLUGIN_MAP "${CMAKE_CURRENT_LIST_DIR}/chorus-plugin.map" CACHE INTERNAL "")
 
 function(chorus_add_plugin)
   cmake_parse_arguments(ARG "" "NAME;OUTPUT_DIRECTORY" "SOURCES;LINK_LIBRARIES" ${ARGN})

@@ -1,0 +1,120 @@
+// The loader's decision and message for each variant of fake_plugin.cc.
+#include <chorus/plugin_library.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace chorus {
+namespace {
+
+std::string FakePath(const std::string& variant) {
+  return std::string(FAKE_PLUGIN_DIR) + "/libchorus-" + variant + ".so";
+}
+
+// Loads a variant that must be rejected and returns the reason.
+std::string RejectionOf(const std::string& variant) {
+  std::string reason;
+  auto plugin = PluginLibrary::Load(FakePath(variant), &reason);
+  EXPECT_EQ(plugin, nullptr) << variant << " was accepted";
+  EXPECT_FALSE(reason.empty());
+  return reason;
+}
+
+TEST(Loader, AcceptsAGoodPlugin) {
+  std::string reason;
+  auto plugin = PluginLibrary::Load(FakePath("fake_good"), &reason);
+  ASSERT_NE(plugin, nullptr) << reason;
+  EXPECT_EQ(plugin->name(), "fake_good");
+  EXPECT_EQ(plugin->abi_major(), 1u);
+  EXPECT_EQ(plugin->abi_minor(), 0u);
+  ASSERT_NE(plugin->cross_device_ops(), nullptr);
+  EXPECT_STREQ(plugin->cross_device_ops()->name, "fake_good_ops");
+  EXPECT_EQ(plugin->collective(), nullptr);
+  EXPECT_EQ(plugin->Provides(), std::vector<std::string>{"cross_device_ops(fake_good_ops)"});
+}
+
+TEST(Loader, RejectsAnotherMajorVersion) {
+  const std::string reason = RejectionOf("fake_other_major");
+  EXPECT_NE(reason.find("built for chorus ABI 2.0"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("this core speaks ABI 1.0"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("rebuild the plugin"), std::string::npos) << reason;
+}
+
+TEST(Loader, UsesANewerMinorThroughTheFieldsItKnows) {
+  std::string reason;
+  auto plugin = PluginLibrary::Load(FakePath("fake_newer_minor"), &reason);
+  ASSERT_NE(plugin, nullptr) << reason;
+  EXPECT_EQ(plugin->abi_minor(), 7u);
+  EXPECT_EQ(plugin->table().struct_size, sizeof(chorus_plugin));
+  ASSERT_NE(plugin->cross_device_ops(), nullptr);
+  ASSERT_EQ(plugin->notes().size(), 1u);
+  EXPECT_NE(plugin->notes()[0].find("newer than the core's 1.0: using the 1.0 fields"),
+            std::string::npos)
+      << plugin->notes()[0];
+}
+
+TEST(Loader, TreatsSlotsPastAnOlderTableAsUnsupported) {
+  std::string reason;
+  auto plugin = PluginLibrary::Load(FakePath("fake_older_minor"), &reason);
+  ASSERT_NE(plugin, nullptr) << reason;
+  // The fake has poison pointers behind its struct_size; the core must not have read them.
+  EXPECT_EQ(plugin->collective(), nullptr);
+  EXPECT_EQ(plugin->algorithm(), nullptr);
+  EXPECT_EQ(plugin->transport(), nullptr);
+  EXPECT_NE(plugin->cross_device_ops(), nullptr);
+  ASSERT_EQ(plugin->notes().size(), 1u);
+  EXPECT_NE(plugin->notes()[0].find("treated as unsupported"), std::string::npos);
+}
+
+TEST(Loader, RejectsAMissingEntrySymbol) {
+  const std::string reason = RejectionOf("fake_no_entry");
+  EXPECT_NE(reason.find("does not export chorus_plugin_get()"), std::string::npos) << reason;
+}
+
+TEST(Loader, RejectsAFailingInitWithItsMessage) {
+  const std::string reason = RejectionOf("fake_init_fails");
+  EXPECT_NE(reason.find("init() failed with UNAVAILABLE: no fake device on this machine"),
+            std::string::npos)
+      << reason;
+}
+
+TEST(Loader, SurvivesAnEntryThatThrows) {
+  const std::string reason = RejectionOf("fake_entry_throws");
+  EXPECT_NE(reason.find("threw a C++ exception across the C ABI: fake entry exploded"),
+            std::string::npos)
+      << reason;
+}
+
+TEST(Loader, RejectsAnEntryReturningNull) {
+  const std::string reason = RejectionOf("fake_entry_null");
+  EXPECT_NE(reason.find("returned NULL"), std::string::npos) << reason;
+}
+
+TEST(Loader, RejectsATableTooSmallToHoldAVersion) {
+  const std::string reason = RejectionOf("fake_tiny_table");
+  EXPECT_NE(reason.find("too small to hold an ABI version"), std::string::npos) << reason;
+}
+
+TEST(Loader, RejectsANullRequiredFunction) {
+  const std::string reason = RejectionOf("fake_null_init");
+  EXPECT_NE(reason.find("required function 'init' NULL"), std::string::npos) << reason;
+}
+
+TEST(Loader, RejectsANameThatDiffersFromTheFileName) {
+  const std::string reason = RejectionOf("fake_misnamed");
+  EXPECT_NE(reason.find("calls itself 'someone_else'"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("rename the file to libchorus-someone_else.so"), std::string::npos);
+}
+
+TEST(Loader, RejectsAFileThatIsNoSharedLibrary) {
+  const std::string reason = RejectionOf("not_a_library");
+  EXPECT_NE(reason.find("cannot be loaded as a shared library"), std::string::npos) << reason;
+}
+
+TEST(Loader, RejectsAMissingFile) {
+  const std::string reason = RejectionOf("does_not_exist");
+  EXPECT_NE(reason.find("no such file"), std::string::npos) << reason;
+}
+
+}  // namespace
+}  // namespace chorus

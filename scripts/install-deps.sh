@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages chorus builds and tests with, when any is missing.
+set -euo pipefail
+
+packages=(
+  cmake g++ make binutils pkg-config
+  libboost-dev libspdlog-dev nlohmann-json3-dev libcli11-dev
+  libgtest-dev libgmock-dev
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+
+if (( ${#missing[@]} == 0 )); then
+  echo "install-deps: every package is present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+if [[ $(id -u) -ne 0 ]]; then
+  echo "install-deps: not root; run: sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq "${missing[@]}"

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The whole test suite: install what is missing, then build and run CTest three ways:
+#   1. release build, every test;
+#   2. AddressSanitizer + UndefinedBehaviorSanitizer build, every test;
+#   3. ThreadSanitizer build, the threaded core tests.
+# CHORUS_TEST_QUICK=1 runs only the first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+
+scripts/install-deps.sh
+
+run_preset() {
+  local preset=$1
+  shift
+  echo "== build and test: $preset"
+  cmake --preset "$preset"
+  cmake --build --preset "$preset" -j "$jobs"
+  ctest --preset "$preset" -j "$jobs" "$@"
+}
+
+run_preset release
+if [[ "${CHORUS_TEST_QUICK:-0}" != 1 ]]; then
+  run_preset asan
+  run_preset tsan
+fi

@@ -16,6 +16,8 @@ const char* DeviceKindName(chorus_device_kind kind) {
       return "tpu";
     case CHORUS_DEVICE_OTHER:
       return "other";
+    default:
+      break;
   }
   return "unknown";
 }

@@ -24,6 +24,8 @@ const char* StatusName(chorus_status status) {
       return "NOT_FOUND";
     case CHORUS_UNAVAILABLE:
       return "UNAVAILABLE";
+    default:
+      break;
   }
   return "UNKNOWN_STATUS";
 }

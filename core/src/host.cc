@@ -25,6 +25,7 @@ spdlog::level::level_enum ToSpdlog(chorus_log_level level) {
     case CHORUS_LOG_WARN:
       return spdlog::level::warn;
     case CHORUS_LOG_ERROR:
+    default:
       return spdlog::level::err;
   }
   return spdlog::level::err;

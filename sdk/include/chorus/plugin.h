@@ -17,6 +17,9 @@
  *  - Ownership: whoever creates destroys. Inputs are borrowed for the call (for asynchronous
  *    operations: until the request completes). Strings a plugin returns are owned by the plugin
  *    or by the handle that returned them, as written beside each one.
+ *  - Every enum ends with a *_MAX_ENUM = 0x7fffffff member: it fixes the enum at 32 bits and makes
+ *    any int32 value a valid value of the type, so a value from a newer minor (a new dtype, say)
+ *    read by older C++ code is not undefined behaviour. Reject values you do not know.
  *  - Time-outs are in milliseconds; a negative value means "no time-out" and is used only where
  *    a comment allows it. Every blocking call takes one.
  */
@@ -62,7 +65,8 @@ typedef enum chorus_status {
   CHORUS_OUT_OF_MEMORY = 6,
   CHORUS_INTERNAL = 7,   /* a bug or a failure of a library underneath */
   CHORUS_NOT_FOUND = 8,  /* a key, device or name that does not exist */
-  CHORUS_UNAVAILABLE = 9 /* a resource that exists but cannot be used now (no GPU, no NIC) */
+  CHORUS_UNAVAILABLE = 9, /* a resource that exists but cannot be used now (no GPU, no NIC) */
+  CHORUS_STATUS_MAX_ENUM = 0x7fffffff
 } chorus_status;
 
 /* Values are part of the ABI: never renumbered. */
@@ -75,7 +79,8 @@ typedef enum chorus_dtype {
   CHORUS_I64 = 5,
   CHORUS_U8 = 6,
   CHORUS_I8 = 7,
-  CHORUS_DTYPE_COUNT = 8 /* one past the last; grows with minor versions */
+  CHORUS_DTYPE_COUNT = 8, /* one past the last; grows with minor versions */
+  CHORUS_DTYPE_MAX_ENUM = 0x7fffffff
 } chorus_dtype;
 
 typedef enum chorus_reduce_op {
@@ -87,7 +92,8 @@ typedef enum chorus_reduce_op {
      plugin's cross-device ops, collective or algorithm; a plugin that gets it may answer
      CHORUS_UNSUPPORTED. Device enumerators' kernels never see it either. */
   CHORUS_REDUCE_MEAN = 4,
-  CHORUS_REDUCE_OP_COUNT = 5
+  CHORUS_REDUCE_OP_COUNT = 5,
+  CHORUS_REDUCE_OP_MAX_ENUM = 0x7fffffff
 } chorus_reduce_op;
 
 /* Bytes per element; 0 for a value that is not a chorus_dtype. */
@@ -115,7 +121,8 @@ typedef enum chorus_log_level {
   CHORUS_LOG_DEBUG = 1,
   CHORUS_LOG_INFO = 2,
   CHORUS_LOG_WARN = 3,
-  CHORUS_LOG_ERROR = 4
+  CHORUS_LOG_ERROR = 4,
+  CHORUS_LOG_LEVEL_MAX_ENUM = 0x7fffffff
 } chorus_log_level;
 
 /* A key=value setting handed to a create call (from a constructor argument or a variable).
@@ -224,7 +231,8 @@ typedef enum chorus_device_kind {
   CHORUS_DEVICE_CPU = 0,
   CHORUS_DEVICE_GPU = 1,
   CHORUS_DEVICE_TPU = 2,
-  CHORUS_DEVICE_OTHER = 3
+  CHORUS_DEVICE_OTHER = 3,
+  CHORUS_DEVICE_KIND_MAX_ENUM = 0x7fffffff
 } chorus_device_kind;
 
 /* Filled by device_info. The caller sets struct_size; the plugin fills what fits. Strings are
@@ -524,7 +532,8 @@ typedef enum chorus_collective_op {
   CHORUS_OP_BROADCAST = 1,
   CHORUS_OP_ALL_GATHER = 2,
   CHORUS_OP_REDUCE_SCATTER = 3,
-  CHORUS_OP_BARRIER = 4
+  CHORUS_OP_BARRIER = 4,
+  CHORUS_COLLECTIVE_OP_MAX_ENUM = 0x7fffffff
 } chorus_collective_op;
 
 #define CHORUS_OP_BIT(op) (1u << (op))

@@ -152,6 +152,12 @@ chorus_status Create(const chorus_cross_device_ops_create_args* args, chorus_cro
     }
     Check(*ops, a.devices_api->device_count(a.devices, &ops->device_count), "device_count");
     for (size_t i = 0; i < a.num_devices; ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        if (a.device_indices[j] == a.device_indices[i]) {
+          Fail(CHORUS_INVALID_ARGUMENT, "reduction_to_one_device create: device ",
+               a.device_indices[i], " is listed twice; give each replica its own device");
+        }
+      }
       if (a.device_indices[i] >= ops->device_count) {
         Fail(CHORUS_INVALID_ARGUMENT, "reduction_to_one_device create: device ",
              a.device_indices[i], " does not exist (the enumerator has ", ops->device_count, ")");
@@ -174,7 +180,8 @@ void Destroy(chorus_cross_device_ops* ops) { delete ops; }
 chorus_status Reduce(chorus_cross_device_ops* ops, const chorus_reduce_args* args,
                      chorus_request** request) {
   return Guard([&] {
-    if (request != nullptr) *request = nullptr;
+    if (request == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "reduction_to_one_device: request is NULL");
+    *request = nullptr;
     const Ops& o = RequireOps(ops);
     ReduceOne(o, args, args ? args->stream : nullptr);
   });
@@ -183,7 +190,8 @@ chorus_status Reduce(chorus_cross_device_ops* ops, const chorus_reduce_args* arg
 chorus_status BatchReduce(chorus_cross_device_ops* ops, const chorus_batch_reduce_args* args,
                           chorus_request** request) {
   return Guard([&] {
-    if (request != nullptr) *request = nullptr;
+    if (request == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "reduction_to_one_device: request is NULL");
+    *request = nullptr;
     const Ops& o = RequireOps(ops);
     const auto& a = RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_batch_reduce_args, num_reduces),
                                 "reduction_to_one_device batch_reduce");
@@ -197,7 +205,8 @@ chorus_status BatchReduce(chorus_cross_device_ops* ops, const chorus_batch_reduc
 chorus_status Broadcast(chorus_cross_device_ops* ops, const chorus_broadcast_args* args,
                         chorus_request** request) {
   return Guard([&] {
-    if (request != nullptr) *request = nullptr;
+    if (request == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "reduction_to_one_device: request is NULL");
+    *request = nullptr;
     const Ops& o = RequireOps(ops);
     const auto& a = RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_broadcast_args, num_outputs),
                                 "reduction_to_one_device broadcast");
@@ -212,7 +221,8 @@ chorus_status Broadcast(chorus_cross_device_ops* ops, const chorus_broadcast_arg
 chorus_status AllGather(chorus_cross_device_ops* ops, const chorus_all_gather_args* args,
                         chorus_request** request) {
   return Guard([&] {
-    if (request != nullptr) *request = nullptr;
+    if (request == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "reduction_to_one_device: request is NULL");
+    *request = nullptr;
     const Ops& o = RequireOps(ops);
     const auto& a = RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_all_gather_args, num_outputs),
                                 "reduction_to_one_device all_gather");

@@ -18,8 +18,14 @@
  *    operations: until the request completes). Strings a plugin returns are owned by the plugin
  *    or by the handle that returned them, as written beside each one.
  *  - Every enum ends with a *_MAX_ENUM = 0x7fffffff member: it fixes the enum at 32 bits and makes
- *    any int32 value a valid value of the type, so a value from a newer minor (a new dtype, say)
- *    read by older C++ code is not undefined behaviour. Reject values you do not know.
+ *    every value 0..INT32_MAX a valid value of the type, so a value from a newer minor (a new
+ *    dtype, say) read by older C++ code is not undefined behaviour. Reject values you do not
+ *    know. Negative values are never valid; a caller must not pass them.
+ *  - Streams: a chorus_stream belongs to the enumerator in use and orders work on every device
+ *    an operation touches (for CUDA, an enumerator-defined set of per-device streams). With a
+ *    non-NULL stream, "completes" means "is enqueued in stream order"; with NULL it means
+ *    "has finished". batch_reduce uses the batch's stream and ignores its reduces' own.
+ *  - Out-pointers (chorus_request**, the `out` of create calls) are never NULL.
  *  - Time-outs are in milliseconds; a negative value means "no time-out" and is used only where
  *    a comment allows it. Every blocking call takes one.
  */
@@ -364,7 +370,9 @@ typedef struct chorus_all_gather_args {
 } chorus_all_gather_args;
 
 /* Each operation either completes before it returns and sets *request to NULL, or returns a
-   request the core waits on and frees. Buffers must stay valid until then. */
+   request the core waits on and frees. Buffers must stay valid until then. Every operation
+   needs at least one input and one output (INVALID_ARGUMENT otherwise); count 0 is valid and
+   does nothing. device_indices at create hold distinct devices (one per replica). */
 typedef struct chorus_cross_device_ops_api {
   size_t struct_size;
   const char* name; /* what CHORUS_CROSS_DEVICE_OPS selects, e.g. "hierarchical_copy"; static */

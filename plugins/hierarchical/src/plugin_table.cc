@@ -1,0 +1,159 @@
+// The exported entry point and the plugin's tables: thin C wrappers that check the handle,
+// run the C++ implementation under sdk::Guard and complete every operation before returning.
+#include <chorus/plugin.h>
+
+#include <chorus/plugin_sdk.hpp>
+#include <memory>
+
+#include "cross_device_ops.h"
+#include "logging.h"
+
+struct chorus_cross_device_ops {
+  explicit chorus_cross_device_ops(const chorus_cross_device_ops_create_args& args) : impl(args) {}
+  chorus::hierarchical::HierarchicalCopy impl;
+};
+
+namespace chorus::hierarchical {
+namespace {
+
+using sdk::Fail;
+using sdk::Guard;
+
+const HierarchicalCopy& Ops(const chorus_cross_device_ops* ops, const char* what) {
+  if (ops == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "hierarchical_copy ", what, ": ops is NULL");
+  return ops->impl;
+}
+
+// This plugin finishes every operation before returning, so *request is always NULL.
+void NoRequest(chorus_request** request, const char* what) {
+  if (request == nullptr) {
+    Fail(CHORUS_INVALID_ARGUMENT, "hierarchical_copy ", what, ": request is NULL");
+  }
+  *request = nullptr;
+}
+
+chorus_status Create(const chorus_cross_device_ops_create_args* args,
+                     chorus_cross_device_ops** out) {
+  return Guard([&] {
+    if (out == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "hierarchical_copy create: out is NULL");
+    *out = nullptr;
+    const auto& a =
+        sdk::RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_cross_device_ops_create_args, num_options),
+                         "hierarchical_copy create");
+    *out = std::make_unique<chorus_cross_device_ops>(a).release();
+  });
+}
+
+void Destroy(chorus_cross_device_ops* ops) { delete ops; }
+
+chorus_status Reduce(chorus_cross_device_ops* ops, const chorus_reduce_args* args,
+                     chorus_request** request) {
+  return Guard([&] {
+    NoRequest(request, "reduce");
+    Ops(ops, "reduce").Reduce(args);
+  });
+}
+
+chorus_status BatchReduce(chorus_cross_device_ops* ops, const chorus_batch_reduce_args* args,
+                          chorus_request** request) {
+  return Guard([&] {
+    NoRequest(request, "batch_reduce");
+    Ops(ops, "batch_reduce").BatchReduce(args);
+  });
+}
+
+chorus_status Broadcast(chorus_cross_device_ops* ops, const chorus_broadcast_args* args,
+                        chorus_request** request) {
+  return Guard([&] {
+    NoRequest(request, "broadcast");
+    Ops(ops, "broadcast").Broadcast(args);
+  });
+}
+
+chorus_status AllGather(chorus_cross_device_ops* ops, const chorus_all_gather_args* args,
+                        chorus_request** request) {
+  return Guard([&] {
+    NoRequest(request, "all_gather");
+    Ops(ops, "all_gather").AllGather(args);
+  });
+}
+
+chorus_status Init(const chorus_host* host) {
+  return Guard([&] {
+    if (host == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "hierarchical init: host is NULL");
+    if (host->struct_size < CHORUS_STRUCT_SIZE(chorus_host, abi_minor)) {
+      Fail(CHORUS_INVALID_ARGUMENT, "hierarchical init: host struct_size ", host->struct_size,
+           " is too small");
+    }
+    if (host->abi_major != CHORUS_ABI_MAJOR) {
+      Fail(CHORUS_UNSUPPORTED, "hierarchical init: built for chorus ABI ", CHORUS_ABI_MAJOR,
+           ".x, the core speaks ", host->abi_major, ".", host->abi_minor);
+    }
+    SetHost(host);
+  });
+}
+
+void Shutdown() { SetHost(nullptr); }
+
+const char* LastError() { return sdk::LastError(); }
+
+chorus_status RequestTest(chorus_request* request, int* done) {
+  return Guard([&] {
+    if (done != nullptr) *done = 1;
+    Fail(CHORUS_INVALID_ARGUMENT, "hierarchical request_test: request ",
+         static_cast<const void*>(request),
+         " is not this plugin's (hierarchical_copy completes every operation before returning "
+         "and never creates requests)");
+  });
+}
+
+chorus_status RequestWait(chorus_request* request, int64_t /*timeout_ms*/) {
+  return Guard([&] {
+    Fail(CHORUS_INVALID_ARGUMENT, "hierarchical request_wait: request ",
+         static_cast<const void*>(request),
+         " is not this plugin's (hierarchical_copy completes every operation before returning "
+         "and never creates requests)");
+  });
+}
+
+// Nothing to free: no request ever comes from this plugin.
+void RequestFree(chorus_request* /*request*/) {}
+
+constexpr chorus_cross_device_ops_api kCrossDeviceOps = {
+    sizeof(chorus_cross_device_ops_api),
+    "hierarchical_copy",
+    Create,
+    Destroy,
+    Reduce,
+    BatchReduce,
+    Broadcast,
+    AllGather,
+};
+
+constexpr chorus_plugin kPlugin = {
+    sizeof(chorus_plugin),
+    CHORUS_ABI_MAJOR,
+    CHORUS_ABI_MINOR,
+    "hierarchical",
+    "1.0.0",
+    "HierarchicalCopyAllReduce (tf.distribute) over any device enumerator, with num_packs",
+    Init,
+    Shutdown,
+    LastError,
+    RequestTest,
+    RequestWait,
+    RequestFree,
+    nullptr,
+    &kCrossDeviceOps,
+    nullptr,
+    nullptr,
+    nullptr,
+};
+
+}  // namespace
+}  // namespace chorus::hierarchical
+
+extern "C" CHORUS_PLUGIN_EXPORT const chorus_plugin* chorus_plugin_get(
+    const chorus_host* /*host*/) {
+  return &chorus::hierarchical::kPlugin;
+}

@@ -86,13 +86,17 @@ LoaderOptions LoaderOptions::FromEnvironment() {
   if (auto path = GetEnv("CHORUS_PLUGIN_PATH")) {
     for (const auto& dir : SplitList(*path, ':')) options.search_dirs.push_back(dir);
   }
-  // Next to the installed (or built) libchorus: <libdir>/chorus/plugins.
+  // Next to libchorus: <libdir>/chorus/plugins. The build tree has the install's layout, so
+  // this is the install's plugin folder for an installed chorus and the build tree's for a
+  // built one; an installed chorus never loads plugins from the tree it was built in.
   boost::dll::fs::error_code ec;
   const auto self = boost::dll::this_line_location(ec);
   if (!ec) {
-    options.search_dirs.push_back((self.parent_path() / CHORUS_INSTALL_PLUGIN_SUBDIR).string());
+    options.search_dirs.push_back(
+        Canonical((self.parent_path() / CHORUS_INSTALL_PLUGIN_SUBDIR).string()));
+  } else {
+    options.search_dirs.push_back(CHORUS_BUILD_PLUGIN_DIR);
   }
-  options.search_dirs.push_back(CHORUS_BUILD_PLUGIN_DIR);
   options.filter = GetEnv("CHORUS_PLUGINS");
   return options;
 }

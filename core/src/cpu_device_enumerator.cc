@@ -1,12 +1,11 @@
 // The cpu platform: N virtual devices over host memory (CHORUS_CPU_DEVICES, or the "count"
 // option), each one replica. Memory is plain aligned host memory; the kernels are the host's.
-#include <chorus/plugin_sdk.hpp>
-
 #include <unistd.h>
 
+#include <chorus/plugin_sdk.hpp>
 #include <cstdlib>
-#include <memory>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,8 +36,7 @@ void RequireDevice(const chorus_device_context* ctx, uint32_t device, const char
   }
 }
 
-chorus_status Create(const chorus_device_context_create_args* args,
-                     chorus_device_context** out) {
+chorus_status Create(const chorus_device_context_create_args* args, chorus_device_context** out) {
   return Guard([&] {
     if (out == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "cpu create: out is NULL");
     *out = nullptr;
@@ -46,8 +44,7 @@ chorus_status Create(const chorus_device_context_create_args* args,
         args, CHORUS_STRUCT_SIZE(chorus_device_context_create_args, num_options), "cpu create");
     const uint64_t count = sdk::IntegerOption(a.options, a.num_options, "count", 1);
     if (count > kMaxCpuDevices) {
-      Fail(CHORUS_INVALID_ARGUMENT, "cpu create: count ", count, " is more than ",
-           kMaxCpuDevices);
+      Fail(CHORUS_INVALID_ARGUMENT, "cpu create: count ", count, " is more than ", kMaxCpuDevices);
     }
     auto ctx = std::make_unique<chorus_device_context>();
     for (uint64_t i = 0; i < count; ++i) ctx->names.push_back("CPU:" + std::to_string(i));
@@ -64,7 +61,8 @@ void Destroy(chorus_device_context* ctx) { delete ctx; }
 
 chorus_status DeviceCount(chorus_device_context* ctx, uint32_t* count) {
   return Guard([&] {
-    if (ctx == nullptr || count == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "cpu device_count: NULL argument");
+    if (ctx == nullptr || count == nullptr)
+      Fail(CHORUS_INVALID_ARGUMENT, "cpu device_count: NULL argument");
     *count = static_cast<uint32_t>(ctx->names.size());
   });
 }
@@ -96,7 +94,8 @@ chorus_status Allocate(chorus_device_context* ctx, uint32_t device, size_t bytes
     RequireDevice(ctx, device, "cpu allocate", true);
     if (out == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "cpu allocate: out is NULL");
     constexpr size_t kAlignment = 64;
-    const size_t rounded = bytes == 0 ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    const size_t rounded =
+        bytes == 0 ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment;
     *out = std::aligned_alloc(kAlignment, rounded);
     if (*out == nullptr) Fail(CHORUS_OUT_OF_MEMORY, "cpu allocate: ", bytes, " bytes");
   });

@@ -108,7 +108,8 @@ void CrossDeviceOps::Reduce(chorus_reduce_op op, const ReduceSpec& spec) {
 
 void CrossDeviceOps::BatchReduce(chorus_reduce_op op, const std::vector<ReduceSpec>& specs) {
   if (op < 0 || op >= CHORUS_REDUCE_OP_COUNT) {
-    throw Error(CHORUS_INVALID_ARGUMENT, "reduce op " + std::to_string(op) + " is not a chorus reduce op");
+    throw Error(CHORUS_INVALID_ARGUMENT,
+                "reduce op " + std::to_string(op) + " is not a chorus reduce op");
   }
   const chorus_reduce_op plugin_op = op == CHORUS_REDUCE_MEAN ? CHORUS_REDUCE_SUM : op;
   std::vector<chorus_reduce_args> args(specs.size());

@@ -25,9 +25,9 @@ const char* DeviceKindName(chorus_device_kind kind) {
 std::shared_ptr<DeviceEnumerator> DeviceEnumerator::Create(std::shared_ptr<PluginLibrary> library,
                                                            const Options& options) {
   if (!library || library->device_enumerator() == nullptr) {
-    throw Error(CHORUS_INVALID_ARGUMENT,
-                "plugin '" + (library ? library->name() : std::string("(null)")) +
-                    "' provides no device enumerator");
+    throw Error(CHORUS_INVALID_ARGUMENT, "plugin '" +
+                                             (library ? library->name() : std::string("(null)")) +
+                                             "' provides no device enumerator");
   }
   std::shared_ptr<DeviceEnumerator> self(new DeviceEnumerator());
   self->library_ = std::move(library);
@@ -36,7 +36,8 @@ std::shared_ptr<DeviceEnumerator> DeviceEnumerator::Create(std::shared_ptr<Plugi
   if (self->api_->create == nullptr || self->api_->device_count == nullptr ||
       self->api_->device_info == nullptr || self->api_->destroy == nullptr) {
     throw Error(CHORUS_UNSUPPORTED, "device enumerator '" + self->platform_ + "' of plugin '" +
-                                        self->library_->name() + "' lacks create/destroy/count/info");
+                                        self->library_->name() +
+                                        "' lacks create/destroy/count/info");
   }
   std::vector<chorus_option> raw;
   for (const auto& [key, value] : options) raw.push_back({key.c_str(), value.c_str()});
@@ -141,7 +142,8 @@ void DeviceEnumerator::Synchronize(uint32_t device) const {
   if (status != CHORUS_OK) Throw(status, "synchronize");
 }
 
-DeviceBuffer::DeviceBuffer(Device device, size_t bytes) : device_(std::move(device)), bytes_(bytes) {
+DeviceBuffer::DeviceBuffer(Device device, size_t bytes)
+    : device_(std::move(device)), bytes_(bytes) {
   data_ = device_.enumerator->Allocate(device_.index, bytes);
 }
 

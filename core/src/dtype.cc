@@ -28,8 +28,8 @@ chorus_dtype ParseDtype(std::string_view name) {
   for (int i = 0; i < CHORUS_DTYPE_COUNT; ++i) {
     if (name == kDtypeNames[i]) return static_cast<chorus_dtype>(i);
   }
-  throw Error(CHORUS_INVALID_ARGUMENT, "unknown dtype '" + std::string(name) +
-                                           "'; valid: " + JoinNames(kDtypeNames, CHORUS_DTYPE_COUNT));
+  throw Error(CHORUS_INVALID_ARGUMENT, "unknown dtype '" + std::string(name) + "'; valid: " +
+                                           JoinNames(kDtypeNames, CHORUS_DTYPE_COUNT));
 }
 
 std::vector<chorus_dtype> AllDtypes() {
@@ -47,9 +47,8 @@ chorus_reduce_op ParseReduceOp(std::string_view name) {
   for (int i = 0; i < CHORUS_REDUCE_OP_COUNT; ++i) {
     if (name == kReduceOpNames[i]) return static_cast<chorus_reduce_op>(i);
   }
-  throw Error(CHORUS_INVALID_ARGUMENT,
-              "unknown reduce op '" + std::string(name) +
-                  "'; valid: " + JoinNames(kReduceOpNames, CHORUS_REDUCE_OP_COUNT));
+  throw Error(CHORUS_INVALID_ARGUMENT, "unknown reduce op '" + std::string(name) + "'; valid: " +
+                                           JoinNames(kReduceOpNames, CHORUS_REDUCE_OP_COUNT));
 }
 
 }  // namespace chorus

@@ -2,9 +2,9 @@
 
 #include <chorus/logging.h>
 #include <chorus/plugin_library.h>
-#include <chorus/plugin_sdk.hpp>
 
 #include <atomic>
+#include <chorus/plugin_sdk.hpp>
 #include <cstdlib>
 
 #include "host_kernels.h"
@@ -51,8 +51,8 @@ void HostDeallocate(void*, void* pointer) { std::free(pointer); }
 
 chorus_status HostReduce(void*, const chorus_reduce_kernel_args* args) {
   return sdk::Guard([&] {
-    const auto& a = sdk::RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_reduce_kernel_args, op),
-                                     "reduce_host");
+    const auto& a =
+        sdk::RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_reduce_kernel_args, op), "reduce_host");
     ReduceHost(a.dst, a.a, a.b, a.count, a.dtype, a.op);
   });
 }

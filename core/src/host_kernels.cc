@@ -1,8 +1,7 @@
 #include "host_kernels.h"
 
-#include <chorus/plugin_sdk.hpp>
-
 #include <algorithm>
+#include <chorus/plugin_sdk.hpp>
 #include <cstring>
 #include <type_traits>
 
@@ -67,7 +66,7 @@ T Multiply(T x, T y) {
     using U = std::make_unsigned_t<T>;
     using Wide = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;
     return static_cast<T>(static_cast<U>(static_cast<Wide>(static_cast<U>(x)) *
-                                          static_cast<Wide>(static_cast<U>(y))));
+                                         static_cast<Wide>(static_cast<U>(y))));
   } else {
     return x * y;
   }

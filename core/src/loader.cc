@@ -27,8 +27,7 @@ struct Filter {
     if (none || exclude_names.count(name)) return false;
     return include_names.empty() && include_paths.empty()
                ? true
-               : std::find(include_names.begin(), include_names.end(), name) !=
-                     include_names.end();
+               : std::find(include_names.begin(), include_names.end(), name) != include_names.end();
   }
 };
 
@@ -128,11 +127,11 @@ Discovery DiscoverPlugins(const LoaderOptions& options) {
       }
     }
     if (!expected_name.empty() && plugin->name() != expected_name) {
-      return reject(path, "expected plugin '" + expected_name + "', found '" + plugin->name() +
-                              "'");
+      return reject(path,
+                    "expected plugin '" + expected_name + "', found '" + plugin->name() + "'");
     }
-    Log().debug("plugin {} loaded from {} (ABI {}.{})", plugin->name(), path,
-                plugin->abi_major(), plugin->abi_minor());
+    Log().debug("plugin {} loaded from {} (ABI {}.{})", plugin->name(), path, plugin->abi_major(),
+                plugin->abi_minor());
     loaded_names.push_back(plugin->name());
     result.loaded.push_back(std::move(plugin));
   };

@@ -1,6 +1,5 @@
 #include <chorus/environment.h>
 #include <chorus/logging.h>
-
 #include <spdlog/sinks/stdout_color_sinks.h>
 
 #include <cstdio>

@@ -2,7 +2,6 @@
 #include <chorus/error.h>
 #include <chorus/logging.h>
 #include <chorus/plugin_library.h>
-
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -161,13 +160,13 @@ bool PluginLibrary::Accept(const chorus_plugin* table, std::string* reason) {
     const void* pointer;
     const char* name;
   };
-  for (const Slot& slot : {Slot{reinterpret_cast<const void*>(table_.init), "init"},
-                           Slot{reinterpret_cast<const void*>(table_.shutdown), "shutdown"},
-                           Slot{reinterpret_cast<const void*>(table_.last_error), "last_error"},
-                           Slot{reinterpret_cast<const void*>(table_.request_test), "request_test"},
-                           Slot{reinterpret_cast<const void*>(table_.request_wait), "request_wait"},
-                           Slot{reinterpret_cast<const void*>(table_.request_free),
-                                "request_free"}}) {
+  for (const Slot& slot :
+       {Slot{reinterpret_cast<const void*>(table_.init), "init"},
+        Slot{reinterpret_cast<const void*>(table_.shutdown), "shutdown"},
+        Slot{reinterpret_cast<const void*>(table_.last_error), "last_error"},
+        Slot{reinterpret_cast<const void*>(table_.request_test), "request_test"},
+        Slot{reinterpret_cast<const void*>(table_.request_wait), "request_wait"},
+        Slot{reinterpret_cast<const void*>(table_.request_free), "request_free"}}) {
     if (slot.pointer == nullptr) {
       *reason = std::string("its table leaves the required function '") + slot.name +
                 "' NULL; the plugin is incomplete";
@@ -191,13 +190,12 @@ bool PluginLibrary::Accept(const chorus_plugin* table, std::string* reason) {
   const bool have_enumerator = CopyTable(
       table_.device_enumerator, &device_enumerator_,
       CHORUS_STRUCT_SIZE(chorus_device_enumerator_api, device_info), "device_enumerator", &notes_);
-  const bool have_cdo =
-      CopyTable(table_.cross_device_ops, &cross_device_ops_,
-                CHORUS_STRUCT_SIZE(chorus_cross_device_ops_api, reduce), "cross_device_ops",
-                &notes_);
+  const bool have_cdo = CopyTable(table_.cross_device_ops, &cross_device_ops_,
+                                  CHORUS_STRUCT_SIZE(chorus_cross_device_ops_api, reduce),
+                                  "cross_device_ops", &notes_);
   const bool have_collective =
-      CopyTable(table_.collective, &collective_,
-                CHORUS_STRUCT_SIZE(chorus_collective_api, destroy), "collective", &notes_);
+      CopyTable(table_.collective, &collective_, CHORUS_STRUCT_SIZE(chorus_collective_api, destroy),
+                "collective", &notes_);
   const bool have_algorithm =
       CopyTable(table_.algorithm, &algorithm_, CHORUS_STRUCT_SIZE(chorus_algorithm_api, run),
                 "algorithm", &notes_);
@@ -244,7 +242,8 @@ const chorus_transport_api* PluginLibrary::transport() const { return table_.tra
 
 std::vector<std::string> PluginLibrary::Provides() const {
   std::vector<std::string> out;
-  if (auto* t = device_enumerator()) out.push_back(std::string("device_enumerator(") + t->platform + ")");
+  if (auto* t = device_enumerator())
+    out.push_back(std::string("device_enumerator(") + t->platform + ")");
   if (auto* t = cross_device_ops()) out.push_back(std::string("cross_device_ops(") + t->name + ")");
   if (auto* t = collective()) out.push_back(std::string("collective(") + t->name + ")");
   if (auto* t = algorithm()) out.push_back(std::string("algorithm(") + t->name + ")");

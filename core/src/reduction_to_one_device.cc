@@ -2,7 +2,6 @@
 // (reduce_to_device, default the first destination's), reduce there, copy the result to every
 // destination. Always available; written against the device enumerator's kernels like a plugin.
 #include <chorus/plugin_sdk.hpp>
-
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -12,8 +11,8 @@
 struct chorus_cross_device_ops {
   const chorus_device_enumerator_api* api = nullptr;
   chorus_device_context* devices = nullptr;
-  uint32_t device_count = 0;             // devices of the enumerator
-  int64_t reduce_to_device = -1;         // -1: the first output's device
+  uint32_t device_count = 0;      // devices of the enumerator
+  int64_t reduce_to_device = -1;  // -1: the first output's device
   const char* (*devices_last_error)(void) = nullptr;
 };
 
@@ -28,8 +27,8 @@ using Ops = chorus_cross_device_ops;
 void Check(const Ops& ops, chorus_status status, const char* what) {
   if (status == CHORUS_OK) return;
   const char* detail = ops.devices_last_error ? ops.devices_last_error() : nullptr;
-  Fail(status, "reduction_to_one_device: ", what, " failed: ",
-       detail && *detail ? detail : "(the device enumerator gave no message)");
+  Fail(status, "reduction_to_one_device: ", what,
+       " failed: ", detail && *detail ? detail : "(the device enumerator gave no message)");
 }
 
 // Memory on one device for the duration of a call.
@@ -123,15 +122,19 @@ void ReduceOne(const Ops& ops, const chorus_reduce_args* args, chorus_stream* st
     reduce.stream = stream;
     Check(ops, ops.api->reduce(ops.devices, &reduce), "reduce kernel");
   }
-  for (size_t i = 0; i < a.num_outputs; ++i) CopyBytes(ops, a.outputs[i], total_buffer, bytes, stream);
+  for (size_t i = 0; i < a.num_outputs; ++i)
+    CopyBytes(ops, a.outputs[i], total_buffer, bytes, stream);
 }
 
-chorus_status Create(const chorus_cross_device_ops_create_args* args, chorus_cross_device_ops** out) {
+chorus_status Create(const chorus_cross_device_ops_create_args* args,
+                     chorus_cross_device_ops** out) {
   return Guard([&] {
-    if (out == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "reduction_to_one_device create: out is NULL");
+    if (out == nullptr)
+      Fail(CHORUS_INVALID_ARGUMENT, "reduction_to_one_device create: out is NULL");
     *out = nullptr;
-    const auto& a = RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_cross_device_ops_create_args, num_options),
-                                "reduction_to_one_device create");
+    const auto& a =
+        RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_cross_device_ops_create_args, num_options),
+                    "reduction_to_one_device create");
     if (a.devices_api == nullptr || a.devices == nullptr) {
       Fail(CHORUS_INVALID_ARGUMENT, "reduction_to_one_device create: no device enumerator");
     }
@@ -180,7 +183,8 @@ void Destroy(chorus_cross_device_ops* ops) { delete ops; }
 chorus_status Reduce(chorus_cross_device_ops* ops, const chorus_reduce_args* args,
                      chorus_request** request) {
   return Guard([&] {
-    if (request == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "reduction_to_one_device: request is NULL");
+    if (request == nullptr)
+      Fail(CHORUS_INVALID_ARGUMENT, "reduction_to_one_device: request is NULL");
     *request = nullptr;
     const Ops& o = RequireOps(ops);
     ReduceOne(o, args, args ? args->stream : nullptr);
@@ -190,7 +194,8 @@ chorus_status Reduce(chorus_cross_device_ops* ops, const chorus_reduce_args* arg
 chorus_status BatchReduce(chorus_cross_device_ops* ops, const chorus_batch_reduce_args* args,
                           chorus_request** request) {
   return Guard([&] {
-    if (request == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "reduction_to_one_device: request is NULL");
+    if (request == nullptr)
+      Fail(CHORUS_INVALID_ARGUMENT, "reduction_to_one_device: request is NULL");
     *request = nullptr;
     const Ops& o = RequireOps(ops);
     const auto& a = RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_batch_reduce_args, num_reduces),
@@ -205,7 +210,8 @@ chorus_status BatchReduce(chorus_cross_device_ops* ops, const chorus_batch_reduc
 chorus_status Broadcast(chorus_cross_device_ops* ops, const chorus_broadcast_args* args,
                         chorus_request** request) {
   return Guard([&] {
-    if (request == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "reduction_to_one_device: request is NULL");
+    if (request == nullptr)
+      Fail(CHORUS_INVALID_ARGUMENT, "reduction_to_one_device: request is NULL");
     *request = nullptr;
     const Ops& o = RequireOps(ops);
     const auto& a = RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_broadcast_args, num_outputs),
@@ -214,20 +220,23 @@ chorus_status Broadcast(chorus_cross_device_ops* ops, const chorus_broadcast_arg
     RequireBuffers(o, &a.source, 1, a.count > 0, "broadcast source");
     RequireBuffers(o, a.outputs, a.num_outputs, a.count > 0, "broadcast outputs");
     const size_t bytes = a.count * chorus_dtype_size(a.dtype);
-    for (size_t i = 0; i < a.num_outputs; ++i) CopyBytes(o, a.outputs[i], a.source, bytes, a.stream);
+    for (size_t i = 0; i < a.num_outputs; ++i)
+      CopyBytes(o, a.outputs[i], a.source, bytes, a.stream);
   });
 }
 
 chorus_status AllGather(chorus_cross_device_ops* ops, const chorus_all_gather_args* args,
                         chorus_request** request) {
   return Guard([&] {
-    if (request == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "reduction_to_one_device: request is NULL");
+    if (request == nullptr)
+      Fail(CHORUS_INVALID_ARGUMENT, "reduction_to_one_device: request is NULL");
     *request = nullptr;
     const Ops& o = RequireOps(ops);
     const auto& a = RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_all_gather_args, num_outputs),
                                 "reduction_to_one_device all_gather");
     sdk::RequireDtype(a.dtype, "all_gather");
-    if (a.num_inputs > 0 && a.counts == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "all_gather: counts is NULL");
+    if (a.num_inputs > 0 && a.counts == nullptr)
+      Fail(CHORUS_INVALID_ARGUMENT, "all_gather: counts is NULL");
     size_t total = 0;
     for (size_t i = 0; i < a.num_inputs; ++i) total += a.counts[i];
     RequireBuffers(o, a.inputs, a.num_inputs, false, "all_gather inputs");

@@ -73,7 +73,8 @@ Result RunBackend(const std::string& name, const std::vector<Device>& devices, i
   }
   const auto start = std::chrono::steady_clock::now();
   for (int s = 0; s < steps; ++s) ops->BatchReduce(CHORUS_REDUCE_SUM, specs);
-  const std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - start;
+  const std::chrono::duration<double, std::milli> elapsed =
+      std::chrono::steady_clock::now() - start;
   result.ms_per_step = elapsed.count() / std::max(steps, 1);
   return result;
 }
@@ -85,7 +86,8 @@ int main(int argc, char** argv) {
   int steps = 20;
   int num_packs = 1;
   app.add_option("--steps", steps, "timed steps per backend")->check(CLI::PositiveNumber);
-  app.add_option("--num-packs", num_packs, "num_packs for backends that pack")->check(CLI::NonNegativeNumber);
+  app.add_option("--num-packs", num_packs, "num_packs for backends that pack")
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
   try {
     auto& registry = chorus::Registry::Global();
@@ -98,8 +100,7 @@ int main(int argc, char** argv) {
     std::printf("%-26s %12s %8s\n", "cross-device ops", "ms/step", "#wrong");
     int failures = 0;
     for (const auto& name : registry.CrossDeviceOpsNames()) {
-      const Result r =
-          RunBackend(name, devices, steps, {{"num_packs", std::to_string(num_packs)}});
+      const Result r = RunBackend(name, devices, steps, {{"num_packs", std::to_string(num_packs)}});
       std::printf("%-26s %12.3f %8zu\n", name.c_str(), r.ms_per_step, r.wrong);
       failures += r.wrong > 0;
     }

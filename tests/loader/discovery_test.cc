@@ -26,17 +26,18 @@ std::vector<std::string> LoadedNames(const Discovery& discovery) {
 }
 
 bool Rejected(const Discovery& discovery, const std::string& file_part) {
-  return std::any_of(discovery.rejected.begin(), discovery.rejected.end(),
-                     [&](const Rejection& r) { return r.path.find(file_part) != std::string::npos; });
+  return std::any_of(discovery.rejected.begin(), discovery.rejected.end(), [&](const Rejection& r) {
+    return r.path.find(file_part) != std::string::npos;
+  });
 }
 
 TEST(Discovery, LoadsTheGoodAndRejectsEachBrokenCandidateWithAReason) {
   const Discovery discovery = DiscoverPlugins(Options(std::nullopt));
   const auto names = LoadedNames(discovery);
   EXPECT_EQ(names, (std::vector<std::string>{"fake_good", "fake_newer_minor", "fake_older_minor"}));
-  for (const char* broken : {"fake_other_major", "fake_no_entry", "fake_init_fails",
-                             "fake_entry_throws", "fake_entry_null", "fake_tiny_table",
-                             "fake_null_init", "fake_misnamed", "not_a_library"}) {
+  for (const char* broken :
+       {"fake_other_major", "fake_no_entry", "fake_init_fails", "fake_entry_throws",
+        "fake_entry_null", "fake_tiny_table", "fake_null_init", "fake_misnamed", "not_a_library"}) {
     EXPECT_TRUE(Rejected(discovery, std::string("libchorus-") + broken + ".so")) << broken;
   }
   for (const auto& rejection : discovery.rejected) EXPECT_FALSE(rejection.reason.empty());

@@ -51,9 +51,14 @@ chorus_status OpsReduce(chorus_cross_device_ops*, const chorus_reduce_args*,
   return CHORUS_OK;
 }
 
-const chorus_cross_device_ops_api kOps = {
-    sizeof(chorus_cross_device_ops_api), FAKE_NAME "_ops", OpsCreate, OpsDestroy, OpsReduce,
-    nullptr, nullptr, nullptr};
+const chorus_cross_device_ops_api kOps = {sizeof(chorus_cross_device_ops_api),
+                                          FAKE_NAME "_ops",
+                                          OpsCreate,
+                                          OpsDestroy,
+                                          OpsReduce,
+                                          nullptr,
+                                          nullptr,
+                                          nullptr};
 
 // A plugin table as a later minor version would have it: the 1.0 fields, then one more.
 struct NewerTable {
@@ -62,49 +67,48 @@ struct NewerTable {
 };
 
 // Poison behind a truncated table: the core must not read past struct_size.
-const chorus_collective_api* const kPoison = reinterpret_cast<const chorus_collective_api*>(
-    static_cast<uintptr_t>(0xdeadbeef));
+const chorus_collective_api* const kPoison =
+    reinterpret_cast<const chorus_collective_api*>(static_cast<uintptr_t>(0xdeadbeef));
 
-const NewerTable kTable = {
-    {
+const NewerTable kTable = {{
 #if defined(FAKE_TINY_TABLE)
-        8,
+                               8,
 #elif defined(FAKE_OLDER_MINOR)
-        // Built against a header that ended before the collective slot.
-        offsetof(chorus_plugin, collective),
+                                // Built against a header that ended before the collective slot.
+                                offsetof(chorus_plugin, collective),
 #elif defined(FAKE_NEWER_MINOR)
-        sizeof(NewerTable),
+                                sizeof(NewerTable),
 #else
-        sizeof(chorus_plugin),
+                                sizeof(chorus_plugin),
 #endif
-        FAKE_ABI_MAJOR,
-        FAKE_ABI_MINOR,
-        FAKE_NAME,
-        "0.0.1",
-        "fake plugin for the loader tests",
+                               FAKE_ABI_MAJOR,
+                               FAKE_ABI_MINOR,
+                               FAKE_NAME,
+                               "0.0.1",
+                               "fake plugin for the loader tests",
 #ifdef FAKE_NULL_INIT
-        nullptr,
+                               nullptr,
 #else
-        Init,
+                                Init,
 #endif
-        Shutdown,
-        LastError,
-        RequestTest,
-        RequestWait,
-        RequestFree,
-        nullptr,
-        &kOps,
+                               Shutdown,
+                               LastError,
+                               RequestTest,
+                               RequestWait,
+                               RequestFree,
+                               nullptr,
+                               &kOps,
 #ifdef FAKE_OLDER_MINOR
-        kPoison,
-        reinterpret_cast<const chorus_algorithm_api*>(kPoison),
-        reinterpret_cast<const chorus_transport_api*>(kPoison),
+                               kPoison,
+                               reinterpret_cast<const chorus_algorithm_api*>(kPoison),
+                               reinterpret_cast<const chorus_transport_api*>(kPoison),
 #else
-        nullptr,
-        nullptr,
-        nullptr,
+                                nullptr,
+                                nullptr,
+                                nullptr,
 #endif
-    },
-    nullptr};
+                           },
+                           nullptr};
 
 }  // namespace
 

@@ -29,9 +29,8 @@ TEST_F(Environment, ABadCpuDeviceCountNamesTheVariable) {
       CpuDeviceCountFromEnvironment();
       FAIL() << bad;
     } catch (const Error& e) {
-      EXPECT_EQ(std::string(e.what()),
-                std::string("CHORUS_CPU_DEVICES='") + bad +
-                    "' is not an integer in [1, 1024]; fix or unset it");
+      EXPECT_EQ(std::string(e.what()), std::string("CHORUS_CPU_DEVICES='") + bad +
+                                           "' is not an integer in [1, 1024]; fix or unset it");
     }
   }
 }

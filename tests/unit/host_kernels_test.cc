@@ -1,8 +1,8 @@
 // The host's reduce kernel (chorus_host.reduce_host), for every dtype and op.
 #include <chorus/plugin_library.h>
-#include <chorus/plugin_sdk.hpp>
 #include <gtest/gtest.h>
 
+#include <chorus/plugin_sdk.hpp>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -64,11 +64,11 @@ TEST(HostKernels, HalfAndBfloat) {
 TEST(HostKernels, HalfConversionRoundsToNearestEven) {
   EXPECT_EQ(sdk::FloatToHalf(1.0f), 0x3c00);
   EXPECT_EQ(sdk::FloatToHalf(65504.0f), 0x7bff);
-  EXPECT_EQ(sdk::FloatToHalf(1e6f), 0x7c00);                 // overflow to infinity
-  EXPECT_EQ(sdk::FloatToHalf(5.9604645e-8f), 0x0001);        // smallest subnormal
+  EXPECT_EQ(sdk::FloatToHalf(1e6f), 0x7c00);           // overflow to infinity
+  EXPECT_EQ(sdk::FloatToHalf(5.9604645e-8f), 0x0001);  // smallest subnormal
   EXPECT_EQ(sdk::HalfToFloat(0x0001), 5.9604645e-8f);
-  EXPECT_EQ(sdk::FloatToHalf(1.0f + 1.0f / 2048), 0x3c00);   // tie, rounds to even
-  EXPECT_EQ(sdk::FloatToHalf(1.0f + 3.0f / 2048), 0x3c02);   // tie, rounds to even (up)
+  EXPECT_EQ(sdk::FloatToHalf(1.0f + 1.0f / 2048), 0x3c00);  // tie, rounds to even
+  EXPECT_EQ(sdk::FloatToHalf(1.0f + 3.0f / 2048), 0x3c02);  // tie, rounds to even (up)
   EXPECT_EQ(sdk::FloatToBf16(1.0f), 0x3f80);
   for (uint32_t h = 0; h < 0x7c00; ++h) {  // every finite positive half survives a round trip
     ASSERT_EQ(sdk::FloatToHalf(sdk::HalfToFloat(static_cast<uint16_t>(h))), h);

@@ -25,7 +25,8 @@ struct Replicas {
   std::vector<Device> devices;
   std::vector<DeviceBuffer> buffers;
   Replicas(size_t n, size_t count) {
-    cpu = DeviceEnumerator::Create(BareRegistry().FindPlugin("core"), {{"count", std::to_string(n)}});
+    cpu =
+        DeviceEnumerator::Create(BareRegistry().FindPlugin("core"), {{"count", std::to_string(n)}});
     for (uint32_t i = 0; i < n; ++i) {
       devices.push_back({cpu, i});
       buffers.emplace_back(devices.back(), count * sizeof(float));
@@ -142,8 +143,7 @@ TEST(ReductionToOneDevice, MismatchedArgumentsGiveTheKernelsMessage) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.status(), CHORUS_INVALID_ARGUMENT);
-    EXPECT_NE(std::string(e.what()).find("device 7 does not exist"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("device 7 does not exist"), std::string::npos) << e.what();
   }
   EXPECT_THROW(ops->Reduce(static_cast<chorus_reduce_op>(9), {CHORUS_F32, 1, r.Views(), r.Views()}),
                Error);

@@ -44,7 +44,8 @@ class PluginLibrary {
   const chorus_algorithm_api* algorithm() const;
   const chorus_transport_api* transport() const;
 
-  // What the plugin provides, e.g. {"device_enumerator(cpu)", "cross_device_ops(hierarchical_copy)"}.
+  // What the plugin provides, e.g. {"device_enumerator(cpu)",
+  // "cross_device_ops(hierarchical_copy)"}.
   std::vector<std::string> Provides() const;
 
   // The calling thread's last error in this plugin ("" if none).

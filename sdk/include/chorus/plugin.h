@@ -69,8 +69,8 @@ typedef enum chorus_status {
   CHORUS_PEER_LOST = 4,        /* another rank died or closed its connection */
   CHORUS_ABORTED = 5,          /* abort() was called, or the host's abort flag was raised */
   CHORUS_OUT_OF_MEMORY = 6,
-  CHORUS_INTERNAL = 7,   /* a bug or a failure of a library underneath */
-  CHORUS_NOT_FOUND = 8,  /* a key, device or name that does not exist */
+  CHORUS_INTERNAL = 7,    /* a bug or a failure of a library underneath */
+  CHORUS_NOT_FOUND = 8,   /* a key, device or name that does not exist */
   CHORUS_UNAVAILABLE = 9, /* a resource that exists but cannot be used now (no GPU, no NIC) */
   CHORUS_STATUS_MAX_ENUM = 0x7fffffff
 } chorus_status;
@@ -217,8 +217,8 @@ typedef struct chorus_kv_store {
   /* Waits up to timeout_ms for `key`, then copies min(capacity, size) bytes into `value` and
      sets *size to the value's full size (call again with a larger buffer when it is bigger).
      CHORUS_TIMEOUT if the key did not appear in time. */
-  chorus_status (*get)(void* ctx, const char* key, int64_t timeout_ms, void* value,
-                       size_t capacity, size_t* size);
+  chorus_status (*get)(void* ctx, const char* key, int64_t timeout_ms, void* value, size_t capacity,
+                       size_t* size);
   /* Waits up to timeout_ms until every key exists. */
   chorus_status (*wait)(void* ctx, const char* const* keys, size_t num_keys, int64_t timeout_ms);
   /* Atomically adds delta to the integer stored under key (absent = 0); *result = new value. */
@@ -246,10 +246,10 @@ typedef enum chorus_device_kind {
 typedef struct chorus_device_info {
   size_t struct_size;
   chorus_device_kind kind;
-  uint32_t index;        /* this device's index in the enumerator, 0..count-1 */
-  const char* name;      /* e.g. "CPU:0", "GPU:1 (NVIDIA H100)" */
-  uint64_t memory_bytes; /* memory of the device; 0 if unknown */
-  int32_t numa_node;     /* -1 if unknown */
+  uint32_t index;         /* this device's index in the enumerator, 0..count-1 */
+  const char* name;       /* e.g. "CPU:0", "GPU:1 (NVIDIA H100)" */
+  uint64_t memory_bytes;  /* memory of the device; 0 if unknown */
+  int32_t numa_node;      /* -1 if unknown */
   const char* pci_bus_id; /* "0000:17:00.0", or "" when it has none */
   int32_t coords[4];      /* torus coordinates (TPU); -1 where unused */
 } chorus_device_info;
@@ -294,16 +294,14 @@ typedef struct chorus_device_enumerator_api {
   chorus_status (*device_info)(chorus_device_context* ctx, uint32_t index,
                                chorus_device_info* info);
   /* Memory on a device, freed with deallocate on the same device. */
-  chorus_status (*allocate)(chorus_device_context* ctx, uint32_t device, size_t bytes,
-                            void** out);
+  chorus_status (*allocate)(chorus_device_context* ctx, uint32_t device, size_t bytes, void** out);
   chorus_status (*deallocate)(chorus_device_context* ctx, uint32_t device, void* pointer);
   /* Kernels. With a NULL stream they complete before returning. */
   chorus_status (*copy)(chorus_device_context* ctx, const chorus_copy_args* args);
   chorus_status (*reduce)(chorus_device_context* ctx, const chorus_reduce_kernel_args* args);
   chorus_status (*divide)(chorus_device_context* ctx, const chorus_divide_args* args);
   /* Waits until everything queued on `stream` of `device` has finished. */
-  chorus_status (*synchronize)(chorus_device_context* ctx, uint32_t device,
-                               chorus_stream* stream);
+  chorus_status (*synchronize)(chorus_device_context* ctx, uint32_t device, chorus_stream* stream);
 } chorus_device_enumerator_api;
 
 /* ------------------------------------------------------------------------------------------ */
@@ -381,8 +379,8 @@ typedef struct chorus_cross_device_ops_api {
   void (*destroy)(chorus_cross_device_ops* ops);
   chorus_status (*reduce)(chorus_cross_device_ops* ops, const chorus_reduce_args* args,
                           chorus_request** request);
-  chorus_status (*batch_reduce)(chorus_cross_device_ops* ops,
-                                const chorus_batch_reduce_args* args, chorus_request** request);
+  chorus_status (*batch_reduce)(chorus_cross_device_ops* ops, const chorus_batch_reduce_args* args,
+                                chorus_request** request);
   chorus_status (*broadcast)(chorus_cross_device_ops* ops, const chorus_broadcast_args* args,
                              chorus_request** request);
   chorus_status (*all_gather)(chorus_cross_device_ops* ops, const chorus_all_gather_args* args,
@@ -454,8 +452,7 @@ typedef struct chorus_reduce_scatter_args {
 typedef struct chorus_collective_api {
   size_t struct_size;
   const char* name; /* what CHORUS_COMMUNICATION selects, e.g. "gloo"; static */
-  chorus_status (*create)(const chorus_communicator_create_args* args,
-                          chorus_communicator** out);
+  chorus_status (*create)(const chorus_communicator_create_args* args, chorus_communicator** out);
   void (*destroy)(chorus_communicator* comm);
   chorus_status (*all_reduce)(chorus_communicator* comm, const chorus_all_reduce_args* args,
                               chorus_request** request);
@@ -465,8 +462,7 @@ typedef struct chorus_collective_api {
   chorus_status (*all_gather)(chorus_communicator* comm,
                               const chorus_collective_all_gather_args* args,
                               chorus_request** request);
-  chorus_status (*reduce_scatter)(chorus_communicator* comm,
-                                  const chorus_reduce_scatter_args* args,
+  chorus_status (*reduce_scatter)(chorus_communicator* comm, const chorus_reduce_scatter_args* args,
                                   chorus_request** request);
   chorus_status (*barrier)(chorus_communicator* comm, chorus_request** request);
   /* Makes every pending and later operation fail with CHORUS_ABORTED. Safe to call from any
@@ -566,7 +562,7 @@ typedef struct chorus_algorithm_run_args {
 
 typedef struct chorus_algorithm_api {
   size_t struct_size;
-  const char* name;        /* e.g. "ring", "recursive_doubling"; static */
+  const char* name;       /* e.g. "ring", "recursive_doubling"; static */
   uint32_t supported_ops; /* CHORUS_OP_BIT(...) of every op run() implements */
   /* Runs the collective to completion on the calling thread. Reduces with host->reduce_host.
      Thread-safe across different p2p contexts. */

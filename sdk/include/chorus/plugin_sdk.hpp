@@ -118,8 +118,7 @@ inline uint64_t IntegerOption(const chorus_option* options, size_t count, std::s
   if (value->empty()) Fail(CHORUS_INVALID_ARGUMENT, "option ", key, " is empty");
   for (char c : *value) {
     if (c < '0' || c > '9' || result > (UINT64_MAX - 9) / 10) {
-      Fail(CHORUS_INVALID_ARGUMENT, "option ", key, "=", *value,
-           " is not a non-negative integer");
+      Fail(CHORUS_INVALID_ARGUMENT, "option ", key, "=", *value, " is not a non-negative integer");
     }
     result = result * 10 + static_cast<uint64_t>(c - '0');
   }

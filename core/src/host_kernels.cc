@@ -72,56 +72,67 @@ T Multiply(T x, T y) {
   }
 }
 
-template <typename Access>
-void ReduceTyped(void* dst, const void* a, const void* b, size_t count, chorus_reduce_op op) {
-  using M = typename Access::Math;
+struct SumOp {
+  template <typename T>
+  T operator()(T x, T y) const {
+    return Add<T>(x, y);
+  }
+};
+struct ProdOp {
+  template <typename T>
+  T operator()(T x, T y) const {
+    return Multiply<T>(x, y);
+  }
+};
+struct MinOp {
+  template <typename T>
+  T operator()(T x, T y) const {
+    return std::min(x, y);
+  }
+};
+struct MaxOp {
+  template <typename T>
+  T operator()(T x, T y) const {
+    return std::max(x, y);
+  }
+};
+
+// Calls body(op_functor) for a reduce op.
+template <typename Body>
+void WithOp(chorus_reduce_op op, Body&& body) {
   switch (op) {
     case CHORUS_REDUCE_SUM:
-      for (size_t i = 0; i < count; ++i) {
-        Access::Store(dst, i, Add<M>(Access::Load(a, i), Access::Load(b, i)));
-      }
-      return;
+      return body(SumOp{});
     case CHORUS_REDUCE_PROD:
-      for (size_t i = 0; i < count; ++i) {
-        Access::Store(dst, i, Multiply<M>(Access::Load(a, i), Access::Load(b, i)));
-      }
-      return;
+      return body(ProdOp{});
     case CHORUS_REDUCE_MIN:
-      for (size_t i = 0; i < count; ++i) {
-        Access::Store(dst, i, std::min<M>(Access::Load(a, i), Access::Load(b, i)));
-      }
-      return;
+      return body(MinOp{});
     case CHORUS_REDUCE_MAX:
-      for (size_t i = 0; i < count; ++i) {
-        Access::Store(dst, i, std::max<M>(Access::Load(a, i), Access::Load(b, i)));
-      }
-      return;
+      return body(MaxOp{});
     default:
       Fail(CHORUS_INVALID_ARGUMENT, "reduce kernel: op ", static_cast<int>(op),
            " is not SUM, PROD, MIN or MAX");
   }
 }
 
-// The hot case gets a plain loop the compiler vectorises.
+// Element by element through the dtype's load and store (f16, bf16, unaligned memory).
+template <typename Access>
+void ReduceTyped(void* dst, const void* a, const void* b, size_t count, chorus_reduce_op op) {
+  using M = typename Access::Math;
+  WithOp(op, [&](auto apply) {
+    for (size_t i = 0; i < count; ++i) {
+      Access::Store(dst, i,
+                    apply(static_cast<M>(Access::Load(a, i)), static_cast<M>(Access::Load(b, i))));
+    }
+  });
+}
+
+// The hot case: a plain loop the compiler vectorises.
 template <typename T>
 void ReduceContiguous(T* dst, const T* a, const T* b, size_t count, chorus_reduce_op op) {
-  switch (op) {
-    case CHORUS_REDUCE_SUM:
-      for (size_t i = 0; i < count; ++i) dst[i] = Add<T>(a[i], b[i]);
-      return;
-    case CHORUS_REDUCE_PROD:
-      for (size_t i = 0; i < count; ++i) dst[i] = Multiply<T>(a[i], b[i]);
-      return;
-    case CHORUS_REDUCE_MIN:
-      for (size_t i = 0; i < count; ++i) dst[i] = std::min(a[i], b[i]);
-      return;
-    case CHORUS_REDUCE_MAX:
-      for (size_t i = 0; i < count; ++i) dst[i] = std::max(a[i], b[i]);
-      return;
-    default:
-      Fail(CHORUS_INVALID_ARGUMENT, "reduce kernel: op ", static_cast<int>(op),
-           " is not SUM, PROD, MIN or MAX");
-  }
+  WithOp(op, [&](auto apply) {
+    for (size_t i = 0; i < count; ++i) dst[i] = apply(a[i], b[i]);
+  });
 }
 
 template <typename T>

@@ -1,3 +1,4 @@
+#include <chorus/communicator.h>
 #include <chorus/cross_device_ops.h>
 #include <chorus/dtype.h>
 #include <chorus/environment.h>
@@ -143,10 +144,31 @@ void CrossDeviceOps::BatchReduce(chorus_reduce_op op, const std::vector<ReduceSp
   } else {
     throw Error(CHORUS_UNSUPPORTED, "cross-device ops '" + name_ + "' provide no reduce");
   }
+  size_t workers = 1;
+  if (cross_worker_ != nullptr) {
+    workers = static_cast<size_t>(cross_worker_->size());
+    for (const auto& spec : specs) ReduceAcrossWorkers(plugin_op, spec);
+  }
   if (op == CHORUS_REDUCE_MEAN) {
     for (const auto& spec : specs) {
-      if (spec.count > 0 && !spec.inputs.empty()) DivideOutputs(spec, spec.inputs.size());
+      if (spec.count > 0 && !spec.inputs.empty()) DivideOutputs(spec, spec.inputs.size() * workers);
     }
+  }
+}
+
+// The local result (identical in every output) through host memory: all-reduced across workers,
+// then copied back into every output. One collective per spec: a spec is one pack already.
+void CrossDeviceOps::ReduceAcrossWorkers(chorus_reduce_op op, const ReduceSpec& spec) {
+  if (spec.outputs.empty()) return;
+  const auto& enumerator = *devices_.front().enumerator;
+  const size_t bytes = spec.count * chorus_dtype_size(spec.dtype);
+  std::vector<unsigned char> host(bytes);
+  const chorus_buffer first = spec.outputs.front();
+  if (bytes > 0) enumerator.Copy(CHORUS_HOST_DEVICE, host.data(), first.device, first.data, bytes);
+  cross_worker_->AllReduce(host.data(), host.data(), spec.count, spec.dtype, op);
+  if (bytes == 0) return;
+  for (const auto& output : spec.outputs) {
+    enumerator.Copy(output.device, output.data, CHORUS_HOST_DEVICE, host.data(), bytes);
   }
 }
 

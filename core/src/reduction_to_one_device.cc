@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "builtin_plugin.h"
+#include "host_all_reduce.h"
 
 struct chorus_cross_device_ops {
   const chorus_device_enumerator_api* api = nullptr;
@@ -14,6 +15,9 @@ struct chorus_cross_device_ops {
   uint32_t device_count = 0;      // devices of the enumerator
   int64_t reduce_to_device = -1;  // -1: the first output's device
   const char* (*devices_last_error)(void) = nullptr;
+  // The devices are the core's cpu devices, whose memory is the host's: reduces take the fused
+  // host path (host_all_reduce.h), which gives the same values with far less memory traffic.
+  bool host_memory = false;
 };
 
 namespace chorus::internal {
@@ -87,18 +91,36 @@ uint32_t TargetDevice(const Ops& ops, const chorus_buffer* outputs) {
                                    : outputs[0].device;
 }
 
-void ReduceOne(const Ops& ops, const chorus_reduce_args* args, chorus_stream* stream) {
+// Checks one reduce's arguments; returns them, or nullptr when there is nothing to do (count 0).
+const chorus_reduce_args* CheckReduce(const Ops& ops, const chorus_reduce_args* args) {
   const auto& a = RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_reduce_args, num_outputs),
                               "reduction_to_one_device reduce");
   sdk::RequireDtype(a.dtype, "reduction_to_one_device reduce");
   sdk::RequireReduceOp(a.op, "reduction_to_one_device reduce");
   RequireBuffers(ops, a.inputs, a.num_inputs, a.count > 0, "reduce inputs");
   RequireBuffers(ops, a.outputs, a.num_outputs, a.count > 0, "reduce outputs");
-  if (a.count == 0) return;
+  if (a.count == 0) return nullptr;
   const size_t bytes = a.count * chorus_dtype_size(a.dtype);
   if (bytes / chorus_dtype_size(a.dtype) != a.count) {
     Fail(CHORUS_INVALID_ARGUMENT, "reduce: count ", a.count, " overflows");
   }
+  return &a;
+}
+
+HostReduce ToHostReduce(const chorus_reduce_args& a) {
+  HostReduce r;
+  for (size_t i = 0; i < a.num_inputs; ++i) r.inputs.push_back(a.inputs[i].data);
+  for (size_t i = 0; i < a.num_outputs; ++i) r.outputs.push_back(a.outputs[i].data);
+  r.count = a.count;
+  r.dtype = a.dtype;
+  r.op = a.op;
+  return r;
+}
+
+// tf.distribute's recipe through the enumerator's kernels: copy to the target, reduce pairwise,
+// copy back. `a` has passed CheckReduce.
+void ReduceThroughKernels(const Ops& ops, const chorus_reduce_args& a, chorus_stream* stream) {
+  const size_t bytes = a.count * chorus_dtype_size(a.dtype);
   const uint32_t target = TargetDevice(ops, a.outputs);
   Scratch total(ops, target, bytes);
   Scratch incoming(ops, target, a.num_inputs > 1 ? bytes : 0);
@@ -126,6 +148,24 @@ void ReduceOne(const Ops& ops, const chorus_reduce_args* args, chorus_stream* st
     CopyBytes(ops, a.outputs[i], total_buffer, bytes, stream);
 }
 
+// The reduces of one batch (or a single reduce): all in one fused host pass when the memory is
+// the host's, else one by one through the kernels.
+void ReduceAll(const Ops& ops, const std::vector<const chorus_reduce_args*>& reduces,
+               chorus_stream* stream) {
+  std::vector<const chorus_reduce_args*> checked;
+  for (const chorus_reduce_args* r : reduces) {
+    if (const chorus_reduce_args* a = CheckReduce(ops, r)) checked.push_back(a);
+  }
+  if (ops.host_memory && stream == nullptr) {
+    std::vector<HostReduce> batch;
+    batch.reserve(checked.size());
+    for (const chorus_reduce_args* a : checked) batch.push_back(ToHostReduce(*a));
+    HostAllReduce(batch);
+    return;
+  }
+  for (const chorus_reduce_args* a : checked) ReduceThroughKernels(ops, *a, stream);
+}
+
 chorus_status Create(const chorus_cross_device_ops_create_args* args,
                      chorus_cross_device_ops** out) {
   return Guard([&] {
@@ -150,6 +190,8 @@ chorus_status Create(const chorus_cross_device_ops_create_args* args,
     auto ops = std::make_unique<Ops>();
     ops->api = a.devices_api;
     ops->devices = a.devices;
+    // The loader hands out a copy of each table, so compare a kernel, not the table's address.
+    ops->host_memory = a.devices_api->reduce == CpuDeviceEnumeratorTable()->reduce;
     if (CHORUS_HAS_FIELD(&a, chorus_cross_device_ops_create_args, devices_last_error)) {
       ops->devices_last_error = a.devices_last_error;
     }
@@ -187,7 +229,7 @@ chorus_status Reduce(chorus_cross_device_ops* ops, const chorus_reduce_args* arg
       Fail(CHORUS_INVALID_ARGUMENT, "reduction_to_one_device: request is NULL");
     *request = nullptr;
     const Ops& o = RequireOps(ops);
-    ReduceOne(o, args, args ? args->stream : nullptr);
+    ReduceAll(o, {args}, args ? args->stream : nullptr);
   });
 }
 
@@ -203,7 +245,8 @@ chorus_status BatchReduce(chorus_cross_device_ops* ops, const chorus_batch_reduc
     if (a.num_reduces > 0 && a.reduces == nullptr) {
       Fail(CHORUS_INVALID_ARGUMENT, "batch_reduce: reduces is NULL");
     }
-    for (size_t i = 0; i < a.num_reduces; ++i) ReduceOne(o, a.reduces[i], a.stream);
+    ReduceAll(o, std::vector<const chorus_reduce_args*>(a.reduces, a.reduces + a.num_reduces),
+              a.stream);
   });
 }
 

@@ -14,6 +14,8 @@
 
 namespace chorus {
 
+class Communicator;
+
 struct ReduceSpec {
   chorus_dtype dtype = CHORUS_F32;
   size_t count = 0;
@@ -39,6 +41,10 @@ class CrossDeviceOps {
   chorus_cross_device_ops* handle() const { return handle_; }
 
   void set_timeout_seconds(double seconds) { timeout_seconds_ = seconds; }
+  // Multi-worker: after the local reduction, Reduce and BatchReduce all-reduce the result across
+  // workers through `communicator` (borrowed; nullptr = this worker only), and MEAN divides by
+  // every worker's inputs. Every worker must pass the same number of inputs.
+  void set_cross_worker(Communicator* communicator) { cross_worker_ = communicator; }
 
   // Reduces `inputs` (count elements each) into every output. op may be MEAN (divided by the
   // number of inputs).
@@ -53,6 +59,7 @@ class CrossDeviceOps {
   CrossDeviceOps() = default;
   void Finish(chorus_status status, chorus_request* request, const char* what);
   void DivideOutputs(const ReduceSpec& spec, size_t divisor);
+  void ReduceAcrossWorkers(chorus_reduce_op op, const ReduceSpec& spec);
 
   std::string name_;
   std::shared_ptr<PluginLibrary> library_;
@@ -60,6 +67,7 @@ class CrossDeviceOps {
   chorus_cross_device_ops* handle_ = nullptr;
   std::vector<Device> devices_;
   double timeout_seconds_ = 300;
+  Communicator* cross_worker_ = nullptr;
 };
 
 // Which cross-device ops a strategy uses, and why.

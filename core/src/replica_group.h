@@ -1,0 +1,65 @@
+// The replicas of one strategy: a persistent thread per replica, and the rendezvous that
+// merge_call and the in-replica collectives are built on.
+#ifndef CHORUS_CORE_REPLICA_GROUP_H_
+#define CHORUS_CORE_REPLICA_GROUP_H_
+
+#include <any>
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace chorus::internal {
+
+class ReplicaGroup {
+ public:
+  explicit ReplicaGroup(int num_replicas);
+  ~ReplicaGroup();
+  ReplicaGroup(const ReplicaGroup&) = delete;
+  ReplicaGroup& operator=(const ReplicaGroup&) = delete;
+
+  int size() const { return static_cast<int>(threads_.size()); }
+
+  // Runs body(replica) on every replica's thread and waits for all. Rethrows the first failure
+  // (the original error, not the aborts it caused in the other replicas). Not reentrant.
+  void Run(const std::function<void(int)>& body);
+
+  // Called by every replica in turn: once all have arrived with the same `kind`, the last one
+  // runs merge(values in replica order) and everyone returns merge's result. Fails (throws
+  // chorus::Error) when replicas call different kinds, when one returns from its function or
+  // fails while others wait, or when the wait passes timeout_seconds.
+  std::any Rendezvous(int replica, const std::string& kind, std::any value,
+                      const std::function<std::any(std::vector<std::any>&)>& merge,
+                      double timeout_seconds);
+
+ private:
+  void ThreadMain(int replica);
+  void Abort(const std::string& reason);  // needs mutex_ held
+
+  std::mutex mutex_;
+  std::condition_variable work_cv_;  // replicas wait here for a job
+  std::condition_variable done_cv_;  // Run waits here for the replicas
+  std::condition_variable meet_cv_;  // replicas wait here in a rendezvous
+  std::vector<std::thread> threads_;
+  const std::function<void(int)>* job_ = nullptr;
+  uint64_t job_generation_ = 0;
+  bool stopping_ = false;
+  int running_ = 0;
+  int returned_ = 0;  // replicas whose body returned normally in this job
+  std::exception_ptr first_error_;
+  std::string abort_reason_;  // set once a replica failed or misbehaved in this job
+
+  // The rendezvous in progress.
+  uint64_t meet_generation_ = 0;
+  int arrived_ = 0;
+  std::vector<std::string> kinds_;
+  std::vector<std::any> values_;
+  std::any result_;
+};
+
+}  // namespace chorus::internal
+
+#endif  // CHORUS_CORE_REPLICA_GROUP_H_

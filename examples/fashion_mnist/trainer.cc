@@ -1,0 +1,239 @@
+#include "trainer.h"
+
+#include <chorus/error.h>
+#include <chorus/replica_context.h>
+
+#include <bit>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace fashion_mnist {
+namespace {
+
+constexpr const char* kIndexFile = "checkpoint";
+
+[[noreturn]] void Fail(const std::string& message) {
+  throw chorus::Error(CHORUS_INVALID_ARGUMENT, message);
+}
+
+ModelConfig ConfigFor(const TrainerOptions& options) {
+  ModelConfig config;
+  config.seed = options.seed;
+  config.l2 = options.l2;
+  return config;
+}
+
+std::unique_ptr<Model> CreateInScope(chorus::Strategy& strategy, const ModelConfig& config) {
+  const auto scope = strategy.scope();
+  return std::make_unique<Model>(config);
+}
+
+HostBatchCopy ReplicaBatch(const chorus::Batch& batch, const Model& model) {
+  HostBatchCopy host = ToHost(batch);
+  const auto expected = static_cast<size_t>(batch.size * model.config().inputs);
+  if (host.features.size() != expected) {
+    Fail("a batch of " + std::to_string(batch.size) + " examples has " +
+         std::to_string(host.features.size()) + " features; the model takes " +
+         std::to_string(model.config().inputs) + " per example");
+  }
+  return host;
+}
+
+// A different, reproducible order in every epoch (tf.data's reshuffle_each_iteration).
+uint64_t EpochSeed(uint64_t seed, int epoch) {
+  return seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(epoch);
+}
+
+Evaluation Finish(double loss_sum, double correct, double count) {
+  Evaluation e;
+  e.examples = static_cast<int64_t>(count);
+  e.loss = count > 0 ? loss_sum / count : 0.0;
+  e.accuracy = count > 0 ? 100.0 * correct / count : 0.0;
+  return e;
+}
+
+}  // namespace
+
+Trainer::Trainer(chorus::Strategy& strategy, const TrainerOptions& options)
+    : strategy_(strategy),
+      options_(options),
+      model_(CreateInScope(strategy, ConfigFor(options))),
+      optimizer_(options.learning_rate) {
+  if (options.global_batch_size <= 0) {
+    Fail("the global batch size must be positive, got " +
+         std::to_string(options.global_batch_size));
+  }
+  TrackModel(checkpoint_, *model_);
+  checkpoint_.Track("optimizer", optimizer_);
+}
+
+StepMetrics Trainer::TrainStep(const chorus::DistributedBatch& batch) {
+  const int64_t global_batch_size = batch.global_size;
+  const chorus::PerReplica sums = strategy_.run(
+      [&](chorus::ReplicaContext& context, const chorus::Batch& replica_batch) {
+        const HostBatchCopy host = ReplicaBatch(replica_batch, *model_);
+        const HostWeights weights = model_->ReadWeights();
+        const ReplicaStep step = model_->LossAndGradients(weights, host.view(), global_batch_size);
+        optimizer_.apply_gradients(model_->GradientsOn(context.device(), step));
+        return chorus::Tensor::FromVector(context.device(), {2},
+                                          {step.scaled_loss, static_cast<float>(step.correct)});
+      },
+      batch);
+  const std::vector<float> total = strategy_.reduce(CHORUS_REDUCE_SUM, sums).ToVector();
+  ++steps_;
+  return StepMetrics{total[0], static_cast<int64_t>(total[1]), global_batch_size};
+}
+
+Evaluation Trainer::Evaluate(const ImageSet& test) {
+  const chorus::DistributedDataset batches =
+      strategy_.experimental_distribute_dataset(test.ToDataset().Batch(options_.global_batch_size));
+  double loss = 0, correct = 0, count = 0;
+  for (int64_t s = 0; s < batches.num_steps(); ++s) {
+    const chorus::PerReplica sums = strategy_.run(
+        [&](chorus::ReplicaContext& context, const chorus::Batch& replica_batch) {
+          const HostBatchCopy host = ReplicaBatch(replica_batch, *model_);
+          const EvalSums e = model_->Evaluate(model_->ReadWeights(), host.view());
+          return chorus::Tensor::FromVector(
+              context.device(), {3},
+              {static_cast<float>(e.loss), static_cast<float>(e.correct),
+               static_cast<float>(e.count)});
+        },
+        batches.Get(s));
+    const std::vector<float> total = strategy_.reduce(CHORUS_REDUCE_SUM, sums).ToVector();
+    loss += total[0];
+    correct += total[1];
+    count += total[2];
+  }
+  return Finish(loss, correct, count);
+}
+
+std::vector<EpochResult> Trainer::Fit(const ImageSet& train, const ImageSet& test,
+                                      const std::function<void(const EpochResult&)>& on_epoch) {
+  const chorus::Dataset examples = train.ToDataset();
+  std::vector<EpochResult> results;
+  const auto limit_reached = [&] { return options_.max_steps > 0 && steps_ >= options_.max_steps; };
+  for (int epoch = 1; epoch <= options_.epochs && !limit_reached(); ++epoch) {
+    const chorus::DistributedDataset batches = strategy_.experimental_distribute_dataset(
+        examples.Shuffle(EpochSeed(options_.seed, epoch)).Batch(options_.global_batch_size));
+    EpochResult result;
+    result.epoch = epoch;
+    double total_loss = 0;
+    int64_t correct = 0, seen = 0;
+    for (int64_t s = 0; s < batches.num_steps() && !limit_reached(); ++s) {
+      const StepMetrics m = TrainStep(batches.Get(s));
+      total_loss += m.loss;
+      correct += m.correct;
+      seen += m.examples;
+      ++result.steps;
+    }
+    result.train_loss = result.steps > 0 ? total_loss / static_cast<double>(result.steps) : 0;
+    result.train_accuracy =
+        seen > 0 ? 100.0 * static_cast<double>(correct) / static_cast<double>(seen) : 0;
+    result.test = Evaluate(test);
+    const bool last = epoch == options_.epochs || limit_reached();
+    if (!options_.checkpoint_dir.empty() && (epoch % 2 == 0 || last)) {
+      result.checkpoint = SaveNumberedCheckpoint(*this, options_.checkpoint_dir, epoch);
+    }
+    if (on_epoch) on_epoch(result);
+    results.push_back(result);
+  }
+  return results;
+}
+
+void Trainer::SaveCheckpoint(const std::string& path) const {
+  const auto scope = strategy_.scope();
+  checkpoint_.Save(path);
+}
+
+void Trainer::RestoreCheckpoint(const std::string& path) const {
+  const auto scope = strategy_.scope();
+  checkpoint_.Restore(path);
+}
+
+HostWeights Trainer::Weights() const {
+  const auto scope = strategy_.scope();
+  return model_->ReadWeights();
+}
+
+void TrackModel(chorus::Checkpoint& checkpoint, const Model& model) {
+  for (const chorus::Variable& variable : model.variables()) {
+    checkpoint.Track("model/" + variable.name(), variable);
+  }
+}
+
+Evaluation EvaluateWithoutStrategy(const Model& model, const ImageSet& test, int64_t batch_size) {
+  if (chorus::CurrentStrategy() != nullptr) {
+    Fail("EvaluateWithoutStrategy was called inside a strategy's scope");
+  }
+  const HostWeights weights = model.ReadWeights();
+  const chorus::Dataset batches = test.ToDataset().Batch(batch_size);
+  EvalSums total;
+  for (int64_t b = 0; b < batches.num_batches(); ++b) {
+    const chorus::HostBatch batch = batches.GetBatch(b);
+    const EvalSums e = model.Evaluate(
+        weights, HostExamples{batch.features.data(), batch.labels.data(), batch.size});
+    total.loss += e.loss;
+    total.correct += e.correct;
+    total.count += e.count;
+  }
+  return Finish(total.loss, static_cast<double>(total.correct), static_cast<double>(total.count));
+}
+
+std::string LatestCheckpoint(const std::string& dir) {
+  std::ifstream index(std::filesystem::path(dir) / kIndexFile);
+  std::string line;
+  while (std::getline(index, line)) {
+    const std::string prefix = "model_checkpoint_path: \"";
+    if (line.rfind(prefix, 0) != 0 || line.back() != '"') continue;
+    const std::string name = line.substr(prefix.size(), line.size() - prefix.size() - 1);
+    const std::filesystem::path path = std::filesystem::path(dir) / name;
+    std::error_code error;
+    return std::filesystem::is_regular_file(path, error) ? path.string() : std::string();
+  }
+  return {};
+}
+
+std::string SaveNumberedCheckpoint(const Trainer& trainer, const std::string& dir, int number) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) Fail("cannot create the checkpoint directory '" + dir + "': " + error.message());
+  const std::string name = "ckpt-" + std::to_string(number);
+  const std::filesystem::path path = std::filesystem::path(dir) / name;
+  trainer.SaveCheckpoint(path.string());
+  // Multi-worker: every worker takes part in the save, the leader alone writes files.
+  if (!trainer.strategy().should_checkpoint()) return {};
+  // The index, written whole and renamed into place like the checkpoint itself.
+  const std::filesystem::path index = std::filesystem::path(dir) / kIndexFile;
+  const std::filesystem::path temporary = index.string() + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << "model_checkpoint_path: \"" << name << "\"\n";
+    if (!out) Fail("cannot write '" + temporary.string() + "'");
+  }
+  std::filesystem::rename(temporary, index, error);
+  if (error) Fail("cannot rename '" + temporary.string() + "': " + error.message());
+  return path.string();
+}
+
+size_t WriteWeights(const std::string& path, const HostWeights& weights) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) Fail("cannot open '" + path + "' for writing");
+  size_t bytes = 0;
+  for (const std::vector<float>* part :
+       {&weights.kernel1, &weights.bias1, &weights.kernel2, &weights.bias2}) {
+    for (float value : *part) {
+      uint32_t bits = std::bit_cast<uint32_t>(value);
+      unsigned char le[4];
+      for (int i = 0; i < 4; ++i) le[i] = static_cast<unsigned char>(bits >> (8 * i));
+      out.write(reinterpret_cast<const char*>(le), 4);
+      bytes += 4;
+    }
+  }
+  out.flush();
+  if (!out) Fail("cannot write '" + path + "'");
+  return bytes;
+}
+
+}  // namespace fashion_mnist

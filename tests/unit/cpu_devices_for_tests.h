@@ -1,0 +1,54 @@
+// Helpers shared by the strategy-level unit tests: virtual cpu devices from the core's builtin
+// plugin (no plugin files are loaded), small tensors, and a check of an error's message.
+#pragma once
+
+#include <chorus/device.h>
+#include <chorus/error.h>
+#include <chorus/registry.h>
+#include <chorus/tensor.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace chorus::test {
+
+// n virtual cpu devices of one enumerator, from a registry that loads no plugin files.
+inline std::vector<Device> CpuDevices(uint32_t n) {
+  static Registry registry([] {
+    LoaderOptions options;
+    options.filter = "none";
+    return options;
+  }());
+  auto cpu = DeviceEnumerator::Create(registry.FindPlugin("core"), {{"count", std::to_string(n)}});
+  std::vector<Device> devices;
+  for (uint32_t i = 0; i < n; ++i) devices.push_back({cpu, i});
+  return devices;
+}
+
+inline const Device& HostDevice() {
+  static const Device device = CpuDevices(1)[0];
+  return device;
+}
+
+inline Tensor Filled(const Device& device, Shape shape, float value) {
+  return Tensor::FromVector(device, shape, std::vector<float>(NumElements(shape), value));
+}
+
+inline Tensor Values(const std::vector<float>& values, const Device& device = HostDevice()) {
+  return Tensor::FromVector(device, {static_cast<int64_t>(values.size())}, values);
+}
+
+// fn throws a chorus::Error whose message contains `part`.
+inline void ExpectMessage(const std::function<void()>& fn, const std::string& part) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected an error containing: " << part;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace chorus::test

@@ -2,6 +2,12 @@
 
 #include <chorus/plugin_sdk.hpp>
 
+#include "core_request.h"
+#include "core_ring_collective.h"
+#include "hierarchical_collective.h"
+#include "ring_algorithm.h"
+#include "tcp_transport.h"
+
 namespace chorus::internal {
 namespace {
 
@@ -9,35 +15,51 @@ chorus_status Init(const chorus_host*) { return CHORUS_OK; }
 void Shutdown() {}
 const char* LastError() { return sdk::LastError(); }
 
-// The builtin backends complete every operation before returning, so no request exists.
-chorus_status RequestTest(chorus_request*, int* done) {
-  if (done != nullptr) *done = 1;
-  return sdk::SetError(CHORUS_INVALID_ARGUMENT, "core: this plugin never creates requests");
+// What every builtin table shares: the ABI version, the life cycle and the core's requests.
+chorus_plugin BuiltinTable(const char* name, const char* description) {
+  chorus_plugin t{};
+  t.struct_size = sizeof(chorus_plugin);
+  t.abi_major = CHORUS_ABI_MAJOR;
+  t.abi_minor = CHORUS_ABI_MINOR;
+  t.name = name;
+  t.version = "1.0.0";
+  t.description = description;
+  t.init = Init;
+  t.shutdown = Shutdown;
+  t.last_error = LastError;
+  // Requests come from the tcp transport; the other builtins complete before returning.
+  t.request_test = CoreRequestTest;
+  t.request_wait = CoreRequestWait;
+  t.request_free = CoreRequestFree;
+  return t;
 }
-chorus_status RequestWait(chorus_request*, int64_t) {
-  return sdk::SetError(CHORUS_INVALID_ARGUMENT, "core: this plugin never creates requests");
-}
-void RequestFree(chorus_request*) {}
 
 }  // namespace
 
 const chorus_plugin* BuiltinPluginTable() {
   static const chorus_plugin table = [] {
-    chorus_plugin t{};
-    t.struct_size = sizeof(chorus_plugin);
-    t.abi_major = CHORUS_ABI_MAJOR;
-    t.abi_minor = CHORUS_ABI_MINOR;
-    t.name = "core";
-    t.version = "1.0.0";
-    t.description = "chorus's builtin cpu devices and ReductionToOneDevice";
-    t.init = Init;
-    t.shutdown = Shutdown;
-    t.last_error = LastError;
-    t.request_test = RequestTest;
-    t.request_wait = RequestWait;
-    t.request_free = RequestFree;
+    chorus_plugin t = BuiltinTable(
+        "core",
+        "chorus's builtin cpu devices, ReductionToOneDevice, tcp transport, ring algorithm "
+        "and core_ring collective");
     t.device_enumerator = CpuDeviceEnumeratorTable();
     t.cross_device_ops = ReductionToOneDeviceTable();
+    t.collective = CoreRingCollectiveTable();
+    t.algorithm = RingAlgorithmTable();
+    t.transport = TcpTransportTable();
+    return t;
+  }();
+  return &table;
+}
+
+// A plugin of its own because a plugin table holds one collective.
+const chorus_plugin* HierarchicalPluginTable() {
+  static const chorus_plugin table = [] {
+    chorus_plugin t = BuiltinTable(
+        "core_hierarchical",
+        "chorus's builtin hierarchical collective: one collective within each host (shm) and "
+        "another across hosts; named local+cross, e.g. shm+gloo");
+    t.collective = HierarchicalCollectiveTable();
     return t;
   }();
   return &table;

@@ -1,5 +1,6 @@
-// The core's builtin plugin "core": the cpu device enumerator and the ReductionToOneDevice
-// cross-device ops, exposed through the same C tables as any plugin so that everything above
+// The core's builtin plugin "core": the cpu device enumerator, the ReductionToOneDevice
+// cross-device ops, the tcp transport, the ring algorithm and the core_ring collective, exposed
+// through the same C tables as any plugin so that everything above
 // (strategies, chorus-info, the conformance kit) treats them alike.
 #ifndef CHORUS_CORE_BUILTIN_PLUGIN_H_
 #define CHORUS_CORE_BUILTIN_PLUGIN_H_
@@ -9,6 +10,8 @@
 namespace chorus::internal {
 
 const chorus_plugin* BuiltinPluginTable();
+// The builtin plugin "core_hierarchical": the hierarchical collective (hierarchical_collective.h).
+const chorus_plugin* HierarchicalPluginTable();
 const chorus_device_enumerator_api* CpuDeviceEnumeratorTable();
 const chorus_cross_device_ops_api* ReductionToOneDeviceTable();
 

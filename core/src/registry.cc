@@ -13,11 +13,15 @@ Registry::Registry(const LoaderOptions& options) {
   auto builtin = PluginLibrary::FromBuiltinTable(internal::BuiltinPluginTable(), &reason);
   if (!builtin) throw Error(CHORUS_INTERNAL, "the builtin plugin was rejected: " + reason);
   plugins_.push_back(builtin);
+  auto hierarchical = PluginLibrary::FromBuiltinTable(internal::HierarchicalPluginTable(), &reason);
+  if (!hierarchical) throw Error(CHORUS_INTERNAL, "the builtin plugin was rejected: " + reason);
+  plugins_.push_back(hierarchical);
   discovery_ = DiscoverPlugins(options);
   for (auto& plugin : discovery_.loaded) {
-    if (plugin->name() == kBuiltinPluginName) {
-      discovery_.rejected.push_back(
-          {plugin->path(), "the name 'core' belongs to chorus's builtin plugin; rename it"});
+    if (plugin->name() == kBuiltinPluginName || plugin->name() == hierarchical->name()) {
+      discovery_.rejected.push_back({plugin->path(), "the name '" + plugin->name() +
+                                                         "' belongs to a plugin builtin to "
+                                                         "chorus; rename it"});
       continue;
     }
     plugins_.push_back(plugin);

@@ -1,0 +1,24 @@
+// Helpers shared by the cluster resolvers: reading launcher variables with errors that name them.
+#ifndef CHORUS_CORE_CLUSTER_RESOLVER_INTERNAL_H_
+#define CHORUS_CORE_CLUSTER_RESOLVER_INTERNAL_H_
+
+#include <string>
+
+namespace chorus::cluster_internal {
+
+// The integer in variable `name`, which `resolver` (e.g. "SlurmClusterResolver") needs. Throws
+// Error(INVALID_ARGUMENT) naming the variable when it is unset, not an integer, or not in
+// [min, max].
+long long RequiredEnvInteger(const char* name, long long min, long long max,
+                             const std::string& resolver);
+
+// As RequiredEnvInteger, but `fallback` when the variable is unset or empty.
+long long OptionalEnvInteger(const char* name, long long fallback, long long min, long long max,
+                             const std::string& resolver);
+
+// Parses a decimal integer with nothing around it; false when `text` is not one or overflows.
+bool ParseInteger(const std::string& text, long long* value);
+
+}  // namespace chorus::cluster_internal
+
+#endif  // CHORUS_CORE_CLUSTER_RESOLVER_INTERNAL_H_

@@ -1,0 +1,72 @@
+// Small POSIX socket helpers for the TCP rendezvous store: an owning fd, deadlines, listening,
+// connecting with a deadline, and sending/receiving whole buffers on non-blocking sockets.
+// Every call retries on EINTR and never raises SIGPIPE (MSG_NOSIGNAL).
+#ifndef CHORUS_SOCKET_UTIL_H_
+#define CHORUS_SOCKET_UTIL_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace chorus {
+
+// Closes the fd it owns.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept;
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() { reset(); }
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release();
+  void reset(int fd = -1);
+
+ private:
+  int fd_ = -1;
+};
+
+using Clock = std::chrono::steady_clock;
+
+// now + timeout, saturating: a huge time-out (the C table's "forever") gives time_point::max().
+Clock::time_point DeadlineAfter(std::chrono::milliseconds timeout);
+// Milliseconds until `deadline` for poll(), rounded up; -1 for time_point::max(); 0 when past.
+int PollTimeoutMs(Clock::time_point deadline);
+
+// strerror(err), thread-safe.
+std::string ErrnoText(int err);
+
+void SetNonBlocking(int fd);
+void SetNoDelay(int fd);
+
+// A non-blocking socket listening on host:port ("" or "0.0.0.0" for every interface, port 0 for
+// any free port). Throws Error(CHORUS_UNAVAILABLE) when it cannot bind.
+UniqueFd ListenTcp(const std::string& host, uint16_t port);
+// The port a bound socket listens on.
+uint16_t LocalPort(int fd);
+
+// One attempt to connect to host:port, bounded by `deadline`. Returns a non-blocking connected
+// socket, or an invalid fd with the reason in *error.
+UniqueFd ConnectTcp(const std::string& host, uint16_t port, Clock::time_point deadline,
+                    std::string* error);
+
+enum class IoResult {
+  kOk,
+  kClosed,    // the peer closed or reset the connection
+  kTimedOut,  // the deadline passed first
+  kError,     // another socket error; *err holds errno
+};
+
+// Sends or receives exactly `size` bytes on a non-blocking socket, waiting in poll() up to
+// `deadline`.
+IoResult SendAll(int fd, const void* data, size_t size, Clock::time_point deadline, int* err);
+IoResult RecvAll(int fd, void* data, size_t size, Clock::time_point deadline, int* err);
+
+}  // namespace chorus
+
+#endif  // CHORUS_SOCKET_UTIL_H_

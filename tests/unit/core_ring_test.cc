@@ -1,0 +1,438 @@
+// The core's reference collective "core_ring" (the ring algorithm over the core's tcp
+// transport), called through the builtin plugin's C table with ranks as threads over an
+// in-process rendezvous store: every operation, rank count, element count and dtype against
+// exact expected values, then failures (a lost rank, a time-out, abort, mismatched sizes).
+#include <chorus/dtype.h>
+#include <chorus/error.h>
+#include <chorus/kv_store.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "ring_test_util.h"
+
+namespace chorus {
+namespace {
+
+using namespace ring_test;  // NOLINT: test helpers
+using Clock = std::chrono::steady_clock;
+
+const chorus_collective_api& Api() { return *Core().collective(); }
+std::string LastError() { return Core().LastError(); }
+
+using CommPtr = std::unique_ptr<chorus_communicator, void (*)(chorus_communicator*)>;
+CommPtr NoComm() {
+  return CommPtr(nullptr, [](chorus_communicator* c) { Api().destroy(c); });
+}
+
+chorus_status CreateComm(int rank, int size, const CKvStore& store, int64_t timeout_ms,
+                         CommPtr* out, const std::vector<chorus_option>& options = {}) {
+  chorus_communicator_create_args args{};
+  args.struct_size = sizeof(args);
+  args.rank = rank;
+  args.size = size;
+  args.store = store.get();
+  args.timeout_ms = timeout_ms;
+  args.options = options.data();
+  args.num_options = options.size();
+  chorus_communicator* comm = nullptr;
+  const chorus_status status = Api().create(&args, &comm);
+  *out = NoComm();
+  if (status == CHORUS_OK) out->reset(comm);
+  return status;
+}
+
+chorus_status AllReduce(chorus_communicator* comm, const void* send, void* recv, size_t count,
+                        chorus_dtype dtype, chorus_reduce_op op) {
+  chorus_all_reduce_args args{};
+  args.struct_size = sizeof(args);
+  args.send = send;
+  args.recv = recv;
+  args.count = count;
+  args.dtype = dtype;
+  args.op = op;
+  chorus_request* request = reinterpret_cast<chorus_request*>(&args);  // must become NULL
+  const chorus_status status = Api().all_reduce(comm, &args, &request);
+  EXPECT_EQ(request, nullptr);
+  return status;
+}
+
+chorus_status Broadcast(chorus_communicator* comm, void* data, size_t count, chorus_dtype dtype,
+                        int root) {
+  chorus_collective_broadcast_args args{};
+  args.struct_size = sizeof(args);
+  args.data = data;
+  args.count = count;
+  args.dtype = dtype;
+  args.root = root;
+  chorus_request* request = nullptr;
+  const chorus_status status = Api().broadcast(comm, &args, &request);
+  EXPECT_EQ(request, nullptr);
+  return status;
+}
+
+chorus_status AllGather(chorus_communicator* comm, const void* send, void* recv, size_t count,
+                        chorus_dtype dtype) {
+  chorus_collective_all_gather_args args{};
+  args.struct_size = sizeof(args);
+  args.send = send;
+  args.recv = recv;
+  args.count = count;
+  args.dtype = dtype;
+  chorus_request* request = nullptr;
+  const chorus_status status = Api().all_gather(comm, &args, &request);
+  EXPECT_EQ(request, nullptr);
+  return status;
+}
+
+chorus_status ReduceScatter(chorus_communicator* comm, const void* send, void* recv,
+                            size_t recv_count, chorus_dtype dtype, chorus_reduce_op op) {
+  chorus_reduce_scatter_args args{};
+  args.struct_size = sizeof(args);
+  args.send = send;
+  args.recv = recv;
+  args.recv_count = recv_count;
+  args.dtype = dtype;
+  args.op = op;
+  chorus_request* request = nullptr;
+  const chorus_status status = Api().reduce_scatter(comm, &args, &request);
+  EXPECT_EQ(request, nullptr);
+  return status;
+}
+
+chorus_status Barrier(chorus_communicator* comm) {
+  chorus_request* request = nullptr;
+  const chorus_status status = Api().barrier(comm, &request);
+  EXPECT_EQ(request, nullptr);
+  return status;
+}
+
+std::string Describe(const char* op, chorus_dtype dtype, chorus_reduce_op reduce, int rank,
+                     int size, size_t count) {
+  return std::string(op) + " " + DtypeName(dtype) + " " + ReduceOpName(reduce) + " rank " +
+         std::to_string(rank) + "/" + std::to_string(size) + " count " + std::to_string(count);
+}
+
+// ---- The sweep: every operation for every rank count and element count ----------------------
+
+// Inputs and expected values repeat every kPeriod elements (InputValue's patterns have periods
+// 5 and 2), which keeps the sweep's own work small next to the collectives'.
+constexpr size_t kPeriod = 10;
+
+void CheckAllReduce(chorus_communicator* comm, int rank, int size, size_t count, chorus_dtype dtype,
+                    chorus_reduce_op op, bool in_place) {
+  const std::string what =
+      Describe(in_place ? "all_reduce in place" : "all_reduce", dtype, op, rank, size, count);
+  const std::vector<uint8_t> input =
+      Periodic(dtype, count, kPeriod, [&](size_t i) { return InputValue(op, rank, i); });
+  std::vector<uint8_t> send = input;
+  std::vector<uint8_t> recv = in_place ? send : std::vector<uint8_t>(send.size(), 0xab);
+  const chorus_status status =
+      AllReduce(comm, in_place ? recv.data() : send.data(), recv.data(), count, dtype, op);
+  ASSERT_EQ(status, CHORUS_OK) << what << ": " << LastError();
+  ExpectSame(dtype, recv,
+             Periodic(dtype, count, kPeriod, [&](size_t i) { return Reduced(op, size, i); }), what);
+  if (!in_place) ExpectSame(dtype, send, input, what + " (send must not change)");
+}
+
+void CheckBroadcast(chorus_communicator* comm, int rank, int size, size_t count, chorus_dtype dtype,
+                    int root) {
+  const std::string what = "broadcast " + std::string(DtypeName(dtype)) + " from root " +
+                           std::to_string(root) + " rank " + std::to_string(rank) + "/" +
+                           std::to_string(size) + " count " + std::to_string(count);
+  const std::vector<uint8_t> expected = Periodic(dtype, count, 11, [&](size_t i) {
+    return 1.0 + static_cast<double>((i * 7 + static_cast<size_t>(root)) % 11);
+  });
+  std::vector<uint8_t> data = rank == root ? expected : std::vector<uint8_t>(expected.size(), 0);
+  ASSERT_EQ(Broadcast(comm, data.data(), count, dtype, root), CHORUS_OK)
+      << what << ": " << LastError();
+  ExpectSame(dtype, data, expected, what);
+}
+
+// Rank r's all_gather block: repeats every 9 elements, different for every rank.
+std::vector<uint8_t> GatherBlock(chorus_dtype dtype, size_t count, int rank) {
+  return Periodic(dtype, count, 9, [&](size_t i) {
+    return 1.0 + static_cast<double>((i + 5 * static_cast<size_t>(rank)) % 9);
+  });
+}
+
+void CheckAllGather(chorus_communicator* comm, int rank, int size, size_t count,
+                    chorus_dtype dtype) {
+  const std::string what = Describe("all_gather", dtype, CHORUS_REDUCE_SUM, rank, size, count);
+  const std::vector<uint8_t> send = GatherBlock(dtype, count, rank);
+  std::vector<uint8_t> recv(send.size() * static_cast<size_t>(size), 0xcd);
+  ASSERT_EQ(AllGather(comm, send.data(), recv.data(), count, dtype), CHORUS_OK)
+      << what << ": " << LastError();
+  std::vector<uint8_t> expected;
+  for (int r = 0; r < size; ++r) {
+    const std::vector<uint8_t> block = GatherBlock(dtype, count, r);
+    expected.insert(expected.end(), block.begin(), block.end());
+  }
+  ExpectSame(dtype, recv, expected, what);
+}
+
+void CheckReduceScatter(chorus_communicator* comm, int rank, int size, size_t count,
+                        chorus_dtype dtype, chorus_reduce_op op) {
+  const std::string what = Describe("reduce_scatter", dtype, op, rank, size, count);
+  const size_t total = count * static_cast<size_t>(size);
+  const std::vector<uint8_t> send =
+      Periodic(dtype, total, kPeriod, [&](size_t i) { return InputValue(op, rank, i); });
+  std::vector<uint8_t> recv(count * chorus_dtype_size(dtype), 0xef);
+  ASSERT_EQ(ReduceScatter(comm, send.data(), recv.data(), count, dtype, op), CHORUS_OK)
+      << what << ": " << LastError();
+  const size_t first = static_cast<size_t>(rank) * count;
+  ExpectSame(
+      dtype, recv,
+      Periodic(dtype, count, kPeriod, [&](size_t i) { return Reduced(op, size, first + i); }),
+      what);
+}
+
+class CoreRingSweep : public ::testing::TestWithParam<std::tuple<int, size_t>> {};
+
+TEST_P(CoreRingSweep, EveryOperation) {
+  const auto [size, count] = GetParam();
+  CKvStore store(MakeInProcessStore());
+  RunRanks(size, [&, size = size, count = count](int rank) {
+    CommPtr comm = NoComm();
+    ASSERT_EQ(CreateComm(rank, size, store, 20000, &comm), CHORUS_OK) << LastError();
+    for (chorus_dtype dtype : AllTestDtypes()) {
+      CheckAllReduce(comm.get(), rank, size, count, dtype, CHORUS_REDUCE_SUM, false);
+      CheckAllReduce(comm.get(), rank, size, count, dtype, CHORUS_REDUCE_SUM, true);
+      CheckReduceScatter(comm.get(), rank, size, count, dtype, CHORUS_REDUCE_SUM);
+      CheckAllGather(comm.get(), rank, size, count, dtype);
+    }
+    for (chorus_dtype dtype : {CHORUS_F32, CHORUS_I64, CHORUS_U8, CHORUS_BF16}) {
+      for (chorus_reduce_op op : {CHORUS_REDUCE_PROD, CHORUS_REDUCE_MIN, CHORUS_REDUCE_MAX}) {
+        CheckAllReduce(comm.get(), rank, size, count, dtype, op, false);
+      }
+      CheckReduceScatter(comm.get(), rank, size, count, dtype, CHORUS_REDUCE_MAX);
+    }
+    for (int root = 0; root < size; ++root) {
+      const auto& dtypes = AllTestDtypes();
+      CheckBroadcast(comm.get(), rank, size, count,
+                     dtypes[static_cast<size_t>(root) % dtypes.size()], root);
+      CheckBroadcast(comm.get(), rank, size, count, CHORUS_F16, root);
+    }
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(Barrier(comm.get()), CHORUS_OK) << LastError();
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(CoreRing, CoreRingSweep,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 5),
+                                            ::testing::Values(size_t{0}, size_t{1}, size_t{1001},
+                                                              size_t{262147})),
+                         [](const ::testing::TestParamInfo<std::tuple<int, size_t>>& info) {
+                           return "ranks" + std::to_string(std::get<0>(info.param)) + "_count" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
+
+// Segments smaller than a chunk, of an odd size, and of less than one element.
+TEST(CoreRing, SegmentBytesOption) {
+  for (const char* segment_bytes : {"1", "12", "4100"}) {
+    CKvStore store(MakeInProcessStore());
+    const std::vector<chorus_option> options = {{"segment_bytes", segment_bytes}};
+    RunRanks(3, [&](int rank) {
+      CommPtr comm = NoComm();
+      ASSERT_EQ(CreateComm(rank, 3, store, 20000, &comm, options), CHORUS_OK) << LastError();
+      CheckAllReduce(comm.get(), rank, 3, 1001, CHORUS_F32, CHORUS_REDUCE_SUM, false);
+      CheckAllReduce(comm.get(), rank, 3, 1001, CHORUS_F16, CHORUS_REDUCE_MAX, true);
+      CheckReduceScatter(comm.get(), rank, 3, 333, CHORUS_I32, CHORUS_REDUCE_SUM);
+      CheckAllGather(comm.get(), rank, 3, 333, CHORUS_F64);
+      CheckBroadcast(comm.get(), rank, 3, 1001, CHORUS_I64, 1);
+    });
+  }
+}
+
+TEST(CoreRing, BuiltinPluginProvidesCollectiveAlgorithmAndTransport) {
+  ASSERT_NE(Core().collective(), nullptr);
+  EXPECT_STREQ(Core().collective()->name, "core_ring");
+  ASSERT_NE(Core().algorithm(), nullptr);
+  EXPECT_STREQ(Core().algorithm()->name, "ring");
+  ASSERT_NE(Core().transport(), nullptr);
+  EXPECT_STREQ(Core().transport()->name, "tcp");
+}
+
+TEST(CoreRing, MeanAndUnknownDtypeAreRejected) {
+  CKvStore store(MakeInProcessStore());
+  CommPtr comm = NoComm();
+  ASSERT_EQ(CreateComm(0, 1, store, 5000, &comm), CHORUS_OK) << LastError();
+  float data[4] = {1, 2, 3, 4};
+  EXPECT_EQ(AllReduce(comm.get(), data, data, 4, CHORUS_F32, CHORUS_REDUCE_MEAN),
+            CHORUS_UNSUPPORTED);
+  EXPECT_NE(LastError().find("MEAN"), std::string::npos) << LastError();
+  EXPECT_EQ(AllReduce(comm.get(), data, data, 4, static_cast<chorus_dtype>(99), CHORUS_REDUCE_SUM),
+            CHORUS_INVALID_ARGUMENT);
+  EXPECT_EQ(Broadcast(comm.get(), data, 4, CHORUS_F32, 1), CHORUS_INVALID_ARGUMENT);
+  EXPECT_NE(LastError().find("root 1"), std::string::npos) << LastError();
+  // A rejected argument does not break the communicator.
+  EXPECT_EQ(AllReduce(comm.get(), data, data, 4, CHORUS_F32, CHORUS_REDUCE_SUM), CHORUS_OK);
+}
+
+// A communicator made again over the same store (after a failure, say) finds the new addresses,
+// not the closed ports of the one before.
+TEST(CoreRing, CreatedAgainOverTheSameStore) {
+  CKvStore store(MakeInProcessStore());
+  RunRanks(3, [&](int rank) {
+    for (int round = 0; round < 3; ++round) {
+      CommPtr comm = NoComm();
+      ASSERT_EQ(CreateComm(rank, 3, store, 5000, &comm), CHORUS_OK) << LastError();
+      CheckAllReduce(comm.get(), rank, 3, 1001, CHORUS_I32, CHORUS_REDUCE_SUM, false);
+      if (rank == round) continue;  // leaves before the barrier: the others see it go
+      EXPECT_EQ(Barrier(comm.get()), CHORUS_PEER_LOST) << LastError();
+    }
+  });
+}
+
+// ---- Failures ---------------------------------------------------------------------------------
+
+TEST(CoreRing, RankWithAnotherSizeFailsCreate) {
+  CKvStore store(MakeInProcessStore());
+  std::vector<chorus_status> statuses(2);
+  std::vector<std::string> messages(2);
+  RunRanks(2, [&](int rank) {
+    CommPtr comm = NoComm();
+    statuses[static_cast<size_t>(rank)] = CreateComm(rank, rank == 1 ? 3 : 2, store, 3000, &comm);
+    messages[static_cast<size_t>(rank)] = LastError();
+  });
+  for (size_t rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(statuses[rank], CHORUS_INVALID_ARGUMENT) << rank << ": " << messages[rank];
+    EXPECT_NE(messages[rank].find("size=3"), std::string::npos) << messages[rank];
+    EXPECT_NE(messages[rank].find("size=2"), std::string::npos) << messages[rank];
+  }
+}
+
+TEST(CoreRing, CreateTimesOutNamingTheMissingRank) {
+  CKvStore store(MakeInProcessStore());
+  CommPtr comm = NoComm();
+  const auto start = Clock::now();
+  EXPECT_EQ(CreateComm(0, 2, store, 300, &comm), CHORUS_TIMEOUT);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  EXPECT_NE(LastError().find("rank 1"), std::string::npos) << LastError();
+}
+
+TEST(CoreRing, OperationTimesOutNamingTheOpAndThePeer) {
+  CKvStore store(MakeInProcessStore());
+  std::atomic<bool> done{false};
+  RunRanks(2, [&](int rank) {
+    CommPtr comm = NoComm();
+    ASSERT_EQ(CreateComm(rank, 2, store, 300, &comm), CHORUS_OK) << LastError();
+    if (rank == 1) {  // never joins the all-reduce
+      while (!done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      return;
+    }
+    std::vector<float> data(1000, 1.0f);
+    const auto start = Clock::now();
+    EXPECT_EQ(
+        AllReduce(comm.get(), data.data(), data.data(), data.size(), CHORUS_F32, CHORUS_REDUCE_SUM),
+        CHORUS_TIMEOUT);
+    const std::string message = LastError();
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+    EXPECT_NE(message.find("all_reduce"), std::string::npos) << message;
+    EXPECT_NE(message.find("rank 1"), std::string::npos) << message;
+    // The communicator is unusable afterwards, and says why.
+    EXPECT_EQ(Barrier(comm.get()), CHORUS_ABORTED);
+    EXPECT_NE(LastError().find("earlier failure"), std::string::npos) << LastError();
+    done.store(true);
+  });
+}
+
+TEST(CoreRing, AbortFromAnotherThreadUnblocksAnOperation) {
+  CKvStore store(MakeInProcessStore());
+  std::atomic<bool> done{false};
+  RunRanks(2, [&](int rank) {
+    CommPtr comm = NoComm();
+    ASSERT_EQ(CreateComm(rank, 2, store, 20000, &comm), CHORUS_OK) << LastError();
+    if (rank == 1) {
+      while (!done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      return;
+    }
+    std::thread aborter([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      Api().abort(comm.get());
+    });
+    std::vector<double> data(100000, 2.0);
+    const auto start = Clock::now();
+    EXPECT_EQ(
+        AllReduce(comm.get(), data.data(), data.data(), data.size(), CHORUS_F64, CHORUS_REDUCE_SUM),
+        CHORUS_ABORTED);
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+    aborter.join();
+    EXPECT_EQ(Barrier(comm.get()), CHORUS_ABORTED);
+    done.store(true);
+  });
+}
+
+// A rank stops participating: its neighbours see its connections close, and the ranks beyond
+// them fail because each failed rank closes its own connections in turn. Nobody waits out the
+// 20 s time-out.
+TEST(CoreRing, RankThatLeavesGivesPeerLostToEveryOtherRank) {
+  constexpr int kSize = 5;
+  constexpr int kLeaver = 2;
+  CKvStore store(MakeInProcessStore());
+  std::vector<chorus_status> statuses(kSize, CHORUS_OK);
+  std::vector<std::string> messages(kSize);
+  std::vector<double> seconds(kSize, 0);
+  RunRanks(kSize, [&](int rank) {
+    CommPtr comm = NoComm();
+    ASSERT_EQ(CreateComm(rank, kSize, store, 20000, &comm), CHORUS_OK) << LastError();
+    if (rank == kLeaver) {  // joins no operation and leaves while the others are inside one
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      comm.reset();
+      return;
+    }
+    std::vector<float> data(1 << 20, 1.0f);
+    const auto start = Clock::now();
+    statuses[static_cast<size_t>(rank)] =
+        AllReduce(comm.get(), data.data(), data.data(), data.size(), CHORUS_F32, CHORUS_REDUCE_SUM);
+    messages[static_cast<size_t>(rank)] = LastError();
+    seconds[static_cast<size_t>(rank)] =
+        std::chrono::duration<double>(Clock::now() - start).count();
+  });
+  for (int rank = 0; rank < kSize; ++rank) {
+    if (rank == kLeaver) continue;
+    const auto r = static_cast<size_t>(rank);
+    EXPECT_EQ(statuses[r], CHORUS_PEER_LOST) << "rank " << rank << ": " << messages[r];
+    EXPECT_NE(messages[r].find("closed its connection"), std::string::npos) << messages[r];
+    EXPECT_LT(seconds[r], 10.0) << "rank " << rank;
+  }
+}
+
+// A rank's operation is aborted while every rank is inside the same all-reduce.
+TEST(CoreRing, RankAbortedMidAllReduceGivesPeerLostToTheOthers) {
+  constexpr int kSize = 4;
+  constexpr int kAborted = 1;
+  constexpr int kLate = 3;  // joins late, so the others are surely mid-operation at the abort
+  CKvStore store(MakeInProcessStore());
+  std::vector<chorus_status> statuses(kSize, CHORUS_OK);
+  std::vector<std::string> messages(kSize);
+  RunRanks(kSize, [&](int rank) {
+    CommPtr comm = NoComm();
+    ASSERT_EQ(CreateComm(rank, kSize, store, 20000, &comm), CHORUS_OK) << LastError();
+    std::thread aborter;
+    if (rank == kAborted) {
+      aborter = std::thread([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        Api().abort(comm.get());
+      });
+    }
+    if (rank == kLate) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::vector<int32_t> data(1 << 20, 1);
+    statuses[static_cast<size_t>(rank)] =
+        AllReduce(comm.get(), data.data(), data.data(), data.size(), CHORUS_I32, CHORUS_REDUCE_SUM);
+    messages[static_cast<size_t>(rank)] = LastError();
+    if (aborter.joinable()) aborter.join();
+  });
+  for (int rank = 0; rank < kSize; ++rank) {
+    const auto r = static_cast<size_t>(rank);
+    EXPECT_EQ(statuses[r], rank == kAborted ? CHORUS_ABORTED : CHORUS_PEER_LOST)
+        << "rank " << rank << ": " << messages[r];
+  }
+}
+
+}  // namespace
+}  // namespace chorus

@@ -1,0 +1,488 @@
+// The rendezvous stores: the in-process, file and TCP stores pass the same tests; then what only
+// the TCP store does (connecting before the leader serves, a lost leader, lost clients) and the
+// file store's key escaping.
+#include <arpa/inet.h>
+#include <chorus/error.h>
+#include <chorus/kv_store.h>
+#include <chorus/rendezvous.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <random>
+#include <thread>
+
+namespace chorus {
+namespace {
+
+using namespace std::chrono_literals;
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+milliseconds Since(Clock::time_point start) {
+  return std::chrono::duration_cast<milliseconds>(Clock::now() - start);
+}
+
+// Runs fn and returns the Error it throws (fails the test when it throws none).
+Error Thrown(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no chorus::Error thrown";
+  return Error(CHORUS_OK, "");
+}
+
+// A thread whose exceptions become test failures instead of escaping it.
+std::thread Spawn(std::function<void()> fn) {
+  return std::thread([fn = std::move(fn)] {
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "a thread threw: " << e.what();
+    }
+  });
+}
+
+// A fresh directory under the test temp dir, removed at the end.
+class TempDirectory {
+ public:
+  TempDirectory() {
+    std::string pattern = ::testing::TempDir() + "chorus_store_XXXXXX";
+    path_ = ::mkdtemp(pattern.data());
+  }
+  ~TempDirectory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+enum class StoreKind { kInProcess, kFile, kTcp };
+
+std::string KindName(const ::testing::TestParamInfo<StoreKind>& info) {
+  switch (info.param) {
+    case StoreKind::kInProcess:
+      return "InProcess";
+    case StoreKind::kFile:
+      return "File";
+    case StoreKind::kTcp:
+      return "Tcp";
+  }
+  return "Unknown";
+}
+
+class KvStoreTest : public ::testing::TestWithParam<StoreKind> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == StoreKind::kInProcess) in_process_ = MakeInProcessStore();
+    if (GetParam() == StoreKind::kTcp) server_ = TcpStoreServer::Start("127.0.0.1", 0);
+    store_ = Connect();
+  }
+
+  // Another worker's view of the same store: a new connection or file store object, or (for the
+  // in-process store) the same object.
+  std::shared_ptr<KvStore> Connect() {
+    switch (GetParam()) {
+      case StoreKind::kInProcess:
+        return in_process_;
+      case StoreKind::kFile:
+        return MakeFileStore(directory_.path());
+      case StoreKind::kTcp:
+        return ConnectTcpStore("127.0.0.1", server_->port(), 5s);
+    }
+    return nullptr;
+  }
+
+  TempDirectory directory_;
+  std::shared_ptr<KvStore> in_process_;
+  std::unique_ptr<TcpStoreServer> server_;
+  std::shared_ptr<KvStore> store_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Stores, KvStoreTest,
+                         ::testing::Values(StoreKind::kInProcess, StoreKind::kFile,
+                                           StoreKind::kTcp),
+                         KindName);
+
+TEST_P(KvStoreTest, SetThenGet) {
+  store_->Set("greeting", ToBytes("hello"));
+  EXPECT_EQ(ToString(store_->Get("greeting", 0ms)), "hello");
+  store_->Set("greeting", ToBytes("bye"));
+  EXPECT_EQ(ToString(Connect()->Get("greeting", 1s)), "bye");
+  EXPECT_EQ(store_->Describe(), Connect()->Describe());
+}
+
+TEST_P(KvStoreTest, GetWaitsForALaterSetFromAnotherThread) {
+  std::thread setter = Spawn([other = Connect()] {
+    std::this_thread::sleep_for(100ms);
+    other->Set("late", ToBytes("here"));
+  });
+  const auto start = Clock::now();
+  EXPECT_EQ(ToString(store_->Get("late", 5s)), "here");
+  EXPECT_GE(Since(start), 90ms);
+  setter.join();
+}
+
+TEST_P(KvStoreTest, WaitOnSeveralKeys) {
+  std::thread setter = Spawn([other = Connect()] {
+    for (const char* key : {"a", "b", "c"}) {
+      std::this_thread::sleep_for(30ms);
+      other->Set(key, ToBytes(key));
+    }
+  });
+  store_->Wait({"a", "b", "c"}, 5s);
+  setter.join();
+  EXPECT_TRUE(store_->Check("c"));
+  const Error error = Thrown([&] { store_->Wait({"a", "missing"}, 50ms); });
+  EXPECT_EQ(error.status(), CHORUS_TIMEOUT);
+  EXPECT_NE(std::string(error.what()).find("'missing'"), std::string::npos) << error.what();
+}
+
+TEST_P(KvStoreTest, TimeoutNamesTheKeyAndTakesTheTimeout) {
+  const auto start = Clock::now();
+  const Error error = Thrown([&] { store_->Get("never/set", 300ms); });
+  const milliseconds took = Since(start);
+  EXPECT_EQ(error.status(), CHORUS_TIMEOUT);
+  EXPECT_NE(std::string(error.what()).find("'never/set'"), std::string::npos) << error.what();
+  EXPECT_NE(std::string(error.what()).find(store_->Describe()), std::string::npos);
+  EXPECT_GE(took, 300ms);
+  EXPECT_LT(took, 800ms);
+}
+
+TEST_P(KvStoreTest, AddFromEightThreadsWithOwnStores) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.push_back(Spawn([store = Connect()] {
+      for (int i = 0; i < 100; ++i) store->Add("counter", 1);
+    }));
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(store_->Add("counter", 0), 800);
+  EXPECT_EQ(ToString(store_->Get("counter", 0ms)), "800");
+  EXPECT_EQ(store_->Add("counter", -801), -1);
+}
+
+TEST_P(KvStoreTest, AddFromEightThreadsSharingOneStore) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.push_back(Spawn([this] {
+      for (int i = 0; i < 100; ++i) store_->Add("shared", 1);
+    }));
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(store_->Add("shared", 0), 800);
+}
+
+TEST_P(KvStoreTest, AddOnANonIntegerIsRefused) {
+  store_->Set("text", ToBytes("twelve"));
+  EXPECT_EQ(Thrown([&] { store_->Add("text", 1); }).status(), CHORUS_INVALID_ARGUMENT);
+  EXPECT_EQ(ToString(store_->Get("text", 0ms)), "twelve");
+}
+
+TEST_P(KvStoreTest, CheckAndRemove) {
+  EXPECT_FALSE(store_->Check("k"));
+  EXPECT_FALSE(store_->Remove("k"));
+  store_->Set("k", ToBytes("v"));
+  EXPECT_TRUE(Connect()->Check("k"));
+  EXPECT_TRUE(store_->Remove("k"));
+  EXPECT_FALSE(store_->Check("k"));
+  EXPECT_EQ(Thrown([&] { store_->Get("k", 0ms); }).status(), CHORUS_TIMEOUT);
+}
+
+TEST_P(KvStoreTest, BinaryValuesAndOddKeys) {
+  Bytes every_byte(512);
+  for (size_t i = 0; i < every_byte.size(); ++i) every_byte[i] = static_cast<uint8_t>(i);
+  const std::vector<std::string> keys = {
+      "plain", "with/slash",         "../up", ".hidden", "sp ace%25", std::string("nul\0byte", 8),
+      "",      std::string(300, 'x')};
+  for (const std::string& key : keys) store_->Set(key, every_byte);
+  store_->Set("empty", {});
+  for (const std::string& key : keys) EXPECT_EQ(Connect()->Get(key, 0ms), every_byte) << key;
+  EXPECT_TRUE(store_->Get("empty", 0ms).empty());
+  // Distinct keys stay distinct, however they are escaped.
+  store_->Set(std::string(300, 'x') + "y", ToBytes("other"));
+  EXPECT_EQ(store_->Get(std::string(300, 'x'), 0ms), every_byte);
+  EXPECT_FALSE(store_->Check("with%2Fslash"));
+}
+
+TEST_P(KvStoreTest, LargeValue) {
+  Bytes large(1 << 20);
+  std::mt19937 random(7);
+  for (uint8_t& byte : large) byte = static_cast<uint8_t>(random());
+  std::thread setter = Spawn([&, other = Connect()] { other->Set("large", large); });
+  EXPECT_EQ(store_->Get("large", 5s), large);
+  setter.join();
+}
+
+TEST_P(KvStoreTest, PrefixesIsolate) {
+  const std::shared_ptr<KvStore> a = WithPrefix(store_, "a/");
+  const std::shared_ptr<KvStore> b = WithPrefix(Connect(), "b/");
+  a->Set("key", ToBytes("from a"));
+  b->Set("key", ToBytes("from b"));
+  EXPECT_EQ(ToString(a->Get("key", 0ms)), "from a");
+  EXPECT_EQ(ToString(b->Get("key", 0ms)), "from b");
+  EXPECT_EQ(ToString(store_->Get("a/key", 0ms)), "from a");
+  EXPECT_FALSE(store_->Check("key"));
+  EXPECT_EQ(a->Add("n", 2), 2);
+  EXPECT_EQ(b->Add("n", 5), 5);
+  EXPECT_TRUE(a->Remove("key"));
+  EXPECT_TRUE(b->Check("key"));
+}
+
+TEST_P(KvStoreTest, ThroughTheCTable) {
+  const CKvStore c_store(store_);
+  const chorus_kv_store* table = c_store.get();
+  const char value[] = "0123456789";
+  ASSERT_EQ(table->set(table->ctx, "ten", value, 10), CHORUS_OK);
+
+  char small[4] = {};
+  size_t size = 0;
+  ASSERT_EQ(table->get(table->ctx, "ten", 1000, small, sizeof(small), &size), CHORUS_OK);
+  EXPECT_EQ(size, 10u);  // the full size, so the caller can retry with a larger buffer
+  EXPECT_EQ(std::string(small, 4), "0123");
+  char full[10] = {};
+  ASSERT_EQ(table->get(table->ctx, "ten", 1000, full, sizeof(full), &size), CHORUS_OK);
+  EXPECT_EQ(std::string(full, 10), "0123456789");
+
+  EXPECT_EQ(table->get(table->ctx, "absent", 20, full, sizeof(full), &size), CHORUS_TIMEOUT);
+  const char* keys[] = {"ten", "absent"};
+  EXPECT_EQ(table->wait(table->ctx, keys, 2, 20), CHORUS_TIMEOUT);
+  EXPECT_EQ(table->wait(table->ctx, keys, 1, 20), CHORUS_OK);
+
+  int64_t result = 0;
+  ASSERT_EQ(table->add(table->ctx, "n", 3, &result), CHORUS_OK);
+  EXPECT_EQ(result, 3);
+  int exists = 0;
+  ASSERT_EQ(table->check(table->ctx, "n", &exists), CHORUS_OK);
+  EXPECT_EQ(exists, 1);
+  EXPECT_EQ(table->remove(table->ctx, "n"), CHORUS_OK);
+  EXPECT_EQ(table->remove(table->ctx, "n"), CHORUS_NOT_FOUND);
+  EXPECT_EQ(table->set(table->ctx, nullptr, value, 1), CHORUS_INVALID_ARGUMENT);
+}
+
+// ---- TCP store ----------------------------------------------------------------------------
+
+// A port that was free a moment ago.
+uint16_t FreePort() { return TcpStoreServer::Start("127.0.0.1", 0)->port(); }
+
+TEST(TcpStoreTest, ClientStartedBeforeTheServerConnectsOnceItServes) {
+  const uint16_t port = FreePort();
+  std::shared_ptr<KvStore> client;
+  std::thread connecting = Spawn([&] { client = ConnectTcpStore("127.0.0.1", port, 5s); });
+  std::this_thread::sleep_for(300ms);
+  const auto server = TcpStoreServer::Start("127.0.0.1", port);
+  connecting.join();
+  ASSERT_NE(client, nullptr);
+  client->Set("k", ToBytes("v"));
+  EXPECT_EQ(ToString(client->Get("k", 1s)), "v");
+  EXPECT_EQ(client->Describe(), "tcp store 127.0.0.1:" + std::to_string(port));
+}
+
+TEST(TcpStoreTest, ConnectingToNoServerTimesOutNamingTheAddress) {
+  const uint16_t port = FreePort();
+  const auto start = Clock::now();
+  const Error error = Thrown([&] { ConnectTcpStore("127.0.0.1", port, 200ms); });
+  EXPECT_EQ(error.status(), CHORUS_TIMEOUT);
+  EXPECT_NE(std::string(error.what()).find("127.0.0.1:" + std::to_string(port)), std::string::npos)
+      << error.what();
+  EXPECT_GE(Since(start), 200ms);
+  EXPECT_LT(Since(start), 1s);
+}
+
+TEST(TcpStoreTest, ADestroyedServerFailsAPendingGetQuicklyWithPeerLost) {
+  auto server = TcpStoreServer::Start("127.0.0.1", 0);
+  const auto client = ConnectTcpStore("127.0.0.1", server->port(), 5s);
+  client->Set("warm", ToBytes("up"));
+  std::thread stopper = Spawn([&] {
+    std::this_thread::sleep_for(100ms);
+    const auto start = Clock::now();
+    server.reset();
+    EXPECT_LT(Since(start), 500ms) << "the server's destructor must be prompt";
+  });
+  const auto start = Clock::now();
+  const Error error = Thrown([&] { client->Get("never", 30s); });
+  stopper.join();
+  EXPECT_LT(Since(start), 2s);
+  EXPECT_EQ(error.status(), CHORUS_PEER_LOST);
+  EXPECT_NE(std::string(error.what()).find("closed the connection"), std::string::npos)
+      << error.what();
+  EXPECT_NE(std::string(error.what()).find("'never'"), std::string::npos) << error.what();
+  // Later requests fail at once, the same way.
+  EXPECT_EQ(Thrown([&] { client->Set("k", {}); }).status(), CHORUS_PEER_LOST);
+}
+
+// Forks a process that connects, announces `name`, then waits to be killed (SIGKILL: no
+// destructor, no goodbye, as when a worker crashes).
+void CrashAnnouncedClient(uint16_t port, const std::string& name) {
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(ready[0]);
+    try {
+      const auto store = ConnectTcpStore("127.0.0.1", port, 5s);
+      AnnounceTcpStoreClient(*store, name);
+      const char byte = 1;
+      if (::write(ready[1], &byte, 1) != 1) ::_exit(2);
+      for (;;) ::pause();
+    } catch (...) {
+      ::_exit(1);
+    }
+  }
+  ::close(ready[1]);
+  char byte = 0;
+  const ssize_t n = ::read(ready[0], &byte, 1);
+  ::close(ready[0]);
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_EQ(n, 1) << "the child could not connect and announce itself";
+}
+
+TEST(TcpStoreTest, AClientLostWithoutGoodbyeIsRecorded) {
+  const auto server = TcpStoreServer::Start("127.0.0.1", 0);
+  const auto observer = ConnectTcpStore("127.0.0.1", server->port(), 5s);
+
+  // A clean goodbye is not a loss.
+  {
+    const auto polite = ConnectTcpStore("127.0.0.1", server->port(), 5s);
+    AnnounceTcpStoreClient(*polite, "worker 1");
+  }
+  CrashAnnouncedClient(server->port(), "worker 2");
+  EXPECT_EQ(ToString(observer->Get("chorus/lost/worker 2", 5s)), "1");
+  CrashAnnouncedClient(server->port(), "worker 3");
+  EXPECT_EQ(ToString(observer->Get("chorus/lost/worker 3", 5s)), "1");
+  EXPECT_EQ(ToString(observer->Get("chorus/lost", 0ms)), "worker 2,worker 3");
+  EXPECT_FALSE(observer->Check("chorus/lost/worker 1"));
+}
+
+TEST(TcpStoreTest, AnnounceNeedsATcpConnection) {
+  const auto server = TcpStoreServer::Start("127.0.0.1", 0);
+  const auto client = ConnectTcpStore("127.0.0.1", server->port(), 5s);
+  const auto in_process = MakeInProcessStore();
+  EXPECT_EQ(Thrown([&] { AnnounceTcpStoreClient(*in_process, "w"); }).status(),
+            CHORUS_INVALID_ARGUMENT);
+  EXPECT_EQ(Thrown([&] { AnnounceTcpStoreClient(*WithPrefix(client, "p/"), "w"); }).status(),
+            CHORUS_INVALID_ARGUMENT);
+  EXPECT_EQ(Thrown([&] { AnnounceTcpStoreClient(*client, ""); }).status(), CHORUS_INVALID_ARGUMENT);
+}
+
+TEST(TcpStoreTest, SixteenClientsRendezvous) {
+  const auto server = TcpStoreServer::Start("127.0.0.1", 0);
+  constexpr int kClients = 16;
+  std::vector<std::string> ranks;
+  for (int i = 0; i < kClients; ++i) ranks.push_back("rank/" + std::to_string(i));
+  std::atomic<int> correct{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kClients; ++i) {
+    threads.push_back(Spawn([&, i] {
+      const auto store = ConnectTcpStore("127.0.0.1", server->port(), 5s);
+      AnnounceTcpStoreClient(*store, "worker " + std::to_string(i));
+      store->Add("arrived", 1);
+      store->Set(ranks[i], ToBytes(std::to_string(i)));
+      store->Wait(ranks, 5s);
+      int sum = 0;
+      for (const std::string& rank : ranks) sum += std::stoi(ToString(store->Get(rank, 0ms)));
+      if (sum == kClients * (kClients - 1) / 2 && store->Add("arrived", 0) == kClients) ++correct;
+    }));
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(correct.load(), kClients);
+  const auto observer = ConnectTcpStore("127.0.0.1", server->port(), 5s);
+  EXPECT_FALSE(observer->Check("chorus/lost"));
+}
+
+// A raw TCP socket connected to 127.0.0.1:port (port 0: one that listens instead, on any port).
+class RawSocket {
+ public:
+  explicit RawSocket(uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(port);
+    auto* raw = reinterpret_cast<sockaddr*>(&address);
+    if (port == 0) {
+      EXPECT_EQ(::bind(fd_, raw, sizeof(address)), 0);
+      EXPECT_EQ(::listen(fd_, 8), 0);
+    } else {
+      EXPECT_EQ(::connect(fd_, raw, sizeof(address)), 0);
+    }
+    timeval two_seconds{2, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &two_seconds, sizeof(two_seconds));
+  }
+  ~RawSocket() { ::close(fd_); }
+  int fd() const { return fd_; }
+  uint16_t port() const {
+    sockaddr_in address{};
+    socklen_t length = sizeof(address);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length);
+    return ntohs(address.sin_port);
+  }
+
+ private:
+  int fd_;
+};
+
+TEST(TcpStoreTest, AMalformedClientIsDroppedAndOthersAreServed) {
+  const auto server = TcpStoreServer::Start("127.0.0.1", 0);
+  const auto client = ConnectTcpStore("127.0.0.1", server->port(), 5s);
+  const RawSocket garbage(server->port());
+  const uint8_t huge_frame[] = {0xff, 0xff, 0xff, 0xff, 1, 2, 3};
+  ASSERT_EQ(::send(garbage.fd(), huge_frame, sizeof(huge_frame), MSG_NOSIGNAL),
+            static_cast<ssize_t>(sizeof(huge_frame)));
+  char byte = 0;
+  EXPECT_EQ(::recv(garbage.fd(), &byte, 1, 0), 0) << "the server should close the connection";
+  client->Set("still", ToBytes("serving"));
+  EXPECT_EQ(ToString(client->Get("still", 1s)), "serving");
+}
+
+TEST(TcpStoreTest, AServerThatNeverAnswersCannotHangAGet) {
+  const RawSocket silent(0);  // the kernel accepts connections; nobody answers
+  const auto client = ConnectTcpStore("127.0.0.1", silent.port(), 5s);
+  const auto start = Clock::now();
+  const Error error = Thrown([&] { client->Get("k", 100ms); });
+  EXPECT_EQ(error.status(), CHORUS_PEER_LOST);
+  EXPECT_NE(std::string(error.what()).find("did not answer"), std::string::npos) << error.what();
+  EXPECT_GE(Since(start), 100ms);
+  EXPECT_LT(Since(start), 4s);
+}
+
+TEST(TcpStoreTest, ServingTwiceOnOnePortFails) {
+  const auto server = TcpStoreServer::Start("127.0.0.1", 0);
+  EXPECT_EQ(Thrown([&] { TcpStoreServer::Start("127.0.0.1", server->port()); }).status(),
+            CHORUS_UNAVAILABLE);
+}
+
+// ---- file store ---------------------------------------------------------------------------
+
+TEST(FileStoreTest, KeysStayInsideTheDirectory) {
+  TempDirectory parent;
+  const std::string directory = parent.path() + "/store";
+  const auto store = MakeFileStore(directory);
+  store->Set("../outside", ToBytes("x"));
+  store->Set("a/b", ToBytes("y"));
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(parent.path())) {
+    (void)entry;
+    ++files;
+  }
+  EXPECT_EQ(files, 1u) << "only the store's directory";
+  EXPECT_EQ(store->Describe(), "file store " + directory);
+}
+
+}  // namespace
+}  // namespace chorus

@@ -1,4 +1,5 @@
 // Search order, CHORUS_PLUGINS filtering and the registry's selection of cross-device ops.
+#include <chorus/communicator.h>
 #include <chorus/cross_device_ops.h>
 #include <chorus/error.h>
 #include <chorus/loader.h>
@@ -152,8 +153,11 @@ TEST_F(Selection, AnUnknownNameInTheVariableListsTheAvailableNames) {
 TEST_F(Selection, TheBuiltinIsAlwaysThereEvenWithNoPlugins) {
   Registry bare(Options("none"));
   EXPECT_EQ(bare.CrossDeviceOpsNames(), std::vector<std::string>{"reduction_to_one_device"});
-  EXPECT_EQ(bare.plugins().size(), 1u);
+  // The core and its hierarchical collective.
+  ASSERT_EQ(bare.plugins().size(), 2u);
   EXPECT_TRUE(bare.plugins()[0]->builtin());
+  EXPECT_TRUE(bare.plugins()[1]->builtin());
+  EXPECT_EQ(CollectiveNames(bare), (std::vector<std::string>{"core_ring", "hierarchical"}));
 }
 
 }  // namespace

@@ -1,0 +1,149 @@
+#include "communicator.h"
+
+#include <chorus/plugin_sdk.hpp>
+#include <string_view>
+
+#include "connect.h"
+#include "gloo_errors.h"
+#include "logging.h"
+
+namespace chorus::gloo_plugin {
+
+using sdk::Fail;
+
+GlooCommunicator::GlooCommunicator(const chorus_communicator_create_args& a) {
+  constexpr const char* kWhat = "gloo create";
+  if (a.size < 1) Fail(CHORUS_INVALID_ARGUMENT, kWhat, ": size ", a.size, " is not positive");
+  if (a.rank < 0 || a.rank >= a.size) {
+    Fail(CHORUS_INVALID_ARGUMENT, kWhat, ": rank ", a.rank, " is not in 0..", a.size - 1);
+  }
+  if (a.timeout_ms <= 0) {
+    Fail(CHORUS_INVALID_ARGUMENT, kWhat, ": timeout_ms ", a.timeout_ms,
+         " is not positive (Gloo would read 0 as no time-out at all)");
+  }
+  const chorus_kv_store* store = a.store;
+  if (store == nullptr) Fail(CHORUS_INVALID_ARGUMENT, kWhat, ": store is NULL");
+  if (store->struct_size < CHORUS_STRUCT_SIZE(chorus_kv_store, wait) || store->set == nullptr ||
+      store->get == nullptr || store->wait == nullptr) {
+    Fail(CHORUS_INVALID_ARGUMENT, kWhat, ": the store lacks set, get or wait");
+  }
+  if (CHORUS_HAS_FIELD(&a, chorus_communicator_create_args, devices_api) &&
+      a.devices_api != nullptr) {
+    const char* platform = a.devices_api->platform != nullptr ? a.devices_api->platform : "?";
+    // A cpu enumerator's device memory is host memory; every other platform's is not.
+    if (std::string_view(platform) != "cpu") {
+      Fail(CHORUS_UNSUPPORTED, kWhat, ": gloo moves host memory only, not the '", platform,
+           "' device enumerator's buffers");
+    }
+  }
+  const CommunicatorOptions options = ParseOptions(a.options, a.num_options);
+  rank_ = a.rank;
+  size_ = a.size;
+  timeout_ms_ = a.timeout_ms;
+  algorithm_ = options.algorithm;
+  context_ = Connect(*store, rank_, size_, timeout_ms_, options);
+}
+
+GlooCommunicator::~GlooCommunicator() {
+  if (ran_ring_chunked_ && failed_status_ == CHORUS_OK && !aborted_.load() &&
+      !HostAbortRequested()) {
+    try {
+      gloo_plugin::Barrier(context_, next_tag_++);
+    } catch (const std::exception& e) {
+      Log(CHORUS_LOG_DEBUG, Describe("destroy") + ": the closing barrier failed: " + e.what());
+    }
+  }
+  context_.reset();  // closes the connections
+}
+
+std::string GlooCommunicator::Describe(const char* operation) const {
+  return std::string("gloo ") + operation + " (rank " + std::to_string(rank_) + " of " +
+         std::to_string(size_) + ")";
+}
+
+void GlooCommunicator::FailIfAborted(const std::string& what) const {
+  if (aborted_.load()) Fail(CHORUS_ABORTED, what, ": the communicator was aborted");
+  if (HostAbortRequested()) Fail(CHORUS_ABORTED, what, ": the core asked every operation to stop");
+}
+
+template <typename Body>
+void GlooCommunicator::Run(const char* operation, Body&& body) {
+  const std::string what = Describe(operation);
+  FailIfAborted(what);
+  std::lock_guard<std::mutex> lock(mutex_);
+  FailIfAborted(what);  // abort may have come while this call waited for the lock
+  if (failed_status_ != CHORUS_OK) {
+    Fail(failed_status_, what,
+         ": the communicator is unusable after an earlier failure (destroy it and create a new "
+         "one); that failure: ",
+         failed_message_);
+  }
+  try {
+    body();
+  } catch (...) {
+    // The communicator is unusable from here on; closing every connection before the caller gets
+    // its buffers back keeps Gloo's device thread from writing into them afterwards.
+    try {
+      context_->closeConnections();
+    } catch (const std::exception& e) {
+      Log(CHORUS_LOG_WARN, what + ": closing the connections failed: " + e.what());
+    }
+    sdk::Error error = TranslateCurrentException(what, timeout_ms_);
+    if (aborted_.load() || HostAbortRequested()) {
+      std::string_view detail = error.what();
+      if (detail.starts_with(what + ": ")) detail.remove_prefix(what.size() + 2);
+      error = sdk::Error(CHORUS_ABORTED, what +
+                                             ": the communicator was aborted while the "
+                                             "operation ran, which then ended with: " +
+                                             std::string(detail));
+    }
+    failed_status_ = error.status();
+    failed_message_ = error.what();
+    throw error;
+  }
+}
+
+void GlooCommunicator::AllReduce(const chorus_all_reduce_args& a) {
+  if (a.count == 0) return FailIfAborted(Describe("all_reduce"));  // every rank passes count 0
+  Run("all_reduce", [&] {
+    ran_ring_chunked_ |= algorithm_ == Algorithm::kRingChunked;
+    gloo_plugin::AllReduce(context_, algorithm_, a.send, a.recv, a.count, a.dtype, a.op,
+                           next_tag_++);
+  });
+}
+
+void GlooCommunicator::Broadcast(const chorus_collective_broadcast_args& a) {
+  if (a.count == 0) return FailIfAborted(Describe("broadcast"));
+  Run("broadcast",
+      [&] { gloo_plugin::Broadcast(context_, a.data, a.count, a.dtype, a.root, next_tag_++); });
+}
+
+void GlooCommunicator::AllGather(const chorus_collective_all_gather_args& a) {
+  if (a.count == 0) return FailIfAborted(Describe("all_gather"));
+  Run("all_gather",
+      [&] { gloo_plugin::AllGather(context_, a.send, a.recv, a.count, a.dtype, next_tag_++); });
+}
+
+void GlooCommunicator::ReduceScatter(const chorus_reduce_scatter_args& a) {
+  if (a.recv_count == 0) return FailIfAborted(Describe("reduce_scatter"));
+  Run("reduce_scatter", [&] {
+    ran_ring_chunked_ |= algorithm_ == Algorithm::kRingChunked;
+    gloo_plugin::ReduceScatter(context_, algorithm_, a.send, a.recv, a.recv_count, a.dtype, a.op,
+                               next_tag_++);
+  });
+}
+
+void GlooCommunicator::Barrier() {
+  Run("barrier", [&] { gloo_plugin::Barrier(context_, next_tag_++); });
+}
+
+void GlooCommunicator::Abort() noexcept {
+  if (aborted_.exchange(true)) return;
+  try {
+    context_->closeConnections();  // each pair under its own lock: safe beside a running call
+  } catch (const std::exception& e) {
+    Log(CHORUS_LOG_WARN, Describe("abort") + ": closing the connections failed: " + e.what());
+  }
+}
+
+}  // namespace chorus::gloo_plugin

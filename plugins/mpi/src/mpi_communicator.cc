@@ -1,0 +1,258 @@
+#include "mpi_communicator.h"
+
+#include <dlfcn.h>
+#include <sched.h>
+
+#include <chorus/plugin_sdk.hpp>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+
+#include "datatypes.h"
+
+namespace chorus::mpi {
+namespace {
+
+using sdk::Fail;
+using Clock = std::chrono::steady_clock;
+
+std::atomic<const chorus_host*> g_host{nullptr};
+std::mutex g_init_mutex;
+
+void Log(chorus_log_level level, const std::string& message) {
+  const chorus_host* host = g_host.load();
+  if (host != nullptr && host->log != nullptr && host->log_enabled != nullptr &&
+      host->log_enabled(host->ctx, level) != 0) {
+    host->log(host->ctx, level, message.c_str());
+  }
+}
+
+bool HostAbortRequested() {
+  const chorus_host* host = g_host.load();
+  return host != nullptr && host->abort_requested != nullptr &&
+         host->abort_requested(host->ctx) != 0;
+}
+
+std::string ErrorText(int code) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  return text;
+}
+
+void FinalizeAtExit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+// MPI_Init_thread unless someone (the application, an earlier communicator) already did.
+void EnsureInitialized(const chorus_host* host) {
+  std::lock_guard<std::mutex> lock(g_init_mutex);
+  int initialized = 0;
+  int finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (finalized) {
+    Fail(CHORUS_UNAVAILABLE, "mpi: MPI was finalized already and cannot be initialised again");
+  }
+  if (!initialized) {
+    // The core loads plugins with local symbols; Open MPI's own components need libmpi's
+    // symbols global, or MPI_Init fails to load them.
+    for (const char* name : {"libmpi.so.40", "libmpi.so"}) {
+      if (dlopen(name, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD) != nullptr) break;
+    }
+    int provided = 0;
+    const int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+    if (code != MPI_SUCCESS) {
+      Fail(CHORUS_UNAVAILABLE, "mpi: MPI_Init_thread failed: ", ErrorText(code));
+    }
+    std::atexit(FinalizeAtExit);
+    if (provided < MPI_THREAD_SERIALIZED) {
+      Log(CHORUS_LOG_WARN, "mpi: the MPI library offers thread level " + std::to_string(provided) +
+                               " only; use the communicator from one thread at a time");
+    }
+  }
+  InitDatatypes(host);
+}
+
+void Check(int code, const char* what) {
+  if (code != MPI_SUCCESS) Fail(CHORUS_INTERNAL, "mpi ", what, ": ", ErrorText(code));
+}
+
+int Count(size_t count, const char* what) {
+  if (count > static_cast<size_t>(INT_MAX)) {
+    Fail(CHORUS_INVALID_ARGUMENT, what, ": count ", count,
+         " exceeds MPI's int counts (at most 2147483647 elements)");
+  }
+  return static_cast<int>(count);
+}
+
+void RequireData(const void* p, size_t count, const char* what, const char* name) {
+  if (count > 0 && p == nullptr) Fail(CHORUS_INVALID_ARGUMENT, what, ": ", name, " is NULL");
+}
+
+}  // namespace
+
+void SetHost(const chorus_host* host) { g_host.store(host); }
+
+MpiCommunicator::MpiCommunicator(const chorus_communicator_create_args& args)
+    : timeout_ms_(args.timeout_ms) {
+  if (args.size < 1 || args.rank < 0 || args.rank >= args.size) {
+    Fail(CHORUS_INVALID_ARGUMENT, "mpi create: rank ", args.rank, " of size ", args.size,
+         " is not a rank (0 <= rank < size)");
+  }
+  if (args.timeout_ms <= 0) Fail(CHORUS_INVALID_ARGUMENT, "mpi create: timeout_ms must be > 0");
+  if (args.devices_api != nullptr) {
+    Fail(CHORUS_UNSUPPORTED, "mpi: buffers on '", args.devices_api->platform,
+         "' devices are not supported; the mpi collective works on host memory");
+  }
+  if (args.num_options > 0 && args.options == nullptr) {
+    Fail(CHORUS_INVALID_ARGUMENT, "mpi create: num_options is ", args.num_options,
+         " but options is NULL");
+  }
+  for (size_t i = 0; i < args.num_options; ++i) {
+    Fail(CHORUS_INVALID_ARGUMENT, "mpi: unknown option '",
+         args.options[i].key == nullptr ? "" : args.options[i].key, "'; this plugin takes none");
+  }
+  EnsureInitialized(g_host.load());
+  int world_rank = 0;
+  int world_size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  if (world_rank != args.rank || world_size != args.size) {
+    Fail(CHORUS_INVALID_ARGUMENT, "mpi: this process is rank ", world_rank, " of ", world_size,
+         " in MPI_COMM_WORLD but chorus asked for rank ", args.rank, " of ", args.size,
+         "; the mpi collective needs every worker started by mpirun (or srun) as one job, e.g. "
+         "mpirun -n ",
+         args.size, " my_trainer");
+  }
+  Check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  rank_ = world_rank;
+  size_ = world_size;
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  // A communicator left with a collective in flight cannot be freed safely; leave it to
+  // MPI_Finalize.
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (comm_ != MPI_COMM_NULL && broken_.empty() && !finalized) MPI_Comm_free(&comm_);
+}
+
+void MpiCommunicator::Begin(const char* what) {
+  if (!broken_.empty()) {
+    Fail(CHORUS_ABORTED, what, " (rank ", rank_, " of ", size_, "): the communicator is unusable (",
+         broken_, "); destroy it and create a new one");
+  }
+  if (aborted_.load()) {
+    broken_ = "it was aborted";
+    Fail(CHORUS_ABORTED, what, " (rank ", rank_, " of ", size_, "): the communicator was aborted");
+  }
+}
+
+void MpiCommunicator::Wait(MPI_Request* request, int start_code, const char* what) {
+  if (start_code != MPI_SUCCESS) {
+    Fail(CHORUS_INTERNAL, what, " (rank ", rank_, " of ", size_, "): ", ErrorText(start_code));
+  }
+  const auto started = Clock::now();
+  const auto deadline = started + std::chrono::milliseconds(timeout_ms_);
+  for (int polls = 0;; ++polls) {
+    int done = 0;
+    const int code = MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    if (code != MPI_SUCCESS) {
+      broken_ = ErrorText(code);
+      Fail(CHORUS_PEER_LOST, what, " (rank ", rank_, " of ", size_, "): MPI: ", broken_);
+    }
+    if (done) return;
+    if (polls % 64 == 63) {
+      if (aborted_.load() || HostAbortRequested()) {
+        broken_ = "it was aborted with a collective in flight";
+        Fail(CHORUS_ABORTED, what, " (rank ", rank_, " of ", size_,
+             "): the communicator was aborted");
+      }
+      if (Clock::now() > deadline) {
+        broken_ = "a collective timed out and is still in flight";
+        Fail(CHORUS_TIMEOUT, what, " (rank ", rank_, " of ", size_, "): timed out after ",
+             timeout_ms_, " ms (is every rank issuing the same operations?)");
+      }
+    }
+    // Spin for 50 us first (latency: a yield can hand the core to another busy thread for a
+    // whole time slice), then yield for 2 ms, then sleep between polls (ranks may outnumber
+    // cores).
+    const auto waited = Clock::now() - started;
+    if (waited > std::chrono::microseconds(2050)) {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    } else if (waited > std::chrono::microseconds(50)) {
+      sched_yield();
+    }
+  }
+}
+
+void MpiCommunicator::AllReduce(const chorus_all_reduce_args& a) {
+  sdk::RequireDtype(a.dtype, "mpi all_reduce");
+  const MPI_Op op = OpOf(a.op, a.dtype);
+  RequireData(a.send, a.count, "mpi all_reduce", "send");
+  RequireData(a.recv, a.count, "mpi all_reduce", "recv");
+  const int count = Count(a.count, "mpi all_reduce");
+  Begin("mpi all_reduce");
+  if (count == 0) return;
+  MPI_Request request = MPI_REQUEST_NULL;
+  const void* send = a.send == a.recv ? MPI_IN_PLACE : a.send;
+  Wait(&request, MPI_Iallreduce(send, a.recv, count, DatatypeOf(a.dtype), op, comm_, &request),
+       "mpi all_reduce");
+}
+
+void MpiCommunicator::Broadcast(const chorus_collective_broadcast_args& a) {
+  sdk::RequireDtype(a.dtype, "mpi broadcast");
+  RequireData(a.data, a.count, "mpi broadcast", "data");
+  if (a.root < 0 || a.root >= size_) {
+    Fail(CHORUS_INVALID_ARGUMENT, "mpi broadcast: root ", a.root, " is not a rank of ", size_);
+  }
+  const int count = Count(a.count, "mpi broadcast");
+  Begin("mpi broadcast");
+  if (count == 0) return;
+  MPI_Request request = MPI_REQUEST_NULL;
+  Wait(&request, MPI_Ibcast(a.data, count, DatatypeOf(a.dtype), a.root, comm_, &request),
+       "mpi broadcast");
+}
+
+void MpiCommunicator::AllGather(const chorus_collective_all_gather_args& a) {
+  sdk::RequireDtype(a.dtype, "mpi all_gather");
+  RequireData(a.send, a.count, "mpi all_gather", "send");
+  RequireData(a.recv, a.count, "mpi all_gather", "recv");
+  const int count = Count(a.count, "mpi all_gather");
+  Count(a.count * static_cast<size_t>(size_), "mpi all_gather");
+  Begin("mpi all_gather");
+  if (count == 0) return;
+  MPI_Request request = MPI_REQUEST_NULL;
+  const MPI_Datatype type = DatatypeOf(a.dtype);
+  Wait(&request, MPI_Iallgather(a.send, count, type, a.recv, count, type, comm_, &request),
+       "mpi all_gather");
+}
+
+void MpiCommunicator::ReduceScatter(const chorus_reduce_scatter_args& a) {
+  sdk::RequireDtype(a.dtype, "mpi reduce_scatter");
+  const MPI_Op op = OpOf(a.op, a.dtype);
+  RequireData(a.send, a.recv_count, "mpi reduce_scatter", "send");
+  RequireData(a.recv, a.recv_count, "mpi reduce_scatter", "recv");
+  const int count = Count(a.recv_count, "mpi reduce_scatter");
+  Count(a.recv_count * static_cast<size_t>(size_), "mpi reduce_scatter");
+  Begin("mpi reduce_scatter");
+  if (count == 0) return;
+  MPI_Request request = MPI_REQUEST_NULL;
+  Wait(&request,
+       MPI_Ireduce_scatter_block(a.send, a.recv, count, DatatypeOf(a.dtype), op, comm_, &request),
+       "mpi reduce_scatter");
+}
+
+void MpiCommunicator::Barrier() {
+  Begin("mpi barrier");
+  MPI_Request request = MPI_REQUEST_NULL;
+  Wait(&request, MPI_Ibarrier(comm_, &request), "mpi barrier");
+}
+
+}  // namespace chorus::mpi

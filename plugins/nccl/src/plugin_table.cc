@@ -1,0 +1,71 @@
+// The exported entry point and the plugin table: the cuda device enumerator, the nccl
+// cross-device ops and the nccl collective. init() touches neither CUDA nor NCCL, so listing the
+// plugin (chorus-info) costs nothing on a machine without GPUs.
+#include <chorus/plugin.h>
+
+#include <chorus/plugin_sdk.hpp>
+
+#include "cuda_devices.h"
+#include "nccl_collective.h"
+#include "nccl_cross_device_ops.h"
+
+namespace chorus::nccl {
+namespace {
+
+using sdk::Fail;
+
+chorus_status Init(const chorus_host* host) {
+  return sdk::Guard([&] {
+    if (host == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "nccl init: host is NULL");
+    if (host->abi_major != CHORUS_ABI_MAJOR) {
+      Fail(CHORUS_UNSUPPORTED, "nccl init: built for chorus ABI ", CHORUS_ABI_MAJOR,
+           ".x, the core speaks ", host->abi_major, ".", host->abi_minor);
+    }
+    SetHost(host);
+  });
+}
+
+void Shutdown() { SetHost(nullptr); }
+
+const char* LastError() { return sdk::LastError(); }
+
+constexpr const char* kNoRequests =
+    "nccl: this plugin completes every operation before returning (or enqueues it on the "
+    "caller's stream) and never hands out a request";
+chorus_status RequestTest(chorus_request*, int*) {
+  return sdk::SetError(CHORUS_INVALID_ARGUMENT, kNoRequests);
+}
+chorus_status RequestWait(chorus_request*, int64_t) {
+  return sdk::SetError(CHORUS_INVALID_ARGUMENT, kNoRequests);
+}
+void RequestFree(chorus_request*) {}
+
+const chorus_plugin& Table() {
+  static const chorus_plugin table = {
+      .struct_size = sizeof(chorus_plugin),
+      .abi_major = CHORUS_ABI_MAJOR,
+      .abi_minor = CHORUS_ABI_MINOR,
+      .name = "nccl",
+      .version = "1.0.0 (NCCL " CHORUS_NCCL_VERSION_TEXT ")",
+      .description = "CUDA devices and kernels, NCCL cross-device ops and NCCL collective",
+      .init = Init,
+      .shutdown = Shutdown,
+      .last_error = LastError,
+      .request_test = RequestTest,
+      .request_wait = RequestWait,
+      .request_free = RequestFree,
+      .device_enumerator = CudaDevicesTable(),
+      .cross_device_ops = NcclCrossDeviceOpsTable(),
+      .collective = NcclCollectiveTable(),
+      .algorithm = nullptr,
+      .transport = nullptr,
+  };
+  return table;
+}
+
+}  // namespace
+}  // namespace chorus::nccl
+
+extern "C" CHORUS_PLUGIN_EXPORT const chorus_plugin* chorus_plugin_get(const chorus_host*) {
+  return &chorus::nccl::Table();
+}

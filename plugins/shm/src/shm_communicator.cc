@@ -1,0 +1,445 @@
+#include "shm_communicator.h"
+
+#include <immintrin.h>
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chorus/plugin_sdk.hpp>
+#include <cstring>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include "host.h"
+
+namespace chorus::shm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using sdk::Fail;
+
+// Busy-wait this long before yielding the core (a yield can hand it to another busy thread for a
+// whole time slice), then yield for this long before sleeping between polls: ranks may outnumber
+// cores.
+constexpr auto kSpinFor = std::chrono::microseconds(50);
+constexpr auto kYieldFor = std::chrono::milliseconds(2);
+constexpr auto kSleep = std::chrono::microseconds(50);
+constexpr auto kLivenessEvery = std::chrono::milliseconds(1);
+
+// "hostname/boot-id": equal for two processes exactly when they run on one machine.
+std::string ThisMachine() {
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  std::string boot;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
+  return std::string(host) + "/" + boot;
+}
+
+class Store {
+ public:
+  Store(const chorus_kv_store& store, int64_t timeout_ms)
+      : store_(store), timeout_ms_(timeout_ms) {}
+  void Set(const std::string& key, const std::string& value) {
+    Check(store_.set(store_.ctx, key.c_str(), value.data(), value.size()), "set", key);
+  }
+  std::string Get(const std::string& key) {
+    std::string value(256, '\0');
+    size_t size = 0;
+    Check(store_.get(store_.ctx, key.c_str(), timeout_ms_, value.data(), value.size(), &size),
+          "get", key);
+    if (size > value.size()) {
+      value.resize(size);
+      Check(store_.get(store_.ctx, key.c_str(), timeout_ms_, value.data(), value.size(), &size),
+            "get", key);
+    }
+    value.resize(size);
+    return value;
+  }
+  int64_t Add(const std::string& key, int64_t delta) {
+    int64_t result = 0;
+    Check(store_.add(store_.ctx, key.c_str(), delta, &result), "add", key);
+    return result;
+  }
+
+ private:
+  void Check(chorus_status status, const char* what, const std::string& key) {
+    if (status == CHORUS_OK) return;
+    if (status == CHORUS_TIMEOUT) {
+      Fail(CHORUS_TIMEOUT, "shm create: waited ", timeout_ms_, " ms for the rendezvous key '", key,
+           "': a rank did not arrive (is every rank creating the communicator?)");
+    }
+    Fail(status, "shm create: the rendezvous store's ", what, " of '", key, "' failed");
+  }
+  const chorus_kv_store& store_;
+  int64_t timeout_ms_;
+};
+
+const char* DtypeText(int64_t dtype) {
+  static const char* names[] = {"f32", "f64", "f16", "bf16", "i32", "i64", "u8", "i8"};
+  return dtype >= 0 && dtype < 8 ? names[dtype] : "?";
+}
+
+const char* ReduceText(int64_t op) {
+  static const char* names[] = {"sum", "prod", "min", "max", "mean"};
+  return op >= 0 && op < 5 ? names[op] : "?";
+}
+
+// Elements [begin, end) of `n` that rank `r` of `size` reduces.
+std::pair<size_t, size_t> SliceOf(uint32_t r, uint32_t size, size_t n) {
+  return {n * r / size, n * (r + 1) / size};
+}
+
+size_t ElementBytes(chorus_dtype dtype, const char* what) {
+  sdk::RequireDtype(dtype, what);
+  return chorus_dtype_size(dtype);
+}
+
+void RequireData(const void* p, size_t count, const char* what, const char* name) {
+  if (count > 0 && p == nullptr) Fail(CHORUS_INVALID_ARGUMENT, what, ": ", name, " is NULL");
+}
+
+}  // namespace
+
+ShmCommunicator::ShmCommunicator(const chorus_communicator_create_args& args)
+    : rank_(static_cast<uint32_t>(args.rank)),
+      size_(static_cast<uint32_t>(args.size)),
+      timeout_ms_(args.timeout_ms) {
+  if (args.size < 1 || args.rank < 0 || args.rank >= args.size) {
+    Fail(CHORUS_INVALID_ARGUMENT, "shm create: rank ", args.rank, " of size ", args.size,
+         " is not a rank (0 <= rank < size)");
+  }
+  if (args.store == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "shm create: store is NULL");
+  if (args.timeout_ms <= 0) Fail(CHORUS_INVALID_ARGUMENT, "shm create: timeout_ms must be > 0");
+  if (args.devices_api != nullptr) {
+    Fail(CHORUS_UNSUPPORTED, "shm: buffers on '", args.devices_api->platform,
+         "' devices are not supported; shm works on host memory only");
+  }
+  if (args.num_options > 0 && args.options == nullptr) {
+    Fail(CHORUS_INVALID_ARGUMENT, "shm create: num_options is ", args.num_options,
+         " but options is NULL");
+  }
+  for (size_t i = 0; i < args.num_options; ++i) {
+    const std::string key = args.options[i].key == nullptr ? "" : args.options[i].key;
+    if (key != "chunk_bytes") {
+      Fail(CHORUS_INVALID_ARGUMENT, "shm: unknown option '", key, "'; the option is chunk_bytes");
+    }
+  }
+  const uint64_t chunk =
+      sdk::IntegerOption(args.options, args.num_options, "chunk_bytes", kDefaultChunkBytes);
+  if (chunk < 64 * uint64_t{size_} || chunk % 64 != 0 || chunk > (uint64_t{1} << 30)) {
+    Fail(CHORUS_INVALID_ARGUMENT, "shm: option chunk_bytes=", chunk,
+         " must be a multiple of 64, at least 64 x size (", 64 * uint64_t{size_},
+         ") and at most 1 GiB");
+  }
+
+  // Every create on one store prefix gets a generation of its own, so keys of an earlier
+  // communicator (whose segment is gone) are never read.
+  Store store(*args.store, timeout_ms_);
+  const int64_t generation = (store.Add("creates", 1) - 1) / size_;
+  const std::string prefix = "g" + std::to_string(generation) + "/";
+  const std::string machine = ThisMachine();
+  store.Set(prefix + "machine/" + std::to_string(rank_), machine);
+  std::vector<std::string> machines;
+  for (uint32_t r = 0; r < size_; ++r) {
+    machines.push_back(store.Get(prefix + "machine/" + std::to_string(r)));
+  }
+  for (uint32_t r = 0; r < size_; ++r) {
+    if (machines[r] == machine) continue;
+    Fail(CHORUS_UNSUPPORTED, "shm: every rank must run on one machine, but rank ", rank_,
+         " runs on ", machine, " and rank ", r, " on ", machines[r],
+         " (host name/boot id); use a collective that crosses machines (gloo, ring_grpc, "
+         "core_ring)");
+  }
+
+  if (rank_ == 0) {
+    segment_ = std::make_unique<Segment>(Segment::Create("/chorus-shm", size_, chunk));
+    store.Set(prefix + "segment", segment_->name());
+  } else {
+    segment_ =
+        std::make_unique<Segment>(Segment::Open(store.Get(prefix + "segment"), size_, chunk));
+  }
+  segment_->control(rank_).pid.store(static_cast<int32_t>(::getpid()));
+  segment_->header().attached.fetch_add(1);
+  if (rank_ == 0) {
+    // Unlink once every rank has mapped it: from then on nothing can be left in /dev/shm.
+    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms_);
+    while (segment_->header().attached.load() < size_) {
+      if (Clock::now() > deadline) {
+        Fail(CHORUS_TIMEOUT, "shm create: only ", segment_->header().attached.load(), " of ", size_,
+             " ranks mapped the segment within ", timeout_ms_, " ms");
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    segment_->Unlink();
+  }
+  Log(CHORUS_LOG_DEBUG, "shm: rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
+                            " attached to " + segment_->name() + ", chunks of " +
+                            std::to_string(chunk) + " bytes");
+}
+
+ShmCommunicator::~ShmCommunicator() {
+  // A rank still waiting for this one fails at once instead of waiting out its time-out.
+  if (segment_) segment_->control(rank_).pid.store(-1);
+}
+
+void ShmCommunicator::Abort() { aborted_.store(true); }
+
+const char* ShmCommunicator::OpName(int64_t op) const {
+  switch (op) {
+    case kAllReduce:
+      return "all_reduce";
+    case kBroadcast:
+      return "broadcast";
+    case kAllGather:
+      return "all_gather";
+    case kReduceScatter:
+      return "reduce_scatter";
+    case kBarrier:
+      return "barrier";
+  }
+  return "?";
+}
+
+void ShmCommunicator::FailOperation(chorus_status status, const std::string& message) {
+  if (status != CHORUS_INVALID_ARGUMENT) {
+    // Tell the other ranks, so that they fail now rather than at their time-out.
+    int32_t none = -1;
+    if (segment_->header().failed_rank.compare_exchange_strong(none, static_cast<int32_t>(rank_))) {
+      segment_->header().failed_status.store(status);
+    }
+    broken_ = status;
+    broken_message_ = message;
+  }
+  Fail(status, message);
+}
+
+void ShmCommunicator::Begin(Op op, size_t count, chorus_dtype dtype, chorus_reduce_op reduce,
+                            int root) {
+  current_op_ = op;
+  const std::string what = std::string("shm ") + OpName(op) + " (rank " + std::to_string(rank_) +
+                           " of " + std::to_string(size_) + ")";
+  if (broken_ != CHORUS_OK) {
+    Fail(broken_, what, ": the communicator is unusable after an earlier failure (",
+         broken_message_, "); destroy it and create a new one");
+  }
+  if (aborted_.load()) FailOperation(CHORUS_ABORTED, what + ": the communicator was aborted");
+  deadline_ = Clock::now() + std::chrono::milliseconds(timeout_ms_);
+  segment_->control(rank_).signature[sequence_ % 2] = Signature{
+      static_cast<int64_t>(sequence_), op, static_cast<int64_t>(count), dtype, reduce, root};
+  ++sequence_;
+}
+
+void ShmCommunicator::WaitForRank(uint32_t rank, uint64_t phase) {
+  RankControl& control = segment_->control(rank);
+  if (control.phase.load(std::memory_order_acquire) >= phase) return;
+  const auto started = Clock::now();
+  for (int i = 1;; ++i) {
+    _mm_pause();
+    if (control.phase.load(std::memory_order_acquire) >= phase) return;
+    if (i % 64 == 0 && Clock::now() - started > kSpinFor) break;
+  }
+  auto next_check = started;
+  const std::string what = std::string("shm ") + OpName(current_op_) + " (rank " +
+                           std::to_string(rank_) + " of " + std::to_string(size_) + ")";
+  while (control.phase.load(std::memory_order_acquire) < phase) {
+    const auto now = Clock::now();
+    if (now >= next_check) {
+      next_check = now + kLivenessEvery;
+      if (aborted_.load() || HostAbortRequested()) {
+        FailOperation(CHORUS_ABORTED, what + ": the communicator was aborted");
+      }
+      // Read what could fail this wait first, then the phase once more: a rank may complete
+      // the phase and then leave (destroy its communicator, exit, fail a later operation) between
+      // the loop's check and these loads, and that is no failure of this wait.
+      const int32_t failed = segment_->header().failed_rank.load();
+      const int32_t pid = control.pid.load();
+      const bool gone = pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH;
+      if (control.phase.load(std::memory_order_acquire) >= phase) return;
+      if (failed >= 0 && static_cast<uint32_t>(failed) != rank_) {
+        FailOperation(CHORUS_PEER_LOST,
+                      what + ": rank " + std::to_string(failed) +
+                          " left the operation (it failed with status " +
+                          std::to_string(segment_->header().failed_status.load()) + ")");
+      }
+      if (pid == -1) {
+        FailOperation(CHORUS_PEER_LOST, what + ": rank " + std::to_string(rank) +
+                                            " destroyed its communicator before taking part");
+      }
+      if (gone) {
+        FailOperation(CHORUS_PEER_LOST, what + ": rank " + std::to_string(rank) + " (pid " +
+                                            std::to_string(pid) +
+                                            ") died: its process no longer exists");
+      }
+      if (now > deadline_) {
+        FailOperation(CHORUS_TIMEOUT, what + ": timed out after " + std::to_string(timeout_ms_) +
+                                          " ms waiting for rank " + std::to_string(rank) +
+                                          " (is every rank issuing the same operations?)");
+      }
+    }
+    if (now - started < kSpinFor + kYieldFor) {
+      sched_yield();
+    } else {
+      std::this_thread::sleep_for(kSleep);
+    }
+  }
+}
+
+void ShmCommunicator::BarrierPhase(bool check_signature) {
+  ++phase_;
+  segment_->control(rank_).phase.store(phase_, std::memory_order_release);
+  for (uint32_t q = 1; q < size_; ++q) WaitForRank((rank_ + q) % size_, phase_);
+  if (!check_signature) return;
+  const Signature& mine = segment_->control(rank_).signature[(sequence_ - 1) % 2];
+  for (uint32_t q = 0; q < size_; ++q) {
+    const Signature& theirs = segment_->control(q).signature[(sequence_ - 1) % 2];
+    if (theirs == mine) continue;
+    auto describe = [](const Signature& s) {
+      std::string text = std::string(s.op == kAllReduce       ? "all_reduce"
+                                     : s.op == kBroadcast     ? "broadcast"
+                                     : s.op == kAllGather     ? "all_gather"
+                                     : s.op == kReduceScatter ? "reduce_scatter"
+                                                              : "barrier") +
+                         " #" + std::to_string(s.sequence) + " of " + std::to_string(s.count) +
+                         " " + DtypeText(s.dtype);
+      if (s.op == kAllReduce || s.op == kReduceScatter)
+        text += std::string(" ") + ReduceText(s.reduce);
+      if (s.op == kBroadcast) text += " from rank " + std::to_string(s.root);
+      return text;
+    };
+    Fail(CHORUS_INVALID_ARGUMENT, "shm: collective mismatch: rank ", rank_, " issues ",
+         describe(mine), " but rank ", q, " issues ", describe(theirs),
+         "; every rank must issue the same operations with the same sizes and dtypes");
+  }
+}
+
+void ShmCommunicator::AllReduce(const chorus_all_reduce_args& a) {
+  const size_t element = ElementBytes(a.dtype, "shm all_reduce");
+  sdk::RequireReduceOp(a.op, "shm all_reduce");
+  RequireData(a.send, a.count, "shm all_reduce", "send");
+  RequireData(a.recv, a.count, "shm all_reduce", "recv");
+  Begin(kAllReduce, a.count, a.dtype, a.op, 0);
+  const auto* send = static_cast<const unsigned char*>(a.send);
+  auto* recv = static_cast<unsigned char*>(a.recv);
+  const size_t per_round = segment_->chunk_bytes() / element;
+  bool first = true;
+  if (a.count == 0) BarrierPhase(true);
+  for (size_t offset = 0; offset < a.count; offset += per_round) {
+    const size_t n = std::min(per_round, a.count - offset);
+    const uint32_t which = round_ % 2;
+    unsigned char* mine = segment_->buffer(rank_, which);
+    const unsigned char* input = send + offset * element;
+    // The others read every slice of this rank's piece but its own: this rank reduces its own
+    // slice from its input directly, which saves copying 1/size of the data in.
+    const auto [begin, end] = SliceOf(rank_, size_, n);
+    std::memcpy(mine, input, begin * element);
+    std::memcpy(mine + end * element, input + end * element, (n - end) * element);
+    BarrierPhase(first);
+    first = false;
+    if (size_ == 1) std::memcpy(mine, input, n * element);
+    for (uint32_t q = 1; q < size_ && end > begin; ++q) {
+      const uint32_t other = (rank_ + q) % size_;
+      Reduce(mine + begin * element, q == 1 ? input + begin * element : mine + begin * element,
+             segment_->buffer(other, which) + begin * element, end - begin, a.dtype, a.op);
+    }
+    if (size_ > 1) BarrierPhase(false);
+    for (uint32_t q = 0; q < size_; ++q) {
+      const auto [b, e] = SliceOf(q, size_, n);
+      if (e > b) {
+        std::memcpy(recv + (offset + b) * element, segment_->buffer(q, which) + b * element,
+                    (e - b) * element);
+      }
+    }
+    ++round_;
+  }
+}
+
+void ShmCommunicator::Broadcast(const chorus_collective_broadcast_args& a) {
+  const size_t element = ElementBytes(a.dtype, "shm broadcast");
+  RequireData(a.data, a.count, "shm broadcast", "data");
+  if (a.root < 0 || static_cast<uint32_t>(a.root) >= size_) {
+    Fail(CHORUS_INVALID_ARGUMENT, "shm broadcast: root ", a.root, " is not a rank of ", size_);
+  }
+  Begin(kBroadcast, a.count, a.dtype, CHORUS_REDUCE_SUM, a.root);
+  auto* data = static_cast<unsigned char*>(a.data);
+  const uint32_t root = static_cast<uint32_t>(a.root);
+  const size_t per_round = segment_->chunk_bytes() / element;
+  bool first = true;
+  if (a.count == 0) BarrierPhase(true);
+  for (size_t offset = 0; offset < a.count; offset += per_round) {
+    const size_t bytes = std::min(per_round, a.count - offset) * element;
+    const uint32_t which = round_ % 2;
+    if (rank_ == root) std::memcpy(segment_->buffer(root, which), data + offset * element, bytes);
+    BarrierPhase(first);
+    first = false;
+    if (rank_ != root) std::memcpy(data + offset * element, segment_->buffer(root, which), bytes);
+    ++round_;
+  }
+}
+
+void ShmCommunicator::AllGather(const chorus_collective_all_gather_args& a) {
+  const size_t element = ElementBytes(a.dtype, "shm all_gather");
+  RequireData(a.send, a.count, "shm all_gather", "send");
+  RequireData(a.recv, a.count, "shm all_gather", "recv");
+  Begin(kAllGather, a.count, a.dtype, CHORUS_REDUCE_SUM, 0);
+  const auto* send = static_cast<const unsigned char*>(a.send);
+  auto* recv = static_cast<unsigned char*>(a.recv);
+  const size_t per_round = segment_->chunk_bytes() / element;
+  bool first = true;
+  if (a.count == 0) BarrierPhase(true);
+  for (size_t offset = 0; offset < a.count; offset += per_round) {
+    const size_t bytes = std::min(per_round, a.count - offset) * element;
+    const uint32_t which = round_ % 2;
+    std::memcpy(segment_->buffer(rank_, which), send + offset * element, bytes);
+    BarrierPhase(first);
+    first = false;
+    for (uint32_t q = 0; q < size_; ++q) {
+      std::memcpy(recv + (q * a.count + offset) * element, segment_->buffer(q, which), bytes);
+    }
+    ++round_;
+  }
+}
+
+void ShmCommunicator::ReduceScatter(const chorus_reduce_scatter_args& a) {
+  const size_t element = ElementBytes(a.dtype, "shm reduce_scatter");
+  sdk::RequireReduceOp(a.op, "shm reduce_scatter");
+  RequireData(a.send, a.recv_count, "shm reduce_scatter", "send");
+  RequireData(a.recv, a.recv_count, "shm reduce_scatter", "recv");
+  Begin(kReduceScatter, a.recv_count, a.dtype, a.op, 0);
+  const auto* send = static_cast<const unsigned char*>(a.send);
+  auto* recv = static_cast<unsigned char*>(a.recv);
+  // A round carries the same piece of every block: n elements of each of size_ blocks.
+  const size_t per_round = std::max<size_t>(1, segment_->chunk_bytes() / (element * size_));
+  bool first = true;
+  if (a.recv_count == 0) BarrierPhase(true);
+  for (size_t offset = 0; offset < a.recv_count; offset += per_round) {
+    const size_t n = std::min(per_round, a.recv_count - offset);
+    const uint32_t which = round_ % 2;
+    unsigned char* mine = segment_->buffer(rank_, which);
+    // Every block but this rank's own goes in; its own it reduces from its input directly.
+    for (uint32_t q = 0; q < size_; ++q) {
+      if (q == rank_) continue;
+      std::memcpy(mine + q * n * element, send + (q * a.recv_count + offset) * element,
+                  n * element);
+    }
+    BarrierPhase(first);
+    first = false;
+    unsigned char* out = recv + offset * element;
+    const unsigned char* own = send + (rank_ * a.recv_count + offset) * element;
+    if (size_ == 1) std::memcpy(out, own, n * element);
+    for (uint32_t q = 1; q < size_; ++q) {
+      const uint32_t other = (rank_ + q) % size_;
+      Reduce(out, q == 1 ? own : out, segment_->buffer(other, which) + rank_ * n * element, n,
+             a.dtype, a.op);
+    }
+    ++round_;
+  }
+}
+
+void ShmCommunicator::Barrier() {
+  Begin(kBarrier, 0, CHORUS_U8, CHORUS_REDUCE_SUM, 0);
+  BarrierPhase(true);
+}
+
+}  // namespace chorus::shm

@@ -1,0 +1,304 @@
+// The cross-device ops sweep: every operation x dtype x reduce op x element count x replica
+// count, on the core's cpu devices (host memory, so the kit runs anywhere), checked element by
+// element against the host reference in reference.h.
+//
+// One test per (operation, dtype), e.g. CrossDeviceOps.AllReduceInPlace/f16, so a filter picks
+// one; a test stops after kMaxFailures failing cases and names each case it failed.
+#include <chorus/dtype.h>
+#include <chorus/error.h>
+
+#include <cstring>
+#include <sstream>
+
+#include "ops_driver.h"
+#include "reference.h"
+#include "suite.h"
+
+namespace chorus::conformance::internal {
+namespace {
+
+constexpr uint32_t kCpuDevices = 8;
+constexpr size_t kReplicaCounts[] = {1, 2, 3, 4, 8};
+constexpr size_t kOddCount = 1001;
+constexpr size_t kLargeCount = 262147;  // 2^18 + 3: past any small-buffer path, odd
+constexpr int kMaxFailures = 3;
+constexpr unsigned char kPoison = 0x7f;  // fills outputs: no expected value has these bytes
+
+enum class Kind {
+  kAllReduceInPlace,     // reduce with outputs == inputs
+  kAllReduceOutOfPlace,  // reduce into one new buffer per replica; inputs must not change
+  kReduceToOneDevice,    // reduce into one buffer, on the last replica's device
+  kBatchReduce,          // five all-reduces of mixed sizes (incl. 0 and 1) in one call
+  kBroadcast,            // one replica's buffer to every replica
+  kAllGather,            // uneven per-replica counts, concatenated on every replica
+};
+
+struct KindInfo {
+  Kind kind;
+  const char* name;
+  bool reduces;
+};
+
+constexpr KindInfo kKinds[] = {
+    {Kind::kAllReduceInPlace, "AllReduceInPlace", true},
+    {Kind::kAllReduceOutOfPlace, "AllReduceOutOfPlace", true},
+    {Kind::kReduceToOneDevice, "ReduceToOneDevice", true},
+    {Kind::kBatchReduce, "BatchReduce", true},
+    {Kind::kBroadcast, "Broadcast", false},
+    {Kind::kAllGather, "AllGather", false},
+};
+
+const std::vector<chorus_reduce_op>& AllReduceOps() {
+  static const std::vector<chorus_reduce_op> ops = {CHORUS_REDUCE_SUM, CHORUS_REDUCE_PROD,
+                                                    CHORUS_REDUCE_MIN, CHORUS_REDUCE_MAX,
+                                                    CHORUS_REDUCE_MEAN};
+  return ops;
+}
+
+// Replica k sits on cpu device (3k + 1) mod 8: not 0, 1, 2, ... in order, so a plugin that
+// confuses a replica's position with its device index fails.
+std::vector<uint32_t> ReplicaDevices(size_t replicas) {
+  std::vector<uint32_t> indices;
+  for (size_t k = 0; k < replicas; ++k) indices.push_back(static_cast<uint32_t>((3 * k + 1) % 8));
+  return indices;
+}
+
+std::vector<size_t> Counts() { return {0, 1, kOddCount, kLargeCount}; }
+
+// Device memory holding `tensor`, or `count` poisoned elements.
+DeviceBuffer Upload(const Device& device, const HostTensor& tensor) {
+  DeviceBuffer buffer(device, tensor.bytes());
+  buffer.CopyFromHost(tensor.data(), tensor.bytes());
+  return buffer;
+}
+DeviceBuffer Poisoned(const Device& device, chorus_dtype dtype, size_t count) {
+  std::vector<unsigned char> poison(count * chorus_dtype_size(dtype), kPoison);
+  DeviceBuffer buffer(device, poison.size());
+  buffer.CopyFromHost(poison.data(), poison.size());
+  return buffer;
+}
+HostTensor Download(const DeviceBuffer& buffer, chorus_dtype dtype, size_t count) {
+  HostTensor tensor(dtype, count);
+  buffer.CopyToHost(tensor.data(), tensor.bytes());
+  return tensor;
+}
+
+// One replica set: the ops under test over cpu devices.
+struct Replicas {
+  std::vector<Device> devices;
+  OpsDriver* ops;
+};
+
+// One all-reduce's data: inputs on every replica, and the expected result.
+struct ReduceData {
+  std::vector<HostTensor> host;
+  std::vector<DeviceBuffer> inputs;
+  HostTensor expected{CHORUS_F32, 0};
+};
+
+ReduceData MakeReduceData(const Replicas& replicas, chorus_dtype dtype, chorus_reduce_op op,
+                          size_t count, size_t offset) {
+  ReduceData data;
+  for (size_t r = 0; r < replicas.devices.size(); ++r) {
+    data.host.emplace_back(dtype, count);
+    data.host.back().Fill(PatternFor(op), r, offset);
+    data.inputs.push_back(Upload(replicas.devices[r], data.host.back()));
+  }
+  data.expected = ExpectedReduce(op, data.host);
+  return data;
+}
+
+std::vector<chorus_buffer> Buffers(const std::vector<DeviceBuffer>& buffers) {
+  std::vector<chorus_buffer> out;
+  for (const auto& b : buffers) out.push_back(b.buffer());
+  return out;
+}
+
+double Tolerance(chorus_reduce_op op, chorus_dtype dtype) {
+  // MEAN's divide may round a float once more than the reference does.
+  return op == CHORUS_REDUCE_MEAN ? 2 * Epsilon(dtype) : 0;
+}
+
+testing::AssertionResult CheckOutputs(const std::vector<DeviceBuffer>& outputs,
+                                      const HostTensor& expected, double tolerance,
+                                      const char* what) {
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    auto same =
+        SameValues(Download(outputs[k], expected.dtype(), expected.count()), expected, tolerance);
+    if (!same) {
+      return testing::AssertionFailure() << what << " " << k << " (on device "
+                                         << outputs[k].device().index << "): " << same.message();
+    }
+  }
+  return testing::AssertionSuccess();
+}
+
+testing::AssertionResult CheckUnchanged(const std::vector<DeviceBuffer>& buffers,
+                                        const std::vector<HostTensor>& host) {
+  for (size_t r = 0; r < buffers.size(); ++r) {
+    if (!(Download(buffers[r], host[r].dtype(), host[r].count()) == host[r])) {
+      return testing::AssertionFailure() << "input " << r << " was modified by an out-of-place "
+                                         << "operation; inputs are read-only";
+    }
+  }
+  return testing::AssertionSuccess();
+}
+
+testing::AssertionResult RunReduce(const Replicas& replicas, Kind kind, chorus_dtype dtype,
+                                   chorus_reduce_op op, size_t count) {
+  const double tolerance = Tolerance(op, dtype);
+  if (kind == Kind::kBatchReduce) {
+    const size_t counts[] = {count, 0, 1, 17, count / 3 + 2};
+    std::vector<ReduceData> data;
+    std::vector<std::vector<DeviceBuffer>> outputs;
+    std::vector<ReduceCall> calls;
+    for (size_t t = 0; t < std::size(counts); ++t) {
+      data.push_back(MakeReduceData(replicas, dtype, op, counts[t], 1000 * t));
+      outputs.emplace_back();
+      for (const auto& device : replicas.devices) {
+        outputs.back().push_back(Poisoned(device, dtype, counts[t]));
+      }
+      calls.push_back({dtype, counts[t], Buffers(data.back().inputs), Buffers(outputs.back())});
+    }
+    auto result = replicas.ops->BatchReduce(op, calls);
+    for (size_t t = 0; result && t < std::size(counts); ++t) {
+      result = CheckOutputs(outputs[t], data[t].expected, tolerance, "output");
+      if (!result) result << " (batch member " << t << " of " << counts[t] << " elements)";
+      if (result) result = CheckUnchanged(data[t].inputs, data[t].host);
+    }
+    return result;
+  }
+
+  ReduceData data = MakeReduceData(replicas, dtype, op, count, 0);
+  std::vector<DeviceBuffer> outputs;
+  if (kind == Kind::kAllReduceOutOfPlace) {
+    for (const auto& device : replicas.devices) outputs.push_back(Poisoned(device, dtype, count));
+  } else if (kind == Kind::kReduceToOneDevice) {
+    outputs.push_back(Poisoned(replicas.devices.back(), dtype, count));
+  }
+  const bool in_place = kind == Kind::kAllReduceInPlace;
+  const ReduceCall call{dtype, count, Buffers(data.inputs),
+                        Buffers(in_place ? data.inputs : outputs)};
+  auto result = replicas.ops->Reduce(op, call);
+  if (result) {
+    result = CheckOutputs(in_place ? data.inputs : outputs, data.expected, tolerance, "output");
+  }
+  if (result && !in_place) result = CheckUnchanged(data.inputs, data.host);
+  return result;
+}
+
+testing::AssertionResult RunBroadcast(const Replicas& replicas, chorus_dtype dtype, size_t count) {
+  const size_t root = replicas.devices.size() / 2;
+  HostTensor host(dtype, count);
+  host.Fill(Pattern::kData, root);
+  std::vector<HostTensor> sources{host};
+  std::vector<DeviceBuffer> source;
+  source.push_back(Upload(replicas.devices[root], host));
+  std::vector<DeviceBuffer> outputs;
+  for (const auto& device : replicas.devices) outputs.push_back(Poisoned(device, dtype, count));
+  auto result = replicas.ops->Broadcast(dtype, count, source[0].buffer(), Buffers(outputs));
+  if (result) result = CheckOutputs(outputs, host, 0, "output");
+  if (result) result = CheckUnchanged(source, sources);
+  if (!result) result << " (source: replica " << root << ")";
+  return result;
+}
+
+testing::AssertionResult RunAllGather(const Replicas& replicas, chorus_dtype dtype, size_t count) {
+  const size_t n = replicas.devices.size();
+  std::vector<size_t> counts;
+  std::vector<HostTensor> host;
+  std::vector<DeviceBuffer> inputs, outputs;
+  size_t total = 0;
+  for (size_t r = 0; r < n; ++r) {
+    counts.push_back(count * (r + 1) / n);  // uneven: replica r holds (r+1)/n of count
+    total += counts.back();
+    host.emplace_back(dtype, counts.back());
+    host.back().Fill(Pattern::kData, r);
+    inputs.push_back(Upload(replicas.devices[r], host.back()));
+  }
+  HostTensor expected(dtype, total);  // the inputs one after the other
+  size_t offset = 0;
+  for (const auto& h : host) {
+    if (h.bytes() > 0) {  // data() of an empty tensor may be NULL
+      std::memcpy(static_cast<char*>(expected.data()) + offset, h.data(), h.bytes());
+    }
+    offset += h.bytes();
+  }
+  for (const auto& device : replicas.devices) outputs.push_back(Poisoned(device, dtype, total));
+  auto result = replicas.ops->AllGather(dtype, Buffers(inputs), counts, Buffers(outputs));
+  if (result) result = CheckOutputs(outputs, expected, 0, "output");
+  if (result) result = CheckUnchanged(inputs, host);
+  if (!result) {
+    result << " (counts";
+    for (size_t c : counts) result << " " << c;
+    result << ")";
+  }
+  return result;
+}
+
+std::string Describe(const KindInfo& kind, chorus_dtype dtype, const chorus_reduce_op* op,
+                     size_t count, const std::vector<uint32_t>& indices) {
+  std::ostringstream out;
+  out << kind.name << " " << DtypeName(dtype);
+  if (op != nullptr) out << " " << ReduceOpName(*op);
+  out << ", count " << count << ", " << indices.size() << " replica(s) on cpu devices {";
+  for (size_t k = 0; k < indices.size(); ++k) out << (k ? "," : "") << indices[k];
+  out << "}";
+  return out.str();
+}
+
+void Sweep(const Suite& suite, const KindInfo& kind, chorus_dtype dtype) {
+  const auto cpu = suite.CpuDevices(kCpuDevices);
+  int failures = 0;
+  auto report = [&](const std::string& what, const testing::AssertionResult& result) {
+    if (result) return true;
+    ADD_FAILURE() << what << ": " << result.message();
+    if (++failures < kMaxFailures) return true;
+    ADD_FAILURE() << "stopping after " << kMaxFailures << " failing cases";
+    return false;
+  };
+  for (size_t n : kReplicaCounts) {
+    const auto indices = ReplicaDevices(n);
+    std::unique_ptr<OpsDriver> ops;
+    std::string message;
+    const chorus_status status = OpsDriver::Create(suite, cpu, indices, &ops, &message);
+    if (status == CHORUS_UNSUPPORTED || status == CHORUS_UNAVAILABLE) {
+      GTEST_SKIP() << "the cross-device ops do not run on the core's cpu devices (create said "
+                   << StatusName(status) << ": " << message
+                   << "); this kit checks them on cpu devices only";
+    }
+    ASSERT_EQ(status, CHORUS_OK) << "create over " << n << " cpu devices: " << StatusName(status)
+                                 << ": " << message;
+    Replicas replicas{{}, ops.get()};
+    for (uint32_t index : indices) replicas.devices.push_back(Device{cpu, index});
+
+    for (size_t count : Counts()) {
+      if (kind.reduces) {
+        for (chorus_reduce_op op : AllReduceOps()) {
+          if (!report(Describe(kind, dtype, &op, count, indices),
+                      RunReduce(replicas, kind.kind, dtype, op, count))) {
+            return;
+          }
+        }
+      } else {
+        const auto result = kind.kind == Kind::kBroadcast ? RunBroadcast(replicas, dtype, count)
+                                                          : RunAllGather(replicas, dtype, count);
+        if (!report(Describe(kind, dtype, nullptr, count, indices), result)) return;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void RegisterCrossDeviceOpsTests(const SuitePtr& suite) {
+  if (suite->plugin().cross_device_ops() == nullptr) return;
+  for (const KindInfo& kind : kKinds) {
+    for (chorus_dtype dtype : Dtypes()) {
+      AddTest("CrossDeviceOps", std::string(kind.name) + "/" + DtypeName(dtype),
+              [suite, kind, dtype] { Sweep(*suite, kind, dtype); });
+    }
+  }
+}
+
+}  // namespace chorus::conformance::internal

@@ -1,0 +1,74 @@
+// Lifecycle: init after shutdown, and contexts created and destroyed many times over. Leaks
+// show up under ASan (CHORUS_SANITIZE=address,undefined), a stale global as a crash or failure.
+#include <chorus/error.h>
+
+#include "ops_driver.h"
+#include "suite.h"
+
+namespace chorus::conformance::internal {
+namespace {
+
+constexpr int kInitCycles = 5;
+constexpr int kContextCycles = 20;
+
+}  // namespace
+
+void RegisterLifecycleTests(const SuitePtr& suite) {
+  // plugin.h: "After shutdown the core may call init again." Nothing of the plugin's is alive
+  // here: every test destroys what it created.
+  AddTest("Lifecycle", "ShutdownThenInit", [suite] {
+    const chorus_plugin& table = suite->plugin().table();
+    for (int cycle = 0; cycle < kInitCycles; ++cycle) {
+      table.shutdown();
+      const chorus_status status = table.init(CoreHost());
+      ASSERT_EQ(status, CHORUS_OK) << "init() after shutdown(), cycle " << cycle << ", returned "
+                                   << StatusName(status) << ": " << suite->LastError();
+    }
+  });
+
+  if (const auto* api = suite->plugin().device_enumerator()) {
+    AddTest("Lifecycle", "DeviceContextCycles", [suite, api] {
+      std::vector<chorus_option> options;
+      for (const auto& [key, value] : suite->options().enumerator_options) {
+        options.push_back({key.c_str(), value.c_str()});
+      }
+      uint32_t first_count = 0;
+      for (int cycle = 0; cycle < kContextCycles; ++cycle) {
+        chorus_device_context_create_args args{};
+        args.struct_size = sizeof(args);
+        args.options = options.data();
+        args.num_options = options.size();
+        chorus_device_context* context = nullptr;
+        const chorus_status status = api->create(&args, &context);
+        ASSERT_EQ(status, CHORUS_OK) << "device enumerator create, cycle " << cycle << ": "
+                                     << StatusName(status) << ": " << suite->LastError();
+        ASSERT_NE(context, nullptr) << "create returned OK and a NULL context";
+        uint32_t count = 0;
+        EXPECT_EQ(api->device_count(context, &count), CHORUS_OK) << suite->LastError();
+        if (cycle == 0) first_count = count;
+        EXPECT_EQ(count, first_count) << "the device count changed between contexts";
+        api->destroy(context);
+      }
+    });
+  }
+
+  if (suite->plugin().cross_device_ops() != nullptr) {
+    AddTest("Lifecycle", "CrossDeviceOpsContextCycles", [suite] {
+      const auto devices = suite->CpuDevices(4);
+      for (int cycle = 0; cycle < kContextCycles; ++cycle) {
+        std::unique_ptr<OpsDriver> ops;
+        std::string message;
+        const chorus_status status =
+            OpsDriver::Create(*suite, devices, {0, 1, 2, 3}, &ops, &message);
+        if ((status == CHORUS_UNSUPPORTED || status == CHORUS_UNAVAILABLE) && cycle == 0) {
+          GTEST_SKIP() << "the cross-device ops do not run on the core's cpu devices here ("
+                       << StatusName(status) << "): " << message;
+        }
+        ASSERT_EQ(status, CHORUS_OK) << "cross-device ops create over 4 cpu devices, cycle "
+                                     << cycle << ": " << StatusName(status) << ": " << message;
+      }
+    });
+  }
+}
+
+}  // namespace chorus::conformance::internal

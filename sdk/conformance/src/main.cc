@@ -1,0 +1,204 @@
+// chorus-conformance: loads one plugin and runs the conformance kit on it.
+//
+//   chorus-conformance --plugin path/to/libchorus-<name>.so [options] [--gtest_* flags]
+//   chorus-conformance --builtin [options] [--gtest_* flags]
+//   mpirun -n 3 chorus-conformance --plugin libchorus-mpi.so --ranks-from-environment
+//
+// Exit status: 0 when every check passed, 1 when one failed, 2 when the plugin could not be
+// loaded or the command line is wrong.
+#include <chorus/cluster_resolver.h>
+#include <chorus/conformance.h>
+#include <chorus/error.h>
+#include <chorus/loader.h>
+#include <chorus/registry.h>
+#include <chorus/rendezvous.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: chorus-conformance (--plugin PATH | --builtin) [options] [--gtest_* flags]\n"
+    "  --plugin PATH                a plugin file, libchorus-<name>.so\n"
+    "  --builtin                    the core's builtin plugin ('core': cpu devices and\n"
+    "                               reduction_to_one_device)\n"
+    "  --enumerator-option KEY=VAL  handed to the plugin's device enumerator create (repeat);\n"
+    "                               --builtin defaults to count=4\n"
+    "  --ops-option KEY=VAL         handed to the plugin's cross-device ops create (repeat)\n"
+    "  --collective-option KEY=VAL  handed to the plugin's collective create (repeat)\n"
+    "  --ranks-from-environment     run the Collective checks with this process as one rank of\n"
+    "                               the job that TF_CONFIG, mpirun, torchrun or Slurm describes\n"
+    "                               (start every rank the same way); without it they run 1-4\n"
+    "                               ranks as threads of this process\n"
+    "  --help                       this text, then GoogleTest's flags\n"
+    "GoogleTest flags pass through, e.g. --gtest_filter='CrossDeviceOps.*' --gtest_brief=1.\n";
+
+struct Arguments {
+  std::string plugin_path;
+  bool builtin = false;
+  bool help = false;
+  bool ranks_from_environment = false;
+  chorus::conformance::KitOptions options;
+  std::vector<char*> rest;  // argv[0] and everything for GoogleTest
+};
+
+// "KEY=VALUE" into options; false when there is no '=' or no key.
+bool AddOption(const char* text, chorus::Options* options) {
+  const char* equals = std::strchr(text, '=');
+  if (equals == nullptr || equals == text) return false;
+  options->emplace_back(std::string(text, equals), std::string(equals + 1));
+  return true;
+}
+
+// Returns false after printing what is wrong.
+bool Parse(int argc, char** argv, Arguments* args) {
+  args->rest.push_back(argv[0]);
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&](const char* flag) -> const char* {
+      const std::string prefix = std::string(flag) + "=";
+      if (arg.rfind(prefix, 0) == 0) return argv[i] + prefix.size();
+      if (i + 1 < argc) return argv[++i];
+      std::cerr << "chorus-conformance: " << flag << " needs a value\n";
+      return nullptr;
+    };
+    auto is = [&](const char* flag) {
+      return arg == flag || arg.rfind(std::string(flag) + "=", 0) == 0;
+    };
+    if (arg == "--builtin") {
+      args->builtin = true;
+    } else if (is("--plugin")) {
+      const char* v = value("--plugin");
+      if (v == nullptr) return false;
+      args->plugin_path = v;
+    } else if (arg == "--ranks-from-environment") {
+      args->ranks_from_environment = true;
+    } else if (is("--enumerator-option") || is("--ops-option") || is("--collective-option")) {
+      const bool enumerator = is("--enumerator-option");
+      const bool collective = is("--collective-option");
+      const char* flag = enumerator   ? "--enumerator-option"
+                         : collective ? "--collective-option"
+                                      : "--ops-option";
+      const char* v = value(flag);
+      if (v == nullptr) return false;
+      auto* options = enumerator   ? &args->options.enumerator_options
+                      : collective ? &args->options.collective_options
+                                   : &args->options.cross_device_ops_options;
+      if (!AddOption(v, options)) {
+        std::cerr << "chorus-conformance: " << flag << " '" << v << "' is not KEY=VALUE\n";
+        return false;
+      }
+    } else if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage;
+      args->help = true;
+      args->rest.push_back(argv[i]);
+    } else if (arg.rfind("--gtest_", 0) == 0) {
+      args->rest.push_back(argv[i]);
+    } else {
+      std::cerr << "chorus-conformance: unknown argument '" << arg << "'\n" << kUsage;
+      return false;
+    }
+  }
+  if (args->help) return true;
+  if (args->builtin == !args->plugin_path.empty()) {
+    std::cerr << "chorus-conformance: give exactly one of --plugin PATH and --builtin\n" << kUsage;
+    return false;
+  }
+  if (args->builtin && args->options.enumerator_options.empty()) {
+    args->options.enumerator_options = {{"count", "4"}};
+  }
+  return true;
+}
+
+// This process's place in the job and the job's store (served by the leader at its address).
+// Throws chorus::Error naming what is missing.
+void JoinJob(chorus::conformance::KitOptions* options) {
+  auto resolver = chorus::ResolveClusterFromEnvironment();
+  if (!resolver) {
+    throw chorus::Error(CHORUS_INVALID_ARGUMENT,
+                        "no job found: set TF_CONFIG, or start the ranks with mpirun, torchrun or "
+                        "srun");
+  }
+  options->job_rank = resolver->id_in_cluster();
+  options->job_size = resolver->num_workers();
+  const std::string leader = resolver->leader_address();
+  const auto colon = leader.rfind(':');
+  const std::string host = leader.substr(0, colon);
+  const auto port = static_cast<uint16_t>(std::stoi(leader.substr(colon + 1)));
+  static std::unique_ptr<chorus::TcpStoreServer> server;  // lives until exit
+  if (resolver->is_leader()) server = chorus::TcpStoreServer::Start(host, port);
+  options->job_store = chorus::ConnectTcpStore(host, port, std::chrono::seconds(60));
+  std::cout << "chorus-conformance: rank " << options->job_rank << " of " << options->job_size
+            << " (" << resolver->name() << "), store at " << leader << "\n";
+}
+
+std::string Join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out.empty() ? "nothing" : out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Arguments args;
+  if (!Parse(argc, argv, &args)) return 2;
+  int gtest_argc = static_cast<int>(args.rest.size());
+  args.rest.push_back(nullptr);
+  testing::InitGoogleTest(&gtest_argc, args.rest.data());
+  if (args.help) return 0;
+
+  std::shared_ptr<chorus::PluginLibrary> plugin;
+  std::unique_ptr<chorus::Registry> registry;  // holds the builtin plugin for --builtin
+  try {
+    if (args.builtin) {
+      registry = std::make_unique<chorus::Registry>(chorus::LoaderOptions{{}, std::string("none")});
+      plugin = registry->FindPlugin(chorus::kBuiltinPluginName);
+    } else {
+      std::string reason;
+      plugin = chorus::PluginLibrary::Load(args.plugin_path, &reason);
+      if (!plugin) {
+        std::cerr << "chorus-conformance: cannot load " << args.plugin_path << ": " << reason
+                  << "\n";
+        return 2;
+      }
+    }
+  } catch (const chorus::Error& e) {
+    std::cerr << "chorus-conformance: " << e.what() << "\n";
+    return 2;
+  }
+
+  std::cout << "chorus-conformance: plugin '" << plugin->name() << "' " << plugin->version()
+            << " from " << plugin->path() << ", ABI " << plugin->abi_major() << "."
+            << plugin->abi_minor() << " (kit ABI " << CHORUS_ABI_MAJOR << "." << CHORUS_ABI_MINOR
+            << "), provides " << Join(plugin->Provides()) << "\n";
+  for (const auto& note : plugin->notes()) std::cout << "note: " << note << "\n";
+  for (const auto& line : chorus::conformance::Limitations(*plugin)) {
+    std::cout << "note: " << line << "\n";
+  }
+  if (!args.options.enumerator_options.empty()) {
+    std::cout << "note: device enumerator options:";
+    for (const auto& [key, value] : args.options.enumerator_options) {
+      std::cout << " " << key << "=" << value;
+    }
+    std::cout << "\n";
+  }
+  std::cout.flush();
+
+  if (args.ranks_from_environment) {
+    try {
+      JoinJob(&args.options);
+    } catch (const std::exception& e) {
+      std::cerr << "chorus-conformance: --ranks-from-environment: " << e.what() << "\n";
+      return 2;
+    }
+  }
+  chorus::conformance::RegisterConformanceTests(plugin, args.options);
+  const int result = RUN_ALL_TESTS();
+  return result == 0 ? 0 : 1;
+}

@@ -1,0 +1,219 @@
+#include "reference.h"
+
+#include <chorus/dtype.h>
+
+#include <algorithm>
+#include <chorus/plugin_sdk.hpp>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+namespace chorus::conformance::internal {
+namespace {
+
+template <typename T>
+T LoadAs(const void* data, size_t i) {
+  T value;
+  std::memcpy(&value, static_cast<const char*>(data) + i * sizeof(T), sizeof(T));
+  return value;
+}
+
+template <typename T>
+void StoreAs(void* data, size_t i, T value) {
+  std::memcpy(static_cast<char*>(data) + i * sizeof(T), &value, sizeof(T));
+}
+
+bool IsSigned(chorus_dtype dtype) { return dtype != CHORUS_U8; }
+
+}  // namespace
+
+const std::vector<chorus_dtype>& Dtypes() {
+  static const std::vector<chorus_dtype> dtypes = {CHORUS_F32, CHORUS_F64, CHORUS_F16, CHORUS_BF16,
+                                                   CHORUS_I32, CHORUS_I64, CHORUS_U8,  CHORUS_I8};
+  return dtypes;
+}
+
+const std::vector<chorus_reduce_op>& PluginReduceOps() {
+  static const std::vector<chorus_reduce_op> ops = {CHORUS_REDUCE_SUM, CHORUS_REDUCE_PROD,
+                                                    CHORUS_REDUCE_MIN, CHORUS_REDUCE_MAX};
+  return ops;
+}
+
+bool IsInteger(chorus_dtype dtype) {
+  return dtype == CHORUS_I32 || dtype == CHORUS_I64 || dtype == CHORUS_U8 || dtype == CHORUS_I8;
+}
+
+double Epsilon(chorus_dtype dtype) {
+  switch (dtype) {
+    case CHORUS_F32:
+      return std::ldexp(1.0, -23);
+    case CHORUS_F64:
+      return std::ldexp(1.0, -52);
+    case CHORUS_F16:
+      return std::ldexp(1.0, -10);
+    case CHORUS_BF16:
+      return std::ldexp(1.0, -7);
+    default:
+      return 0;
+  }
+}
+
+double Load(chorus_dtype dtype, const void* data, size_t i) {
+  switch (dtype) {
+    case CHORUS_F32:
+      return LoadAs<float>(data, i);
+    case CHORUS_F64:
+      return LoadAs<double>(data, i);
+    case CHORUS_F16:
+      return sdk::HalfToFloat(LoadAs<uint16_t>(data, i));
+    case CHORUS_BF16:
+      return sdk::Bf16ToFloat(LoadAs<uint16_t>(data, i));
+    case CHORUS_I32:
+      return LoadAs<int32_t>(data, i);
+    case CHORUS_I64:
+      return static_cast<double>(LoadAs<int64_t>(data, i));
+    case CHORUS_U8:
+      return LoadAs<uint8_t>(data, i);
+    case CHORUS_I8:
+      return LoadAs<int8_t>(data, i);
+    default:
+      return std::nan("");
+  }
+}
+
+void Store(chorus_dtype dtype, void* data, size_t i, double value) {
+  switch (dtype) {
+    case CHORUS_F32:
+      return StoreAs(data, i, static_cast<float>(value));
+    case CHORUS_F64:
+      return StoreAs(data, i, value);
+    case CHORUS_F16:
+      return StoreAs(data, i, sdk::FloatToHalf(static_cast<float>(value)));
+    case CHORUS_BF16:
+      return StoreAs(data, i, sdk::FloatToBf16(static_cast<float>(value)));
+    case CHORUS_I32:
+      return StoreAs(data, i, static_cast<int32_t>(value));
+    case CHORUS_I64:
+      return StoreAs(data, i, static_cast<int64_t>(value));
+    case CHORUS_U8:
+      return StoreAs(data, i, static_cast<uint8_t>(value));
+    case CHORUS_I8:
+      return StoreAs(data, i, static_cast<int8_t>(value));
+    default:
+      return;
+  }
+}
+
+double Representable(chorus_dtype dtype, double value) {
+  unsigned char bytes[8];
+  Store(dtype, bytes, 0, value);
+  return Load(dtype, bytes, 0);
+}
+
+Pattern PatternFor(chorus_reduce_op op) {
+  return op == CHORUS_REDUCE_PROD ? Pattern::kProduct : Pattern::kSmall;
+}
+
+double InputValue(chorus_dtype dtype, Pattern pattern, size_t replica, size_t index) {
+  const size_t j = index % kPeriod;
+  const size_t mix = j * 7919 + replica * 104729 + j * j % 97;  // distinct per replica
+  switch (pattern) {
+    case Pattern::kSmall:
+      return IsSigned(dtype) ? static_cast<double>(mix % 6) - 2 : static_cast<double>(mix % 4);
+    case Pattern::kProduct:
+      if (replica == 0 && j % 11 == 3) return 0;
+      if ((replica + j) % 4 == 0) return 2;  // at most 2 of 8 replicas: |product| <= 4
+      if (IsSigned(dtype) && mix % 5 == 0) return -1;
+      return 1;
+    case Pattern::kData:
+      return static_cast<double>(mix % 101);
+  }
+  return 0;
+}
+
+double ReduceReference(chorus_reduce_op op, chorus_dtype dtype, const double* values, size_t n) {
+  double result = values[0];
+  const chorus_reduce_op fold = op == CHORUS_REDUCE_MEAN ? CHORUS_REDUCE_SUM : op;
+  for (size_t r = 1; r < n; ++r) {
+    switch (fold) {
+      case CHORUS_REDUCE_SUM:
+        result += values[r];
+        break;
+      case CHORUS_REDUCE_PROD:
+        result *= values[r];
+        break;
+      case CHORUS_REDUCE_MIN:
+        result = std::min(result, values[r]);
+        break;
+      case CHORUS_REDUCE_MAX:
+        result = std::max(result, values[r]);
+        break;
+      default:
+        return std::nan("");
+    }
+  }
+  if (op == CHORUS_REDUCE_MEAN) {
+    result /= static_cast<double>(n);
+    if (IsInteger(dtype)) result = std::trunc(result);
+  }
+  return Representable(dtype, result);
+}
+
+HostTensor::HostTensor(chorus_dtype dtype, size_t count)
+    : dtype_(dtype), count_(count), bytes_(count * chorus_dtype_size(dtype)) {}
+
+void HostTensor::Fill(Pattern pattern, size_t replica, size_t offset) {
+  // Values repeat every kPeriod positions: compute one period, copy it over the rest.
+  const size_t head = std::min(count_, kPeriod);
+  for (size_t i = 0; i < head; ++i) Set(i, InputValue(dtype_, pattern, replica, offset + i));
+  Repeat(kPeriod);
+}
+
+void HostTensor::Repeat(size_t period) {
+  const size_t element = chorus_dtype_size(dtype_);
+  // Doubling copies: [0, done) is right, copy it to [done, 2 * done).
+  for (size_t done = period; done < count_; done *= 2) {
+    const size_t n = std::min(done, count_ - done);
+    std::memcpy(bytes_.data() + done * element, bytes_.data(), n * element);
+  }
+}
+
+HostTensor ExpectedReduce(chorus_reduce_op op, const std::vector<HostTensor>& inputs) {
+  const chorus_dtype dtype = inputs.at(0).dtype();
+  HostTensor expected(dtype, inputs[0].count());
+  std::vector<double> values(inputs.size());
+  const size_t head = std::min(expected.count(), kPeriod);
+  for (size_t i = 0; i < head; ++i) {
+    for (size_t r = 0; r < inputs.size(); ++r) values[r] = inputs[r].Get(i);
+    expected.Set(i, ReduceReference(op, dtype, values.data(), values.size()));
+  }
+  expected.Repeat(kPeriod);
+  return expected;
+}
+
+testing::AssertionResult SameValues(const HostTensor& actual, const HostTensor& expected,
+                                    double relative_tolerance) {
+  if (actual.count() != expected.count() || actual.dtype() != expected.dtype()) {
+    return testing::AssertionFailure()
+           << "holds " << actual.count() << " " << DtypeName(actual.dtype())
+           << " elements, expected " << expected.count() << " " << DtypeName(expected.dtype());
+  }
+  if (actual == expected) return testing::AssertionSuccess();  // the usual case, fast
+  size_t mismatches = 0;
+  std::ostringstream detail;
+  for (size_t i = 0; i < expected.count(); ++i) {
+    const double got = actual.Get(i);
+    const double want = expected.Get(i);
+    const bool same = got == want || (relative_tolerance > 0 &&
+                                      std::fabs(got - want) <=
+                                          relative_tolerance * std::max(1.0, std::fabs(want)));
+    if (same) continue;
+    if (++mismatches <= 5) detail << "\n    [" << i << "] is " << got << ", expected " << want;
+  }
+  if (mismatches == 0) return testing::AssertionSuccess();
+  return testing::AssertionFailure()
+         << mismatches << " of " << expected.count() << " " << DtypeName(actual.dtype())
+         << " elements differ" << detail.str() << (mismatches > 5 ? "\n    ..." : "");
+}
+
+}  // namespace chorus::conformance::internal

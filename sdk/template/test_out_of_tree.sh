@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds sdk/template the way a vendor does, against an installed chorus, and runs the installed
+# conformance kit on it.
+#   test_out_of_tree.sh <chorus build dir> <scratch dir>
+# Installs the build into <scratch>/prefix, configures the template with
+# -DCMAKE_PREFIX_PATH=<scratch>/prefix into <scratch>/build, builds it, checks that the plugin
+# exports exactly chorus_plugin_get, and runs <scratch>/prefix/bin/chorus-conformance on it.
+set -euo pipefail
+
+if [[ $# -ne 2 ]]; then
+  echo "usage: $0 <chorus build dir> <scratch dir>" >&2
+  exit 2
+fi
+build_dir=$(cd "$1" && pwd)
+scratch=$2
+template_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+prefix=$scratch/prefix
+template_build=$scratch/build
+
+fail() {
+  echo "test_out_of_tree: FAILED: $*" >&2
+  exit 1
+}
+step() { echo "test_out_of_tree: $*"; }
+
+rm -rf "$prefix" "$template_build"
+mkdir -p "$scratch"
+
+step "installing $build_dir into $prefix"
+cmake --install "$build_dir" --prefix "$prefix" >"$scratch/install.log" 2>&1 ||
+  { cat "$scratch/install.log" >&2; fail "cmake --install $build_dir (log above)"; }
+
+step "configuring $template_dir against it"
+cmake -S "$template_dir" -B "$template_build" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$scratch/configure.log" 2>&1 ||
+  { cat "$scratch/configure.log" >&2; fail "configuring the template (log above)"; }
+
+step "building"
+cmake --build "$template_build" -j2 >"$scratch/build.log" 2>&1 ||
+  { cat "$scratch/build.log" >&2; fail "building the template (log above)"; }
+
+plugin=$template_build/libchorus-template.so
+[[ -f $plugin ]] || fail "the build made no $plugin"
+
+step "checking exports of $plugin"
+exports=$(nm -D --defined-only "$plugin" | awk '{print $NF}' | sort)
+[[ $exports == "chorus_plugin_get" ]] ||
+  fail "$plugin must export exactly chorus_plugin_get; it exports: $(echo $exports)"
+
+conformance=$prefix/bin/chorus-conformance
+[[ -x $conformance ]] || fail "the install has no $conformance"
+step "running $conformance --plugin $plugin"
+"$conformance" --plugin "$plugin" --gtest_brief=1 ||
+  fail "chorus-conformance found problems in the template plugin (output above)"
+step "passed"

@@ -5,7 +5,10 @@ set -euo pipefail
 packages=(
   cmake g++ make binutils pkg-config
   libboost-dev libspdlog-dev nlohmann-json3-dev libcli11-dev
-  libgtest-dev libgmock-dev
+  libgtest-dev libgmock-dev zlib1g-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  libgloo-dev
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

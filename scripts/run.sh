@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# The main job: install what is missing, build, show what chorus finds, and compare the
-# cross-device ops backends on 4 virtual CPU replicas.
+# The main job: install what is missing, build, show what chorus finds, train the Fashion-MNIST
+# example on 4 virtual CPU replicas (and on 2 workers), and compare the backends with
+# chorus-bench (figures in build/release/bench/: CSV and SVG).
+# FASHION_MNIST_DIR=<dir with the four IDX files> trains on the real data set; without it the
+# example generates data of the same shapes and says so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,8 +16,22 @@ echo "== chorus-info (CHORUS_CPU_DEVICES=4)"
 CHORUS_CPU_DEVICES=4 build/release/bin/chorus-info
 
 echo
+echo "== training: the custom-training-loop tutorial under MirroredStrategy, 4 replicas"
+build/release/bin/fashion_mnist --strategy mirrored --replicas 4 --epochs 4 --global-batch 64 \
+  --data-dir "${FASHION_MNIST_DIR:-}" --checkpoint-dir build/release/fashion_mnist_ckpt \
+  --save-weights build/release/fashion_mnist_weights.bin
+
+echo
+echo "== multi-worker: chorus-launch -n 2, MultiWorkerMirroredStrategy, 2 cpu replicas per worker"
+build/release/bin/chorus-launch -n 2 --timeout 600 -- build/release/bin/fashion_mnist \
+  --strategy multi_worker_mirrored --replicas 2 --epochs 1 --steps 200 --global-batch 64 \
+  --data-dir "${FASHION_MNIST_DIR:-}" --checkpoint-dir build/release/fashion_mnist_mwms_ckpt
+
+echo
 echo "== one batch of gradient all-reduces through every cross-device ops backend"
 CHORUS_CPU_DEVICES=4 build/release/bin/compare_cross_device_ops --steps 20 --num-packs 2
+
+scripts/bench.sh
 
 echo
 echo "== the conformance kit on the hierarchical plugin"

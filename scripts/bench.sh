@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The backend comparison of the README, in one run (after scripts/run.sh has built):
+#  1. 2 worker processes under mpirun, f32 sum all-reduce from 4 KiB to 64 MiB, every collective
+#     (shm, mpi, gloo ring_chunked, ring_grpc, core_ring), alternating backends per size and repeat;
+#     then shm and mpi alone: in a run with Gloo, Gloo's device threads spin in epoll_wait
+#     (perf) and on 2 cores slow whatever runs next in the process;
+#  2. 4 worker processes playing 2 hosts of 2 (--hosts 2): the hierarchical collectives
+#     shm+gloo and shm+core_ring against flat gloo and core_ring (and flat shm, which one machine
+#     allows);
+#  3. in one process, 4 replicas: cross-device ops all-reduce against the host's streaming
+#     bandwidth, and the fused batch_reduce of 1000 x 4 KiB against one all-reduce of 4000 KiB;
+#  4. the cpu enumerator's copy and reduce kernels (chorus-bench --kernels; on a GPU machine
+#     `--kernels --devices cuda` measures the nccl plugin's).
+# --suggest-rules prints, after runs 1 and 2, the CHORUS_ALGORITHM rules of the fastest backends.
+# Figures go to build/release/bench/ (CSV and SVG) and to stdout.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=build/release/bin
+out=build/release/bench
+mkdir -p "$out"
+# Open MPI refuses root without these (CI and these machines run as root).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+echo "== chorus-bench: 2 workers, all_reduce f32 sum, every collective (mpirun -n 2)"
+mpirun -n 2 --bind-to none "$bin/chorus-bench" --backends shm,mpi,gloo,ring_grpc,core_ring \
+  -b 4K -e 64M -f 4 -w 5 -i 20 -R 3 --suggest-rules --csv "$out/allreduce_2_workers.csv" \
+  --plot "$out/allreduce_2_workers.svg"
+
+echo
+echo "== chorus-bench: 2 workers, shm against Open MPI alone (no Gloo device thread in the process)"
+mpirun -n 2 --bind-to none "$bin/chorus-bench" --backends shm,mpi -b 4K -e 64M -f 4 -w 5 -i 20 \
+  -R 3 --csv "$out/allreduce_2_workers_shm_mpi.csv"
+
+echo
+echo "== chorus-bench -n 4 --hosts 2: hierarchical (shm within a host) against flat collectives"
+"$bin/chorus-bench" -n 4 --hosts 2 --backends shm+gloo,gloo,shm+core_ring,core_ring,shm \
+  -b 256K -e 64M -f 4 -w 3 -i 10 -R 2 --suggest-rules --csv "$out/allreduce_2_hosts_of_2.csv" \
+  --plot "$out/allreduce_2_hosts_of_2.svg"
+
+echo
+echo "== chorus-bench --in-process: 4 replicas, cross-device ops, host streaming bandwidth"
+"$bin/chorus-bench" --in-process --replicas 4 --stream-bandwidth -b 64K -e 64M -f 4 -R 3 \
+  --ops all_reduce --csv "$out/in_process_4_replicas.csv" --plot "$out/in_process_4_replicas.svg"
+
+echo
+echo "== chorus-bench --in-process: fusion, 1000 x 4 KiB batch_reduce against one 4000 KiB all_reduce"
+"$bin/chorus-bench" --in-process --replicas 4 --backends reduction_to_one_device \
+  --ops batch_reduce,all_reduce --batch-count 1000 --batch-bytes 4K -b 4000K -e 4000K -R 3 \
+  --csv "$out/fusion.csv"
+
+echo
+echo "== chorus-bench --kernels: the cpu enumerator's copy and reduce kernels"
+"$bin/chorus-bench" --kernels -b 4K -e 64M -f 4 -w 3 -i 10

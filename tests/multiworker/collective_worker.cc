@@ -1,0 +1,309 @@
+// One worker of a multi-process collective test, started by multiworker_test with TF_CONFIG set.
+//   collective_worker sweep <backend> [counts...]   every op x dtype x count, checked exactly
+//   collective_worker mismatch <backend>            worker 1 passes another count: both must
+//                                                   report the mismatch
+//   collective_worker long <backend> <started-dir>  MultiWorkerMirroredStrategy, then 64 MiB
+//                                                   all-reduces until one fails (the test kills
+//                                                   a worker meanwhile); prints the error
+// Exit codes: 0 as expected, 1 wrong values or unexpected success, 3 a chorus error (printed).
+#include <chorus/cluster_resolver.h>
+#include <chorus/communicator.h>
+#include <chorus/dtype.h>
+#include <chorus/error.h>
+#include <chorus/multi_worker_mirrored_strategy.h>
+#include <chorus/rendezvous.h>
+#include <unistd.h>
+
+#include <chorus/plugin_sdk.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using chorus::Communicator;
+
+// Element i of rank r: small integers, exact in every dtype (sums of 4 ranks stay below 127).
+double InputValue(size_t i, int rank) { return static_cast<double>((i + rank) % 7 + 1); }
+// For PROD: 1 or 2, so a product of 4 ranks (16) fits i8.
+double ProdInputValue(size_t i, int rank) { return static_cast<double>((i + rank) % 2 + 1); }
+
+void Store(void* data, size_t i, chorus_dtype dtype, double v) {
+  switch (dtype) {
+    case CHORUS_F32:
+      static_cast<float*>(data)[i] = static_cast<float>(v);
+      break;
+    case CHORUS_F64:
+      static_cast<double*>(data)[i] = v;
+      break;
+    case CHORUS_F16:
+      static_cast<uint16_t*>(data)[i] = chorus::sdk::FloatToHalf(static_cast<float>(v));
+      break;
+    case CHORUS_BF16:
+      static_cast<uint16_t*>(data)[i] = chorus::sdk::FloatToBf16(static_cast<float>(v));
+      break;
+    case CHORUS_I32:
+      static_cast<int32_t*>(data)[i] = static_cast<int32_t>(v);
+      break;
+    case CHORUS_I64:
+      static_cast<int64_t*>(data)[i] = static_cast<int64_t>(v);
+      break;
+    case CHORUS_U8:
+      static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(v);
+      break;
+    case CHORUS_I8:
+      static_cast<int8_t*>(data)[i] = static_cast<int8_t>(v);
+      break;
+    default:
+      break;
+  }
+}
+
+double Load(const void* data, size_t i, chorus_dtype dtype) {
+  switch (dtype) {
+    case CHORUS_F32:
+      return static_cast<const float*>(data)[i];
+    case CHORUS_F64:
+      return static_cast<const double*>(data)[i];
+    case CHORUS_F16:
+      return chorus::sdk::HalfToFloat(static_cast<const uint16_t*>(data)[i]);
+    case CHORUS_BF16:
+      return chorus::sdk::Bf16ToFloat(static_cast<const uint16_t*>(data)[i]);
+    case CHORUS_I32:
+      return static_cast<const int32_t*>(data)[i];
+    case CHORUS_I64:
+      return static_cast<double>(static_cast<const int64_t*>(data)[i]);
+    case CHORUS_U8:
+      return static_cast<const uint8_t*>(data)[i];
+    case CHORUS_I8:
+      return static_cast<const int8_t*>(data)[i];
+    default:
+      return 0;
+  }
+}
+
+// `v` as the dtype holds it (a mean like 14/3 is rounded once, to the dtype's precision).
+double RoundTo(chorus_dtype dtype, double v) {
+  unsigned char slot[8];
+  Store(slot, 0, dtype, v);
+  return Load(slot, 0, dtype);
+}
+
+double Combine(chorus_reduce_op op, double a, double b) {
+  switch (op) {
+    case CHORUS_REDUCE_PROD:
+      return a * b;
+    case CHORUS_REDUCE_MIN:
+      return std::min(a, b);
+    case CHORUS_REDUCE_MAX:
+      return std::max(a, b);
+    default:
+      return a + b;
+  }
+}
+
+struct Checker {
+  std::string backend;
+  int rank = 0;
+  int wrong = 0;
+  int checks = 0;
+  void Expect(const std::string& what, size_t i, double got, double want) {
+    ++checks;
+    if (got == want) return;
+    if (++wrong <= 5) {
+      std::cerr << backend << " rank " << rank << ": " << what << " element " << i << " is " << got
+                << ", expected " << want << "\n";
+    }
+  }
+};
+
+std::vector<unsigned char> Filled(size_t count, chorus_dtype dtype, int rank, size_t offset = 0) {
+  std::vector<unsigned char> buffer(count * chorus_dtype_size(dtype));
+  for (size_t i = 0; i < count; ++i) Store(buffer.data(), i, dtype, InputValue(i + offset, rank));
+  return buffer;
+}
+
+void Sweep(Communicator& comm, Checker& check, const std::vector<size_t>& counts) {
+  const int n = comm.size();
+  const chorus_dtype dtypes[] = {CHORUS_F32, CHORUS_F64, CHORUS_F16, CHORUS_BF16,
+                                 CHORUS_I32, CHORUS_I64, CHORUS_U8,  CHORUS_I8};
+  for (chorus_dtype dtype : dtypes) {
+    const std::string d = chorus::DtypeName(dtype);
+    for (size_t count : counts) {
+      // The large count for two dtypes only (one of them converted through f32 on the way): the
+      // others' code paths are the same, and the suite must stay fast on 2 cores.
+      if (count > 100000 && dtype != CHORUS_F32 && dtype != CHORUS_BF16) continue;
+      const std::string c = " " + d + " x" + std::to_string(count);
+      // All-reduce: SUM in place and out of place, then the other ops.
+      for (chorus_reduce_op op : {CHORUS_REDUCE_SUM, CHORUS_REDUCE_PROD, CHORUS_REDUCE_MIN,
+                                  CHORUS_REDUCE_MAX, CHORUS_REDUCE_MEAN}) {
+        if (op == CHORUS_REDUCE_MEAN && dtype != CHORUS_F32 && dtype != CHORUS_F64) continue;
+        const auto value = op == CHORUS_REDUCE_PROD ? ProdInputValue : InputValue;
+        std::vector<unsigned char> data(count * chorus_dtype_size(dtype));
+        for (size_t i = 0; i < count; ++i) Store(data.data(), i, dtype, value(i, comm.rank()));
+        std::vector<unsigned char> out(data.size());
+        const bool in_place = op == CHORUS_REDUCE_SUM || op == CHORUS_REDUCE_MAX;
+        void* result = in_place ? data.data() : out.data();
+        comm.AllReduce(data.data(), result, count, dtype, op);
+        for (size_t i = 0; i < count; ++i) {
+          double want = value(i, 0);
+          for (int r = 1; r < n; ++r) want = Combine(op, want, value(i, r));
+          if (op == CHORUS_REDUCE_MEAN) want = RoundTo(dtype, want / n);
+          check.Expect(std::string("all_reduce ") + chorus::ReduceOpName(op) + c, i,
+                       Load(result, i, dtype), want);
+        }
+      }
+      // Broadcast from every root.
+      for (int root = 0; root < n; ++root) {
+        auto data = Filled(count, dtype, comm.rank() == root ? 100 : comm.rank());
+        comm.Broadcast(data.data(), count, dtype, root);
+        for (size_t i = 0; i < count; ++i) {
+          check.Expect("broadcast from " + std::to_string(root) + c, i, Load(data.data(), i, dtype),
+                       InputValue(i, 100));
+        }
+      }
+      // All-gather: rank r's block at r * count.
+      {
+        auto mine = Filled(count, dtype, comm.rank());
+        std::vector<unsigned char> all(mine.size() * static_cast<size_t>(n));
+        comm.AllGather(mine.data(), all.data(), count, dtype);
+        for (int r = 0; r < n; ++r) {
+          for (size_t i = 0; i < count; ++i) {
+            check.Expect("all_gather" + c, r * count + i,
+                         Load(all.data(), static_cast<size_t>(r) * count + i, dtype),
+                         InputValue(i, r));
+          }
+        }
+      }
+      // Reduce-scatter (SUM): rank r gets the sum of block r.
+      {
+        auto send = Filled(count * static_cast<size_t>(n), dtype, comm.rank());
+        std::vector<unsigned char> recv(count * chorus_dtype_size(dtype));
+        comm.ReduceScatter(send.data(), recv.data(), count, dtype, CHORUS_REDUCE_SUM);
+        for (size_t i = 0; i < count; ++i) {
+          const size_t at = static_cast<size_t>(comm.rank()) * count + i;
+          double want = 0;
+          for (int r = 0; r < n; ++r) want += InputValue(at, r);
+          check.Expect("reduce_scatter" + c, i, Load(recv.data(), i, dtype), want);
+        }
+      }
+    }
+  }
+  comm.Barrier();
+}
+
+std::unique_ptr<Communicator> Connect(const std::string& backend,
+                                      std::unique_ptr<chorus::TcpStoreServer>* server) {
+  const chorus::TFConfigClusterResolver cluster;
+  const auto leader = cluster.leader_address();
+  const auto colon = leader.rfind(':');
+  const std::string host = leader.substr(0, colon);
+  const auto port = static_cast<uint16_t>(std::stoi(leader.substr(colon + 1)));
+  if (cluster.is_leader()) *server = chorus::TcpStoreServer::Start(host, port);
+  chorus::CommunicatorConfig config;
+  config.rank = cluster.id_in_cluster();
+  config.size = cluster.num_workers();
+  config.store = chorus::ConnectTcpStore(host, port, std::chrono::seconds(60));
+  config.timeout_seconds = 60;
+  for (int w = 0; w < config.size; ++w) config.task_names.push_back(cluster.TaskNameOf(w));
+  return Communicator::Create(chorus::Registry::Global(), backend, config);
+}
+
+int Run(int argc, char** argv) {
+  const std::string mode = argv[1];
+  const std::string backend = argv[2];
+  if (mode == "sweep") {
+    std::unique_ptr<chorus::TcpStoreServer> server;
+    auto comm = Connect(backend, &server);
+    std::vector<size_t> counts;
+    for (int i = 3; i < argc; ++i) counts.push_back(std::stoul(argv[i]));
+    if (counts.empty()) counts = {0, 1, 1001, 262147};
+    Checker check{backend, comm->rank()};
+    Sweep(*comm, check, counts);
+    std::cout << backend << " rank " << comm->rank() << " of " << comm->size() << ": "
+              << check.checks << " elements checked, " << check.wrong << " wrong\n";
+    comm->Barrier();  // the leader's store serves until everyone is done
+    return check.wrong == 0 ? 0 : 1;
+  }
+  if (mode == "mismatch") {
+    std::unique_ptr<chorus::TcpStoreServer> server;
+    auto comm = Connect(backend, &server);
+    std::vector<float> data(comm->rank() == 1 ? 999 : 1000, 1.0f);
+    try {
+      comm->AllReduce(data.data(), data.data(), data.size(), CHORUS_F32, CHORUS_REDUCE_SUM);
+    } catch (const chorus::Error& e) {
+      std::cout << "rank " << comm->rank() << ": " << chorus::StatusName(e.status()) << ": "
+                << e.what() << "\n";
+      return e.status() == CHORUS_INVALID_ARGUMENT ? 0 : 3;
+    }
+    std::cout << "rank " << comm->rank() << ": the mismatch went unnoticed\n";
+    return 1;
+  }
+  if (mode == "long" && argc >= 4) {
+    setenv("CHORUS_COMMUNICATION", backend.c_str(), 1);
+    chorus::CommunicationOptions options;
+    options.timeout_seconds = 20;  // the test's bound for the survivors (multiworker_test.cc)
+    chorus::MultiWorkerMirroredStrategy strategy(nullptr, options);
+    std::vector<float> data(16 << 20, 1.0f);  // 64 MiB
+    for (int64_t step = 0;; ++step) {
+      strategy.communicator()->AllReduce(data.data(), data.data(), data.size(), CHORUS_F32,
+                                         CHORUS_REDUCE_MAX);
+      if (step == 0) {
+        std::ofstream(std::string(argv[3]) + "/started-" + std::to_string(strategy.worker_id()))
+            << getpid();
+      }
+    }
+  }
+  std::cerr << "usage: collective_worker sweep|mismatch|long <backend> [...]\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::cerr << "usage: collective_worker sweep|mismatch|long <backend> [...]\n";
+    return 2;
+  }
+  // Load only the plugin under test (the builtin core_ring needs none). Besides being what a user
+  // of one backend does, it keeps LeakSanitizer's exit-time scan working: with every plugin's
+  // libraries mapped (gRPC, Gloo, Open MPI, CUDA, NCCL) its tracer thread crashes in a worker
+  // that exits after a peer was killed.
+  const std::string backend = argv[2];
+  auto plugin_of = [](const std::string& collective) {
+    return collective == "core_ring"   ? "none"
+           : collective == "ring_grpc" ? "ring-grpc"
+                                       : collective;
+  };
+  std::string plugins;
+  const auto plus = backend.find('+');
+  if (plus == std::string::npos) {
+    plugins = plugin_of(backend);
+  } else {
+    for (const std::string& part : {backend.substr(0, plus), backend.substr(plus + 1)}) {
+      if (part != "core_ring") plugins += (plugins.empty() ? "" : ",") + plugin_of(part);
+    }
+    if (plugins.empty()) plugins = "none";
+  }
+  setenv("CHORUS_PLUGINS", plugins.c_str(), 0);
+  try {
+    if (plus != std::string::npos) {
+      // A hierarchical backend: the workers play two hosts (even counts, numbered round-robin
+      // over the hosts, so not host by host) or one.
+      const chorus::TFConfigClusterResolver cluster;
+      const int hosts = cluster.num_workers() % 2 == 0 ? 2 : 1;
+      const std::string host = "test-host-" + std::to_string(cluster.id_in_cluster() % hosts);
+      setenv("CHORUS_HOST_ID", host.c_str(), 1);
+    }
+    return Run(argc, argv);
+  } catch (const chorus::Error& e) {
+    std::cout << "collective_worker: " << chorus::StatusName(e.status()) << ": " << e.what()
+              << std::endl;
+    return 3;
+  }
+}

@@ -1,0 +1,126 @@
+#include "worker_processes.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace chorus::test {
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t length = sizeof(address);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    close(fd);
+    throw std::runtime_error("FreePort: cannot bind a socket");
+  }
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+WorkerProcesses::WorkerProcesses(int count, const std::string& program,
+                                 const std::vector<std::string>& args,
+                                 const std::vector<std::string>& env) {
+  char pattern[] = "/tmp/chorus_workers_XXXXXX";
+  if (mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
+  scratch_ = pattern;
+  std::string cluster;
+  for (int i = 0; i < count; ++i) {
+    cluster += (i ? "," : "") + std::string("\"127.0.0.1:") + std::to_string(FreePort()) + "\"";
+  }
+  for (int i = 0; i < count; ++i) {
+    std::vector<std::string> environment;
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (std::string(*e).rfind("TF_CONFIG=", 0) != 0) environment.push_back(*e);
+    }
+    environment.push_back("TF_CONFIG={\"cluster\":{\"worker\":[" + cluster +
+                          "]},\"task\":{\"type\":\"worker\",\"index\":" + std::to_string(i) + "}}");
+    environment.insert(environment.end(), env.begin(), env.end());
+    std::vector<std::string> argv_strings = {program};
+    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    std::vector<char*> argv, envp;
+    for (auto& s : argv_strings) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    for (auto& s : environment) envp.push_back(s.data());
+    envp.push_back(nullptr);
+
+    const std::string log = scratch_ + "/worker-" + std::to_string(i) + ".log";
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    pid_t pid = -1;
+    const int error =
+        posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    if (error != 0) throw std::runtime_error("posix_spawn " + program + " failed");
+    pids_.push_back(pid);
+  }
+  results_.resize(pids_.size());
+  done_.assign(pids_.size(), false);
+}
+
+void WorkerProcesses::Kill(int worker, int signal) { ::kill(pid(worker), signal); }
+
+std::vector<WorkerResult> WorkerProcesses::Wait(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    bool all = true;
+    for (size_t i = 0; i < pids_.size(); ++i) {
+      if (done_[i]) continue;
+      int status = 0;
+      if (waitpid(pids_[i], &status, WNOHANG) == pids_[i]) {
+        done_[i] = true;
+        results_[i].exited = WIFEXITED(status);
+        results_[i].exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        results_[i].signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+      } else {
+        all = false;
+      }
+    }
+    if (all || std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (size_t i = 0; i < pids_.size(); ++i) {
+    if (!done_[i]) {  // past the deadline: a hang, which the caller's assertions report
+      ::kill(pids_[i], SIGKILL);
+      waitpid(pids_[i], nullptr, 0);
+      done_[i] = true;
+    }
+    std::ifstream in(scratch_ + "/worker-" + std::to_string(i) + ".log");
+    std::stringstream text;
+    text << in.rdbuf();
+    results_[i].output = text.str();
+  }
+  return results_;
+}
+
+WorkerProcesses::~WorkerProcesses() {
+  for (size_t i = 0; i < pids_.size(); ++i) {
+    if (done_[i]) continue;
+    ::kill(pids_[i], SIGKILL);
+    waitpid(pids_[i], nullptr, 0);
+  }
+  std::error_code error;
+  std::filesystem::remove_all(scratch_, error);
+}
+
+}  // namespace chorus::test

@@ -1,0 +1,44 @@
+// Starts N worker processes on 127.0.0.1 with TF_CONFIG set (worker i of N), each with its
+// output in a file, and waits for them with a deadline. Nothing outlives the object: every
+// process still running is killed (SIGKILL) and reaped in the destructor.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace chorus::test {
+
+struct WorkerResult {
+  bool exited = false;  // false: still running at the deadline (then killed) or signalled
+  int exit_code = -1;
+  int signal = 0;
+  std::string output;  // stdout and stderr
+};
+
+class WorkerProcesses {
+ public:
+  // Starts `count` processes of `program args...`; `env` entries ("NAME=value") are added.
+  WorkerProcesses(int count, const std::string& program, const std::vector<std::string>& args,
+                  const std::vector<std::string>& env = {});
+  ~WorkerProcesses();
+
+  pid_t pid(int worker) const { return pids_[static_cast<size_t>(worker)]; }
+  void Kill(int worker, int signal);
+  // Waits until every process ended or `timeout` passed; kills the rest.
+  std::vector<WorkerResult> Wait(std::chrono::milliseconds timeout);
+  const std::string& scratch() const { return scratch_; }
+
+ private:
+  std::string scratch_;
+  std::vector<pid_t> pids_;
+  std::vector<WorkerResult> results_;
+  std::vector<bool> done_;
+};
+
+// A TCP port on 127.0.0.1 that was free a moment ago.
+int FreePort();
+
+}  // namespace chorus::test

@@ -1,0 +1,290 @@
+#include "multi_worker_bench.h"
+
+#include <chorus/communicator.h>
+#include <chorus/dtype.h>
+#include <chorus/error.h>
+#include <chorus/registry.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "collective_run.h"
+#include "metrics.h"
+#include "results_writer.h"
+#include "rule_suggestion.h"
+#include "sizes.h"
+#include "worker_job.h"
+
+namespace chorus::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Bad input the user can fix: exit code 2.
+using UsageError = std::invalid_argument;
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string joined;
+  for (const auto& name : names) joined += (joined.empty() ? "" : ", ") + name;
+  return joined;
+}
+
+}  // namespace
+
+void CheckCollectiveBackends(const std::vector<std::string>& backends) {
+  const auto available = CollectiveNames(Registry::Global());
+  for (const auto& name : backends) {
+    if (name == "mpi" && !StartedByMpirun()) {
+      throw UsageError(
+          "backend 'mpi' works only in processes started by mpirun; run e.g. "
+          "'mpirun -n 2 chorus-bench --backends mpi,core_ring' (without -n)");
+    }
+    if (name.find('+') != std::string::npos) {
+      try {
+        CanonicalCollectiveName(Registry::Global(), name);
+      } catch (const Error& e) {
+        throw UsageError("backend '" + name + "': " + e.what());
+      }
+      continue;
+    }
+    if (std::find(available.begin(), available.end(), name) == available.end()) {
+      throw UsageError("unknown backend '" + name +
+                       "'; the collectives available are: " + JoinNames(available) +
+                       " (plugins are searched in CHORUS_PLUGIN_PATH and the install's plugin "
+                       "folder; chorus-info lists them)");
+    }
+  }
+}
+
+namespace {
+
+std::unique_ptr<Communicator> Connect(const WorkerJob& job, const std::string& backend,
+                                      double timeout_seconds) {
+  CommunicatorConfig config;
+  config.rank = job.rank;
+  config.size = job.size;
+  config.store = job.store;
+  config.name = "bench_" + backend;
+  config.timeout_seconds = timeout_seconds;
+  config.task_names = job.task_names;
+  config.check_signatures = false;  // timing only the operation, as CHORUS_CHECK_COLLECTIVES=0
+  // Peers reach this worker at its cluster address's host (as MultiWorkerMirroredStrategy).
+  config.options = AddressOptionsFor(backend, job.host);
+  return Communicator::Create(Registry::Global(), backend, config);
+}
+
+// What one rank measured for a backend, placement and size.
+struct Samples {
+  std::vector<double> times_us;
+  uint64_t wrong = 0;
+};
+
+std::string Serialize(const Samples& s) {
+  std::ostringstream out;
+  out.precision(17);
+  out << s.wrong;
+  for (double t : s.times_us) out << ' ' << t;
+  return out.str();
+}
+
+Samples Deserialize(const std::string& text) {
+  std::istringstream in(text);
+  Samples s;
+  in >> s.wrong;
+  for (double t; in >> t;) s.times_us.push_back(t);
+  return s;
+}
+
+// Worker 0 gets every rank's samples: an iteration takes as long as its slowest rank, the
+// reported time is the median of that, #wrong is summed over the ranks.
+std::optional<Samples> GatherSamples(WorkerJob& job, uint64_t sequence, const Samples& mine,
+                                     double timeout_seconds) {
+  const std::string prefix = "bench/samples/" + std::to_string(sequence) + "/";
+  if (job.rank != 0) {
+    job.store->Set(prefix + std::to_string(job.rank), ToBytes(Serialize(mine)));
+    return std::nullopt;
+  }
+  Samples all = mine;
+  for (int r = 1; r < job.size; ++r) {
+    const std::string key = prefix + std::to_string(r);
+    const Samples theirs = Deserialize(ToString(job.store->Get(
+        key, std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000)))));
+    job.store->Remove(key);
+    all.wrong += theirs.wrong;
+    for (size_t i = 0; i < all.times_us.size() && i < theirs.times_us.size(); ++i) {
+      all.times_us[i] = std::max(all.times_us[i], theirs.times_us[i]);
+    }
+  }
+  return all;
+}
+
+// warm-up + iters iterations, each between barriers; the last one's result is checked.
+void Measure(const BenchOptions& options, const RunSpec& spec, RunBuffers& buffers,
+             Communicator& comm, Samples& samples) {
+  const int total = options.warmup_iters + options.iters;
+  for (int it = 0; it < total; ++it) {
+    const bool checked = it == total - 1;
+    PrepareIteration(spec, buffers, checked);
+    comm.Barrier();
+    const auto start = Clock::now();
+    RunOperation(spec, buffers, comm);
+    const std::chrono::duration<double, std::micro> elapsed = Clock::now() - start;
+    if (it >= options.warmup_iters) samples.times_us.push_back(elapsed.count());
+    if (checked) samples.wrong = std::max(samples.wrong, CountWrongElements(spec, buffers));
+  }
+}
+
+Measurement ToMeasurement(const std::string& backend, const RunSpec& spec, uint64_t bytes,
+                          const Samples& samples) {
+  Measurement m;
+  m.backend = backend;
+  m.op = spec.kind;
+  m.bytes = bytes;
+  m.count = spec.count;
+  m.dtype = DtypeName(spec.dtype);
+  const bool reduces =
+      spec.kind == CollectiveKind::kAllReduce || spec.kind == CollectiveKind::kReduceScatter;
+  m.reduce_op = reduces ? ReduceOpName(spec.reduce_op) : "";
+  m.root = spec.kind == CollectiveKind::kBroadcast ? spec.root : -1;
+  m.in_place = spec.in_place;
+  m.time_us = Median(samples.times_us);
+  m.algbw_gbps = AlgorithmBandwidthGbps(bytes, m.time_us);
+  m.busbw_gbps = m.algbw_gbps * BusBandwidthFactor(spec.kind, spec.ranks);
+  m.wrong = samples.wrong;
+  return m;
+}
+
+int Run(const BenchOptions& options, WorkerJob& job) {
+  std::vector<std::string> backends = options.backends;
+  if (backends.empty()) backends = {kCoreRing};
+  if (options.workers > 0 && options.workers != job.size) {
+    throw UsageError("-n " + std::to_string(options.workers) + " but the job (" + job.source +
+                     ") has " + std::to_string(job.size) + " workers");
+  }
+  if (options.root >= job.size) {
+    throw UsageError("--root " + std::to_string(options.root) + " is not a rank of a job of " +
+                     std::to_string(job.size) + " workers");
+  }
+  std::vector<std::unique_ptr<Communicator>> comms;
+  for (const auto& backend : backends) {
+    comms.push_back(Connect(job, backend, options.timeout_seconds));
+  }
+  const bool leader = job.rank == 0;
+  ResultsWriter writer(
+      options.csv_path, options.plot_path,
+      "chorus-bench: busbw, " + std::to_string(job.size) + " workers, " + DtypeName(options.dtype));
+  if (leader) {
+    writer.Comment("chorus-bench: " + std::to_string(job.size) + " workers (" + job.source +
+                   "), backends " + JoinNames(backends));
+    writer.Comment("dtype " + std::string(DtypeName(options.dtype)) + ", reduce op " +
+                   ReduceOpName(options.reduce_op) + ", warm-up " +
+                   std::to_string(options.warmup_iters) + ", iterations " +
+                   std::to_string(options.iters) + " x " + std::to_string(options.repeats) +
+                   " repeats, backends alternate per size and repeat");
+    writer.Comment(
+        "time: median over iterations of the slowest worker's time, each iteration "
+        "timed between barriers; signature checks off (check_signatures=false)");
+    writer.Comment(
+        "algbw = size / time; busbw = algbw x 2(n-1)/n all_reduce, (n-1)/n "
+        "all_gather and reduce_scatter (size: all n blocks), 1 broadcast");
+  }
+  const size_t element = chorus_dtype_size(options.dtype);
+  const auto sizes = SizeSweep(options.min_bytes, options.max_bytes, options.factor);
+  uint64_t sequence = 0;
+  for (CollectiveKind kind : options.ops) {
+    if (leader) {
+      writer.BeginOperation(std::string(CollectiveName(kind)) +
+                            (kind == CollectiveKind::kBroadcast
+                                 ? " (in place only: the Communicator broadcasts in one buffer)"
+                                 : ""));
+    }
+    RunBuffers buffers;
+    std::vector<bool> placements = {false, true};
+    if (kind == CollectiveKind::kBroadcast) placements = {true};
+    for (size_t si = 0; si < sizes.size(); ++si) {
+      const RowLayout layout = LayoutFor(kind, sizes[si], element, job.size);
+      RunSpec spec{kind,     options.dtype, options.reduce_op, options.root,
+                   job.rank, job.size,      layout.count,      false};
+      FillInputs(spec, buffers);
+      std::map<std::pair<size_t, bool>, Samples> samples;
+      for (int repeat = 0; repeat < options.repeats; ++repeat) {
+        for (size_t k = 0; k < backends.size(); ++k) {
+          const size_t b = (k + si + static_cast<size_t>(repeat)) % backends.size();
+          for (bool in_place : placements) {
+            spec.in_place = in_place;
+            try {
+              Measure(options, spec, buffers, *comms[b], samples[{b, in_place}]);
+            } catch (const Error& e) {
+              const std::string what =
+                  "backend '" + backends[b] + "' failed " + CollectiveName(kind) + " of " +
+                  std::to_string(layout.count) + " " + DtypeName(options.dtype) + ": " + e.what();
+              if (e.status() == CHORUS_UNSUPPORTED || e.status() == CHORUS_INVALID_ARGUMENT) {
+                throw UsageError(what + " (choose another -d, -o or backend)");
+              }
+              throw;
+            }
+          }
+        }
+      }
+      for (size_t b = 0; b < backends.size(); ++b) {
+        std::map<bool, Measurement> row;
+        for (bool in_place : placements) {
+          spec.in_place = in_place;
+          const auto all =
+              GatherSamples(job, sequence++, samples[{b, in_place}], options.timeout_seconds);
+          if (all) row[in_place] = ToMeasurement(backends[b], spec, layout.bytes, *all);
+        }
+        if (leader) writer.Add(row.count(false) ? &row[false] : nullptr, &row[true]);
+      }
+      if (leader) {
+        writer.Progress(std::string(CollectiveName(kind)) + " size " + std::to_string(si + 1) +
+                        "/" + std::to_string(sizes.size()) + " (" + FormatSize(sizes[si]) + ")");
+      }
+    }
+  }
+  comms.front()->Barrier();
+  if (!leader) return 0;
+  writer.Finish();
+  if (options.suggest_rules) {
+    const std::string rules = SuggestAlgorithmRules(writer.rows());
+    std::cout << "#\n# the fastest backend at each size, as rules (--suggest-rules):\n"
+              << "CHORUS_ALGORITHM='" << rules << "'\n";
+  }
+  if (writer.total_wrong() > 0) {
+    std::cerr << "chorus-bench: " << writer.total_wrong()
+              << " wrong elements in total (see the #wrong columns)\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int RunMultiWorkerBench(const BenchOptions& options) {
+  std::string who = "chorus-bench";
+  try {
+    CheckCollectiveBackends(options.backends.empty() ? std::vector<std::string>{kCoreRing}
+                                                     : options.backends);
+    WorkerJob job = JoinJob(options.timeout_seconds);
+    if (job.size > 1) who += " (worker " + std::to_string(job.rank) + ")";
+    const int code = Run(options, job);
+    LeaveJob(job, options.timeout_seconds);
+    return code;
+  } catch (const UsageError& e) {
+    std::cerr << who << ": " << e.what() << "\n";
+    return 2;
+  } catch (const Error& e) {
+    std::cerr << who << ": " << StatusName(e.status()) << ": " << e.what() << "\n";
+    return e.status() == CHORUS_INVALID_ARGUMENT ? 2 : 1;
+  } catch (const std::exception& e) {
+    std::cerr << who << ": " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace chorus::bench

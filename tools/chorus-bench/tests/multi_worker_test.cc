@@ -1,0 +1,128 @@
+// chorus-bench -n N end to end, with real worker processes on 127.0.0.1: the test plugin
+// bench_wrong computes wrong results and must show #wrong > 0, core_ring (and gloo, ring_grpc
+// when built) must show 0; every operation, sizes 0, 1, odd and large, 2 and 3 workers.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <tuple>
+
+#include "bench_process.h"
+
+namespace chorus::bench::testing {
+namespace {
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// workers, operation
+class WrongDetection : public ::testing::TestWithParam<std::tuple<int, std::string>> {};
+
+TEST_P(WrongDetection, WrongBackendHasWrongElementsAndCoreRingNone) {
+  const auto [workers, op] = GetParam();
+  const std::string csv = TempPath("wrong.csv"), svg = TempPath("wrong.svg");
+  // 0, 1, 7, ..., 823543 bytes (odd element counts; the last 200K+ f32).
+  const BenchResult r =
+      RunBench("-n " + std::to_string(workers) + " --backends core_ring,bench_wrong --ops " + op +
+               " -b 0 -e 1M -f 7 -w 1 -i 2 --timeout 60 --csv " + csv + " --plot " + svg);
+  EXPECT_EQ(r.exit_code, 1) << "wrong results must fail the run\n" << r.out << r.err;
+  EXPECT_NE(r.err.find("wrong elements in total"), std::string::npos) << r.err;
+  const auto rows = ReadCsv(csv);
+  const size_t placements = op == "broadcast" ? 1 : 2;
+  ASSERT_EQ(rows.size(), 2 * 9 * placements) << r.out;
+  size_t wrong_rows = 0;
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.op, op);
+    if (row.backend == "core_ring") {
+      EXPECT_EQ(row.wrong, 0u) << row.bytes << (row.in_place ? " in place" : "");
+    } else {
+      ASSERT_EQ(row.backend, "bench_wrong");
+      // Every row with elements is caught (broadcast: every non-root element).
+      if (row.bytes >= 4 * static_cast<uint64_t>(workers)) {
+        EXPECT_GT(row.wrong, 0u) << row.bytes << (row.in_place ? " in place" : "");
+        ++wrong_rows;
+      }
+    }
+  }
+  EXPECT_GE(wrong_rows, 6 * placements);
+  // Only worker 0 prints the table: one line per backend and size.
+  EXPECT_EQ(Count(r.out, "\n  core_ring "), 9u) << r.out;
+  EXPECT_EQ(Count(r.out, "\n  bench_wrong "), 9u) << r.out;
+  EXPECT_NE(r.out.find(std::to_string(workers) + " workers (TFConfigClusterResolver)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(Count(ReadFile(svg), "<polyline"), 2u);
+  std::remove(csv.c_str());
+  std::remove(svg.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, WrongDetection,
+                         ::testing::Combine(::testing::Values(2, 3),
+                                            ::testing::Values("all_reduce", "all_gather",
+                                                              "broadcast", "reduce_scatter")),
+                         [](const auto& info) {
+                           return std::get<1>(info.param) + "_" +
+                                  std::to_string(std::get<0>(info.param));
+                         });
+
+#if defined(CHORUS_HAVE_GLOO) && defined(CHORUS_HAVE_RING_GRPC)
+// The plugins as a benchmark sees them: every operation right, sizes from 0 to odd and large,
+// alternating backends with repeats.
+TEST(Plugins, EveryOperationRightOnEveryBackend) {
+  const std::string csv = TempPath("plugins.csv");
+  const BenchResult r = RunBench(
+      "-n 2 --backends core_ring,gloo,ring_grpc --ops all_reduce,all_gather,broadcast,"
+      "reduce_scatter -b 0 -e 300K -f 49 -w 1 -i 2 -R 2 -d bf16 -o max --timeout 60 --csv " +
+      csv);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto rows = ReadCsv(csv);
+  // Sizes 0, 1, 49, 2401, 117649: per backend 3 ops x 2 placements + broadcast in place.
+  EXPECT_EQ(rows.size(), 3u * 5 * 7);
+  std::set<std::string> backends;
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.wrong, 0u) << row.backend << " " << row.op << " " << row.bytes;
+    EXPECT_EQ(row.dtype, "bf16");
+    backends.insert(row.backend);
+  }
+  EXPECT_EQ(backends, (std::set<std::string>{"core_ring", "gloo", "ring_grpc"}));
+  std::remove(csv.c_str());
+}
+#endif
+
+// --hosts 2: four workers play two hosts of two; the hierarchical core_ring+core_ring (the
+// builtin collective, which needs no plugin) is right at every size, and --suggest-rules prints
+// rules the core parses.
+TEST(Workers, TwoHostsOfTwoWithAHierarchicalBackendAndSuggestedRules) {
+  const std::string csv = TempPath("hosts.csv");
+  const BenchResult r = RunBench(
+      "-n 4 --hosts 2 --backends core_ring+core_ring,core_ring -b 1 -e 200K -f 23 -w 1 "
+      "-i 2 --suggest-rules --timeout 60 --csv " +
+      csv);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto rows = ReadCsv(csv);
+  EXPECT_EQ(rows.size(), 2u * 4 * 2);  // sizes 1, 23, 529, 12167 bytes... up to 200K: 4 sizes
+  for (const auto& row : rows) EXPECT_EQ(row.wrong, 0u) << row.backend << " " << row.bytes;
+  const auto at = r.out.find("CHORUS_ALGORITHM='allreduce:0-");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("-inf=", at), std::string::npos) << r.out;
+  std::remove(csv.c_str());
+}
+
+TEST(Workers, SingleWorkerWithoutAJobRunsAlone) {
+  const std::string csv = TempPath("alone.csv");
+  const BenchResult r = RunBench("--backends core_ring -b 1K -e 4K -f 2 -w 0 -i 1 --csv " + csv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("1 workers (single process)"), std::string::npos) << r.out;
+  const auto rows = ReadCsv(csv);
+  ASSERT_EQ(rows.size(), 6u);
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.wrong, 0u);
+    EXPECT_EQ(row.busbw, 0.0);  // one rank: nothing crosses a bus
+  }
+  std::remove(csv.c_str());
+}
+
+}  // namespace
+}  // namespace chorus::bench::testing

@@ -1,0 +1,39 @@
+// This process's place in a job of workers: from TF_CONFIG (set by chorus-bench -n,
+// chorus-launch or a cluster manager), from mpirun's OMPI_COMM_WORLD_* (or torchrun's)
+// variables, or alone. Worker 0 serves the rendezvous store at its address, as
+// MultiWorkerMirroredStrategy does; every worker connects to it.
+#ifndef CHORUS_TOOLS_BENCH_WORKER_JOB_H_
+#define CHORUS_TOOLS_BENCH_WORKER_JOB_H_
+
+#include <chorus/kv_store.h>
+#include <chorus/rendezvous.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace chorus::bench {
+
+struct WorkerJob {
+  int rank = 0;
+  int size = 1;
+  std::string source;  // "TFConfigClusterResolver", "OpenMpiClusterResolver", "single process"
+  std::string host;    // where peers reach this worker
+  std::vector<std::string> task_names;
+  std::unique_ptr<TcpStoreServer> server;  // worker 0 only
+  std::shared_ptr<KvStore> store;
+};
+
+// Throws chorus::Error when the environment's description is malformed or the store cannot be
+// reached within `timeout_seconds`.
+WorkerJob JoinJob(double timeout_seconds);
+
+// Whether mpirun started this process (OMPI_COMM_WORLD_SIZE is set).
+bool StartedByMpirun();
+
+// Keeps worker 0 (and its store) alive until every worker has said it is done.
+void LeaveJob(WorkerJob& job, double timeout_seconds);
+
+}  // namespace chorus::bench
+
+#endif  // CHORUS_TOOLS_BENCH_WORKER_JOB_H_

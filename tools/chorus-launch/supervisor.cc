@@ -1,0 +1,353 @@
+#include "supervisor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "line_stream.h"
+#include "spawn.h"
+
+extern char** environ;
+
+namespace chorus::launch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+// How long workers get to exit after SIGTERM (or a forwarded signal) before SIGKILL.
+constexpr auto kKillGrace = std::chrono::seconds(5);
+// How long output may still arrive after the last worker exited, from processes it started.
+constexpr auto kDrainGrace = std::chrono::seconds(1);
+
+// Signal handlers only write the signal's number here; the main loop polls the other end.
+int g_signal_pipe[2] = {-1, -1};
+
+extern "C" void OnSignal(int signal) {
+  const int saved_errno = errno;
+  const unsigned char byte = static_cast<unsigned char>(signal);
+  [[maybe_unused]] ssize_t written = write(g_signal_pipe[1], &byte, 1);
+  errno = saved_errno;
+}
+
+void Note(const std::string& text) { WriteAll(STDERR_FILENO, "chorus-launch: " + text + "\n"); }
+
+std::string SignalName(int signal) {
+  const char* name = sigabbrev_np(signal);
+  return name ? std::string("SIG") + name : "signal " + std::to_string(signal);
+}
+
+bool InstallSignalHandlers() {
+  if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return false;
+  struct sigaction action {};
+  action.sa_handler = OnSignal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaction(signal, &action, nullptr);
+  // A reader of our output that goes away must not kill us while workers run.
+  signal(SIGPIPE, SIG_IGN);
+  return true;
+}
+
+struct Worker {
+  int index = 0;
+  pid_t pid = -1;  // also its process group's id
+  bool running = false;
+  std::unique_ptr<LineStream> out;
+  std::unique_ptr<LineStream> err;
+};
+
+class Supervisor {
+ public:
+  explicit Supervisor(const LaunchOptions& options) : options_(options) {}
+  int Run();
+
+ private:
+  void StartAll();
+  bool Start(Worker& worker);
+  void Reap();
+  void OnWorkerExit(Worker& worker, int status);
+  void OnLaunchSignal(int signal);
+  void Stop(int signal);
+  void SignalGroups(int signal);
+  // Handles the time-out, the SIGKILL after the grace, and the end of draining output; false
+  // when the loop is done.
+  bool CheckDeadlines();
+  void PollOnce();
+  void KillLeftovers();
+  bool AnyRunning() const;
+  bool AnyStreamOpen() const;
+
+  const LaunchOptions& options_;
+  std::vector<Worker> workers_;
+  std::optional<int> exit_code_;  // set by the first failure, the time-out or a signal
+  bool stopping_ = false;
+  bool killed_all_ = false;
+  std::optional<Clock::time_point> timeout_at_;
+  std::optional<Clock::time_point> kill_at_;
+  std::optional<Clock::time_point> drain_until_;
+  bool drain_killed_ = false;
+};
+
+int Supervisor::Run() {
+  if (!InstallSignalHandlers()) {
+    Note(std::string("cannot create a pipe: ") + strerror(errno));
+    return 1;
+  }
+#ifdef __linux__
+  // Orphans of the workers become our children, so that we reap them instead of leaving zombies.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+#endif
+  if (options_.timeout_seconds) {
+    timeout_at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(*options_.timeout_seconds));
+  }
+  StartAll();
+  for (;;) {
+    Reap();
+    if (!CheckDeadlines()) break;
+    PollOnce();
+  }
+  KillLeftovers();
+  return exit_code_.value_or(0);
+}
+
+void Supervisor::StartAll() {
+  workers_.resize(options_.ports.size());
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    workers_[i].index = static_cast<int>(i);
+    if (!Start(workers_[i])) {
+      exit_code_ = 127;
+      Stop(SIGTERM);
+      return;
+    }
+  }
+}
+
+bool Supervisor::Start(Worker& worker) {
+  int out[2];
+  int err[2];
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    Note(std::string("cannot create a pipe: ") + strerror(errno));
+    return false;
+  }
+  if (pipe2(err, O_CLOEXEC) != 0) {
+    Note(std::string("cannot create a pipe: ") + strerror(errno));
+    close(out[0]);
+    close(out[1]);
+    return false;
+  }
+  // The worker's environment: ours, with its own TF_CONFIG.
+  std::vector<std::string> env_strings;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    if (strncmp(*entry, "TF_CONFIG=", 10) != 0) env_strings.emplace_back(*entry);
+  }
+  env_strings.push_back("TF_CONFIG=" + WorkerTfConfig(options_.ports, worker.index));
+  std::vector<char*> env;
+  for (std::string& entry : env_strings) env.push_back(entry.data());
+  env.push_back(nullptr);
+  std::vector<std::string> arg_strings = options_.command;
+  std::vector<char*> argv;
+  for (std::string& arg : arg_strings) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  int error = 0;
+  const pid_t pid = SpawnWorker(argv.data(), env.data(), out[1], err[1], &error);
+  close(out[1]);
+  close(err[1]);
+  if (pid < 0) {
+    close(out[0]);
+    close(err[0]);
+    Note("cannot start '" + options_.command[0] + "' for worker " + std::to_string(worker.index) +
+         ": " + strerror(error));
+    return false;
+  }
+  fcntl(out[0], F_SETFL, fcntl(out[0], F_GETFL) | O_NONBLOCK);
+  fcntl(err[0], F_SETFL, fcntl(err[0], F_GETFL) | O_NONBLOCK);
+  const std::string prefix = "[worker " + std::to_string(worker.index) + "] ";
+  worker.pid = pid;
+  worker.running = true;
+  worker.out = std::make_unique<LineStream>(out[0], STDOUT_FILENO, prefix);
+  worker.err = std::make_unique<LineStream>(err[0], STDERR_FILENO, prefix);
+  return true;
+}
+
+void Supervisor::Reap() {
+  for (;;) {
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid < 0 && errno == EINTR) continue;
+    if (pid <= 0) return;
+    for (Worker& worker : workers_) {
+      if (worker.pid == pid && worker.running) OnWorkerExit(worker, status);
+    }
+    // Any other pid was an orphan of a worker, adopted as subreaper: reaped, nothing more.
+  }
+}
+
+void Supervisor::OnWorkerExit(Worker& worker, int status) {
+  worker.running = false;
+  const int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+  if (code == 0 || stopping_) return;
+  std::string text =
+      "worker " + std::to_string(worker.index) + " exited with code " + std::to_string(code);
+  if (WIFSIGNALED(status)) {
+    text +=
+        " (killed by " + SignalName(WTERMSIG(status)) + ": " + strsignal(WTERMSIG(status)) + ")";
+  }
+  Note(text + (AnyRunning() ? "; stopping the others" : ""));
+  exit_code_ = code;
+  Stop(SIGTERM);
+}
+
+void Supervisor::OnLaunchSignal(int signal) {
+  if (!stopping_) {
+    Note("got " + SignalName(signal) + "; passing it to the workers");
+    exit_code_ = 128 + signal;
+    Stop(signal);
+  } else if (!killed_all_) {
+    Note("got " + SignalName(signal) + " while stopping; killing the workers");
+    SignalGroups(SIGKILL);
+  }
+}
+
+void Supervisor::Stop(int signal) {
+  stopping_ = true;
+  SignalGroups(signal);
+  kill_at_ = Clock::now() + kKillGrace;
+}
+
+void Supervisor::SignalGroups(int signal) {
+  if (signal == SIGKILL) killed_all_ = true;
+  // Exited workers' groups too: what they started may still run.
+  for (const Worker& worker : workers_) {
+    if (worker.pid > 0) kill(-worker.pid, signal);
+  }
+}
+
+bool Supervisor::CheckDeadlines() {
+  const Clock::time_point now = Clock::now();
+  if (timeout_at_ && now >= *timeout_at_) {
+    timeout_at_.reset();
+    if (!stopping_) {
+      std::ostringstream seconds;
+      seconds << *options_.timeout_seconds;
+      Note("timed out after " + seconds.str() + " s; stopping the workers");
+      exit_code_ = 124;
+      Stop(SIGTERM);
+    }
+  }
+  if (kill_at_ && now >= *kill_at_) {
+    kill_at_.reset();
+    if (AnyRunning() && !killed_all_) {
+      Note("workers still running " + std::to_string(kKillGrace.count()) +
+           " s after they were asked to stop; killing them");
+      SignalGroups(SIGKILL);
+    }
+  }
+  if (AnyRunning()) return true;
+  if (!AnyStreamOpen()) return false;
+  // Every worker has exited but something they started still holds their output open.
+  if (!drain_until_) {
+    drain_until_ = now + kDrainGrace;
+  } else if (now >= *drain_until_) {
+    if (drain_killed_) return false;
+    if (!killed_all_) Note("killing processes the workers left behind, which hold their output");
+    SignalGroups(SIGKILL);
+    drain_killed_ = true;
+    drain_until_ = now + kDrainGrace;
+  }
+  return true;
+}
+
+void Supervisor::PollOnce() {
+  std::vector<pollfd> fds = {{g_signal_pipe[0], POLLIN, 0}};
+  std::vector<LineStream*> streams;
+  for (Worker& worker : workers_) {
+    for (LineStream* stream : {worker.out.get(), worker.err.get()}) {
+      if (stream && stream->open()) {
+        fds.push_back({stream->fd(), POLLIN, 0});
+        streams.push_back(stream);
+      }
+    }
+  }
+  Clock::time_point wake = Clock::now() + std::chrono::seconds(1);
+  for (const auto& deadline : {timeout_at_, kill_at_, drain_until_}) {
+    if (deadline && *deadline < wake) wake = *deadline;
+  }
+  const auto wait = std::chrono::ceil<std::chrono::milliseconds>(wake - Clock::now());
+  const int ready = poll(fds.data(), fds.size(), std::max<int>(0, static_cast<int>(wait.count())));
+  if (ready <= 0) return;  // time-out, or EINTR: the loop looks again
+  if (fds[0].revents & POLLIN) {
+    unsigned char signals[64];
+    ssize_t n;
+    while ((n = read(g_signal_pipe[0], signals, sizeof(signals))) > 0) {
+      for (ssize_t i = 0; i < n; ++i) {
+        if (signals[i] != SIGCHLD) OnLaunchSignal(signals[i]);
+      }
+    }
+  }
+  for (size_t i = 0; i < streams.size(); ++i) {
+    if (fds[i + 1].revents & (POLLIN | POLLHUP | POLLERR)) streams[i]->ReadAvailable();
+  }
+}
+
+void Supervisor::KillLeftovers() {
+  Reap();  // so that processes that just exited do not count as left behind
+  for (Worker& worker : workers_) {
+    if (worker.out) worker.out->Close();
+    if (worker.err) worker.err->Close();
+    if (worker.pid <= 0 || kill(-worker.pid, 0) != 0) continue;
+    if (!killed_all_) {
+      Note("killing the processes worker " + std::to_string(worker.index) + " left behind");
+    }
+    kill(-worker.pid, SIGKILL);
+  }
+  // Reap what we adopted (and what we just killed), for at most a second.
+  const Clock::time_point give_up = Clock::now() + std::chrono::seconds(1);
+  while (Clock::now() < give_up) {
+    const pid_t pid = waitpid(-1, nullptr, WNOHANG);
+    if (pid < 0 && errno != EINTR) return;  // ECHILD: nothing left
+    if (pid == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+bool Supervisor::AnyRunning() const {
+  for (const Worker& worker : workers_) {
+    if (worker.running) return true;
+  }
+  return false;
+}
+
+bool Supervisor::AnyStreamOpen() const {
+  for (const Worker& worker : workers_) {
+    if ((worker.out && worker.out->open()) || (worker.err && worker.err->open())) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string WorkerTfConfig(const std::vector<int>& ports, int index) {
+  std::string workers;
+  for (size_t i = 0; i < ports.size(); ++i) {
+    workers += (i ? ",\"127.0.0.1:" : "\"127.0.0.1:") + std::to_string(ports[i]) + "\"";
+  }
+  return "{\"cluster\":{\"worker\":[" + workers +
+         "]},\"task\":{\"type\":\"worker\",\"index\":" + std::to_string(index) + "}}";
+}
+
+int RunWorkers(const LaunchOptions& options) { return Supervisor(options).Run(); }
+
+}  // namespace chorus::launch

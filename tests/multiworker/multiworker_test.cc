@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -108,19 +107,7 @@ TEST_P(KilledWorker, TheOthersFailWithPeerLostNamingIt) {
                               ("chorus_started_" + GetParam() + std::to_string(getpid()));
   std::filesystem::remove_all(started);
   std::filesystem::create_directories(started);
-  // Under AddressSanitizer, LeakSanitizer's exit-time tracer crashes (a SIGSEGV inside the
-  // sanitizer, "Tracer caught signal 11") in a survivor that exits after its peer was SIGKILLed
-  // mid-operation over shm; a leak check of the survivors is not what this test is for.
-  const char* asan_now = std::getenv("ASAN_OPTIONS");
-  const std::optional<std::string> asan =
-      asan_now ? std::optional<std::string>(asan_now) : std::nullopt;
-  setenv("ASAN_OPTIONS", (asan.value_or("") + ":detect_leaks=0").c_str(), 1);
   WorkerProcesses processes(3, kWorker, {"long", GetParam(), started});
-  if (asan) {
-    setenv("ASAN_OPTIONS", asan->c_str(), 1);
-  } else {
-    unsetenv("ASAN_OPTIONS");
-  }
   const auto deadline = std::chrono::steady_clock::now() + seconds(60);
   while (std::chrono::steady_clock::now() < deadline &&
          !(std::filesystem::exists(started + "/started-0") &&

@@ -70,6 +70,25 @@ void RequireCudaDevice(const char* what) {
        "); use a CPU backend (reduction_to_one_device, gloo, shm)");
 }
 
+void CheckAsyncErrorsAndAbort(const std::vector<ncclComm_t>& comms,
+                              const std::atomic<bool>& aborted, const std::string& what) {
+  auto abort_all = [&] {
+    for (ncclComm_t comm : comms) ncclCommAbort(comm);
+  };
+  for (ncclComm_t comm : comms) {
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(comm, &async);
+    if (async != ncclSuccess && async != ncclInProgress) {
+      abort_all();
+      CheckNccl(async, nullptr, what);
+    }
+  }
+  if (aborted.load() || HostAbortRequested()) {
+    abort_all();
+    Fail(CHORUS_ABORTED, what, ": aborted");
+  }
+}
+
 void WaitForStreams(const std::vector<int>& devices, const std::vector<cudaStream_t>& streams,
                     const std::vector<ncclComm_t>& comms, int64_t timeout_ms,
                     const std::atomic<bool>& aborted, const std::string& what) {
@@ -86,18 +105,7 @@ void WaitForStreams(const std::vector<int>& devices, const std::vector<cudaStrea
         abort_all();
         CheckCudaCall(state, what);
       }
-      for (ncclComm_t comm : comms) {
-        ncclResult_t async = ncclSuccess;
-        ncclCommGetAsyncError(comm, &async);
-        if (async != ncclSuccess && async != ncclInProgress) {
-          abort_all();
-          CheckNccl(async, nullptr, what);
-        }
-      }
-      if (aborted.load() || HostAbortRequested()) {
-        abort_all();
-        Fail(CHORUS_ABORTED, what, ": aborted");
-      }
+      CheckAsyncErrorsAndAbort(comms, aborted, what);
       if (std::chrono::steady_clock::now() > deadline) {
         abort_all();
         Fail(CHORUS_TIMEOUT, what, ": timed out after ", timeout_ms,

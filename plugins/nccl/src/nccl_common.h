@@ -25,6 +25,12 @@ void CheckCudaCall(cudaError_t error, const std::string& what);
 // Throws UNAVAILABLE naming the reason when this machine has no CUDA device.
 void RequireCudaDevice(const char* what);
 
+// One look at what can end a wait early: an asynchronous NCCL error of any communicator, `aborted`
+// or the host's abort flag. On either it aborts every communicator and throws (PEER_LOST, INTERNAL
+// or ABORTED).
+void CheckAsyncErrorsAndAbort(const std::vector<ncclComm_t>& comms,
+                              const std::atomic<bool>& aborted, const std::string& what);
+
 // Polls until every (device, stream) pair has finished, NCCL reports an asynchronous error, the
 // time-out passes or `aborted` is raised; aborts the communicators on any failure and throws.
 void WaitForStreams(const std::vector<int>& devices, const std::vector<cudaStream_t>& streams,

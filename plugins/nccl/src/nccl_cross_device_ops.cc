@@ -2,7 +2,10 @@
 
 #include <atomic>
 #include <chorus/plugin_sdk.hpp>
+#include <chrono>
 #include <memory>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda_devices.h"
@@ -11,14 +14,39 @@
 struct chorus_cross_device_ops {
   std::vector<int> devices;  // CUDA ordinal of each replica
   std::vector<ncclComm_t> comms;
-  std::vector<cudaStream_t> streams;
+  std::vector<cudaStream_t> streams;  // the ops' own stream on each replica's device
   std::atomic<bool> aborted{false};
-  bool comms_aborted = false;  // a failed wait aborted the communicators: they are gone
+  bool comms_aborted = false;  // a failure aborted the communicators: they are gone
   ~chorus_cross_device_ops() {
+    // Work still queued (a request given up after the caller's time-out) would make
+    // ncclCommDestroy wait for it: abort the communicators instead.
+    bool busy = false;
+    for (size_t i = 0; i < streams.size(); ++i) {
+      cudaSetDevice(devices[i]);
+      if (cudaStreamQuery(streams[i]) == cudaErrorNotReady) busy = true;
+    }
     for (size_t i = 0; i < comms.size(); ++i) {
-      if (!comms_aborted) ncclCommDestroy(comms[i]);
+      if (!comms_aborted) busy ? ncclCommAbort(comms[i]) : ncclCommDestroy(comms[i]);
       cudaSetDevice(devices[i]);
       cudaStreamDestroy(streams[i]);
+    }
+  }
+};
+
+// A request of the nccl cross-device ops (operations given a NULL stream): one CUDA event per
+// replica device, recorded on the ops' stream of that device after the operation's NCCL calls.
+struct chorus_request {
+  chorus_cross_device_ops* ops = nullptr;  // borrowed: free requests before destroying the ops
+  std::string what;                        // "nccl reduce", for messages
+  std::vector<cudaEvent_t> events;         // owned; events[i] is on ops->devices[i]
+  std::chrono::steady_clock::time_point deadline;  // the ops' own limit; then it is aborted
+  bool finished = false;
+  chorus_status status = CHORUS_OK;  // once finished
+  std::string message;               // once finished with an error
+  ~chorus_request() {
+    for (size_t i = 0; i < events.size(); ++i) {
+      cudaSetDevice(ops->devices[i]);
+      cudaEventDestroy(events[i]);
     }
   }
 };
@@ -40,16 +68,118 @@ Ops& Require(Ops* ops, chorus_request** request, const char* what) {
          ": an earlier operation failed and aborted the NCCL communicators; "
          "create the cross-device ops again");
   }
+  // Work enqueued on a caller's stream is watched by no one: its asynchronous errors surface here.
+  try {
+    CheckAsyncErrorsAndAbort(ops->comms, ops->aborted, what);
+  } catch (...) {
+    ops->comms_aborted = true;
+    throw;
+  }
   return *ops;
 }
 
-void RequireNoStream(chorus_stream* stream, const char* what) {
-  if (stream != nullptr) {
-    Fail(CHORUS_UNSUPPORTED, what,
-         ": streams are not supported by the nccl cross-device ops in "
-         "this version; pass NULL");
+// The caller's stream of an argument struct that has the field (NULL: none).
+template <typename Args>
+cudaStream_t CallerStream(const Args& a) {
+  return CHORUS_HAS_FIELD(&a, Args, stream) ? reinterpret_cast<cudaStream_t>(a.stream) : nullptr;
+}
+
+cudaEvent_t RecordEvent(int device, cudaStream_t stream, const char* what) {
+  CheckCudaCall(cudaSetDevice(device), what);
+  cudaEvent_t event = nullptr;
+  CheckCudaCall(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), what);
+  const cudaError_t recorded = cudaEventRecord(event, stream);
+  if (recorded != cudaSuccess) cudaEventDestroy(event);
+  CheckCudaCall(recorded, what);
+  return event;
+}
+
+// Before an operation's NCCL calls: with a caller's stream, the ops' stream of every device
+// waits for what the caller queued before the call.
+void JoinCallerStream(Ops& ops, cudaStream_t caller, const char* what) {
+  if (caller == nullptr) return;
+  int caller_device = 0;
+  CheckCudaCall(cudaStreamGetDevice(caller, &caller_device), what);
+  cudaEvent_t ready = RecordEvent(caller_device, caller, what);
+  cudaError_t error = cudaSuccess;
+  for (size_t r = 0; r < ops.devices.size() && error == cudaSuccess; ++r) {
+    cudaSetDevice(ops.devices[r]);
+    error = cudaStreamWaitEvent(ops.streams[r], ready, 0);
+  }
+  cudaEventDestroy(ready);  // released once it has completed
+  CheckCudaCall(error, what);
+}
+
+// After an operation's NCCL calls were enqueued on the ops' streams. With a caller's stream, the
+// caller's stream waits for every device's part and the call returns: it completed in the sense
+// of plugin.h ("enqueued in stream order"). With NULL, *request is one event per device.
+void CompleteOrThrow(Ops& ops, cudaStream_t caller, const char* what, chorus_request** request) {
+  if (caller != nullptr) {
+    int caller_device = 0;
+    CheckCudaCall(cudaStreamGetDevice(caller, &caller_device), what);
+    for (size_t r = 0; r < ops.devices.size(); ++r) {
+      cudaEvent_t done = RecordEvent(ops.devices[r], ops.streams[r], what);
+      cudaSetDevice(caller_device);
+      const cudaError_t error = cudaStreamWaitEvent(caller, done, 0);
+      cudaEventDestroy(done);
+      CheckCudaCall(error, what);
+    }
+    return;
+  }
+  auto pending = std::make_unique<chorus_request>();
+  pending->ops = &ops;
+  pending->what = what;
+  pending->deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTimeoutMs);
+  for (size_t r = 0; r < ops.devices.size(); ++r) {
+    pending->events.push_back(RecordEvent(ops.devices[r], ops.streams[r], what));
+  }
+  *request = pending.release();
+}
+
+void Complete(Ops& ops, cudaStream_t caller, const char* what, chorus_request** request) {
+  try {
+    CompleteOrThrow(ops, caller, what, request);
+  } catch (...) {
+    // The operation is enqueued but neither a request nor the caller's stream covers it: wait
+    // for it here (or abort it) before failing, so the caller may free its buffers.
+    try {
+      WaitForStreams(ops.devices, ops.streams, ops.comms, kTimeoutMs, ops.aborted, what);
+    } catch (...) {
+      ops.comms_aborted = true;
+    }
+    throw;
   }
 }
+
+// Scratch device memory for an operation, allocated and freed in the order of the ops' streams
+// (cudaMallocAsync/cudaFreeAsync), so that freeing it never races the NCCL kernels using it.
+class Scratch {
+ public:
+  Scratch() = default;
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  ~Scratch() {
+    for (const Block& b : blocks_) {
+      cudaSetDevice(b.device);
+      cudaFreeAsync(b.data, b.stream);
+    }
+  }
+  void* Allocate(int device, cudaStream_t stream, size_t bytes, const char* what) {
+    CheckCudaCall(cudaSetDevice(device), what);
+    void* data = nullptr;
+    CheckCudaCall(cudaMallocAsync(&data, bytes, stream), what);
+    blocks_.push_back({device, stream, data});
+    return data;
+  }
+
+ private:
+  struct Block {
+    int device;
+    cudaStream_t stream;
+    void* data;
+  };
+  std::vector<Block> blocks_;
+};
 
 // Index of the replica on `device`; throws when none is.
 size_t ReplicaOf(const Ops& ops, uint32_t device, const char* what) {
@@ -59,19 +189,9 @@ size_t ReplicaOf(const Ops& ops, uint32_t device, const char* what) {
   Fail(CHORUS_INVALID_ARGUMENT, what, ": device ", device, " is not one of this op's devices");
 }
 
-void Wait(Ops& ops, const char* what) {
-  try {
-    WaitForStreams(ops.devices, ops.streams, ops.comms, kTimeoutMs, ops.aborted, what);
-  } catch (...) {
-    ops.comms_aborted = true;
-    throw;
-  }
-}
-
 // Enqueues one reduce: an all-reduce across the replicas' inputs into the output on each
 // replica's device (a scratch buffer where a device has no output).
-void EnqueueReduce(Ops& ops, const chorus_reduce_args& a,
-                   std::vector<std::unique_ptr<void, void (*)(void*)>>& scratch) {
+void EnqueueReduce(Ops& ops, const chorus_reduce_args& a, Scratch& scratch) {
   sdk::RequireDtype(a.dtype, "nccl reduce");
   const ncclRedOp_t op = NcclOp(a.op);
   if (a.num_inputs != ops.devices.size() || a.inputs == nullptr) {
@@ -99,11 +219,7 @@ void EnqueueReduce(Ops& ops, const chorus_reduce_args& a,
   }
   for (size_t r = 0; r < recv.size(); ++r) {
     if (recv[r] != nullptr) continue;
-    void* p = nullptr;
-    cudaSetDevice(ops.devices[r]);
-    CheckCudaCall(cudaMalloc(&p, bytes), "nccl reduce scratch");
-    scratch.emplace_back(p, [](void* q) { cudaFree(q); });
-    recv[r] = p;
+    recv[r] = scratch.Allocate(ops.devices[r], ops.streams[r], bytes, "nccl reduce scratch");
   }
   for (size_t r = 0; r < ops.devices.size(); ++r) {
     CheckNccl(ncclAllReduce(send[r], recv[r], a.count, NcclType(a.dtype), op, ops.comms[r],
@@ -166,23 +282,31 @@ chorus_status Create(const chorus_cross_device_ops_create_args* args,
 
 void Destroy(chorus_cross_device_ops* ops) { delete ops; }
 
+// Runs one operation: joins the caller's stream, enqueues `calls` (the NCCL calls) as one NCCL
+// group on the ops' streams, and completes through the caller's stream or a request.
+template <typename Calls>
+void RunGroup(Ops& ops, cudaStream_t caller, const char* what, chorus_request** request,
+              Calls&& calls) {
+  JoinCallerStream(ops, caller, what);
+  CheckNccl(ncclGroupStart(), nullptr, what);
+  try {
+    calls();
+  } catch (...) {
+    ncclGroupEnd();
+    throw;
+  }
+  CheckNccl(ncclGroupEnd(), nullptr, what);
+  Complete(ops, caller, what, request);
+}
+
 chorus_status Reduce(chorus_cross_device_ops* ops, const chorus_reduce_args* args,
                      chorus_request** request) {
   return Guard([&] {
     Ops& o = Require(ops, request, "nccl reduce");
     const auto& a =
         sdk::RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_reduce_args, num_outputs), "nccl reduce");
-    if (CHORUS_HAS_FIELD(&a, chorus_reduce_args, stream)) RequireNoStream(a.stream, "nccl reduce");
-    std::vector<std::unique_ptr<void, void (*)(void*)>> scratch;
-    CheckNccl(ncclGroupStart(), nullptr, "nccl reduce");
-    try {
-      EnqueueReduce(o, a, scratch);
-    } catch (...) {
-      ncclGroupEnd();
-      throw;
-    }
-    CheckNccl(ncclGroupEnd(), nullptr, "nccl reduce");
-    Wait(o, "nccl reduce");
+    Scratch scratch;  // freed in stream order after the group
+    RunGroup(o, CallerStream(a), "nccl reduce", request, [&] { EnqueueReduce(o, a, scratch); });
   });
 }
 
@@ -192,26 +316,18 @@ chorus_status BatchReduce(chorus_cross_device_ops* ops, const chorus_batch_reduc
     Ops& o = Require(ops, request, "nccl batch_reduce");
     const auto& a = sdk::RequireArgs(
         args, CHORUS_STRUCT_SIZE(chorus_batch_reduce_args, num_reduces), "nccl batch_reduce");
-    if (CHORUS_HAS_FIELD(&a, chorus_batch_reduce_args, stream)) {
-      RequireNoStream(a.stream, "nccl batch_reduce");
-    }
     if (a.num_reduces > 0 && a.reduces == nullptr) {
       Fail(CHORUS_INVALID_ARGUMENT, "nccl batch_reduce: reduces is NULL");
     }
-    std::vector<std::unique_ptr<void, void (*)(void*)>> scratch;
-    CheckNccl(ncclGroupStart(), nullptr, "nccl batch_reduce");
-    try {
+    Scratch scratch;
+    // plugin.h: the batch's stream orders the whole batch; the reduces' own are ignored.
+    RunGroup(o, CallerStream(a), "nccl batch_reduce", request, [&] {
       for (size_t i = 0; i < a.num_reduces; ++i) {
         const auto& r = sdk::RequireArgs(
             a.reduces[i], CHORUS_STRUCT_SIZE(chorus_reduce_args, num_outputs), "nccl batch_reduce");
         EnqueueReduce(o, r, scratch);
       }
-    } catch (...) {
-      ncclGroupEnd();
-      throw;
-    }
-    CheckNccl(ncclGroupEnd(), nullptr, "nccl batch_reduce");
-    Wait(o, "nccl batch_reduce");
+    });
   });
 }
 
@@ -221,9 +337,6 @@ chorus_status Broadcast(chorus_cross_device_ops* ops, const chorus_broadcast_arg
     Ops& o = Require(ops, request, "nccl broadcast");
     const auto& a = sdk::RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_broadcast_args, num_outputs),
                                      "nccl broadcast");
-    if (CHORUS_HAS_FIELD(&a, chorus_broadcast_args, stream)) {
-      RequireNoStream(a.stream, "nccl broadcast");
-    }
     sdk::RequireDtype(a.dtype, "nccl broadcast");
     if (a.num_outputs != o.devices.size() || a.outputs == nullptr) {
       Fail(CHORUS_UNSUPPORTED, "nccl broadcast: needs one output on each of the ", o.devices.size(),
@@ -235,14 +348,14 @@ chorus_status Broadcast(chorus_cross_device_ops* ops, const chorus_broadcast_arg
     for (size_t i = 0; i < a.num_outputs; ++i) {
       data[ReplicaOf(o, a.outputs[i].device, "nccl broadcast output")] = a.outputs[i].data;
     }
-    CheckNccl(ncclGroupStart(), nullptr, "nccl broadcast");
-    for (size_t r = 0; r < o.devices.size(); ++r) {
-      const void* send = r == root ? a.source.data : data[r];
-      ncclBroadcast(send, data[r], a.count, NcclType(a.dtype), static_cast<int>(root), o.comms[r],
-                    o.streams[r]);
-    }
-    CheckNccl(ncclGroupEnd(), nullptr, "nccl broadcast");
-    Wait(o, "nccl broadcast");
+    RunGroup(o, CallerStream(a), "nccl broadcast", request, [&] {
+      for (size_t r = 0; r < o.devices.size(); ++r) {
+        const void* send = r == root ? a.source.data : data[r];
+        CheckNccl(ncclBroadcast(send, data[r], a.count, NcclType(a.dtype), static_cast<int>(root),
+                                o.comms[r], o.streams[r]),
+                  o.comms[r], "nccl broadcast");
+      }
+    });
   });
 }
 
@@ -252,9 +365,6 @@ chorus_status AllGather(chorus_cross_device_ops* ops, const chorus_all_gather_ar
     Ops& o = Require(ops, request, "nccl all_gather");
     const auto& a = sdk::RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_all_gather_args, num_outputs),
                                      "nccl all_gather");
-    if (CHORUS_HAS_FIELD(&a, chorus_all_gather_args, stream)) {
-      RequireNoStream(a.stream, "nccl all_gather");
-    }
     sdk::RequireDtype(a.dtype, "nccl all_gather");
     if (a.num_inputs != o.devices.size() || a.num_outputs != o.devices.size() ||
         a.inputs == nullptr || a.outputs == nullptr || a.counts == nullptr) {
@@ -268,26 +378,114 @@ chorus_status AllGather(chorus_cross_device_ops* ops, const chorus_all_gather_ar
       }
     }
     if (a.counts[0] == 0) return;
-    CheckNccl(ncclGroupStart(), nullptr, "nccl all_gather");
+    std::vector<void*> out(a.num_inputs, nullptr);
     for (size_t i = 0; i < a.num_inputs; ++i) {
       const size_t r = ReplicaOf(o, a.inputs[i].device, "nccl all_gather input");
       if (r != i) {
         Fail(CHORUS_UNSUPPORTED, "nccl all_gather: input ", i, " is on replica ", r,
              "'s device; NCCL gathers in replica order, so give the inputs in that order");
       }
-      void* out = nullptr;
       for (size_t k = 0; k < a.num_outputs; ++k) {
-        if (a.outputs[k].device == a.inputs[i].device) out = a.outputs[k].data;
+        if (a.outputs[k].device == a.inputs[i].device) out[i] = a.outputs[k].data;
       }
-      ncclAllGather(a.inputs[i].data, out, a.counts[0], NcclType(a.dtype), o.comms[r],
-                    o.streams[r]);
+      if (out[i] == nullptr) {
+        Fail(CHORUS_UNSUPPORTED, "nccl all_gather: no output on device ", a.inputs[i].device);
+      }
     }
-    CheckNccl(ncclGroupEnd(), nullptr, "nccl all_gather");
-    Wait(o, "nccl all_gather");
+    RunGroup(o, CallerStream(a), "nccl all_gather", request, [&] {
+      for (size_t i = 0; i < a.num_inputs; ++i) {
+        CheckNccl(ncclAllGather(a.inputs[i].data, out[i], a.counts[0], NcclType(a.dtype),
+                                o.comms[i], o.streams[i]),
+                  o.comms[i], "nccl all_gather");
+      }
+    });
   });
 }
 
+// ---- requests --------------------------------------------------------------------------------
+
+// One look at a request; true once it has finished (r.status says how). A failure or the ops'
+// own time-out aborts the communicators, so nothing keeps writing the caller's buffers.
+bool Poll(chorus_request& r) {
+  if (r.finished) return true;
+  Ops& ops = *r.ops;
+  auto abort_all = [&] {
+    if (!ops.comms_aborted) {
+      for (ncclComm_t comm : ops.comms) ncclCommAbort(comm);
+    }
+    ops.comms_aborted = true;
+  };
+  try {
+    if (ops.comms_aborted) {
+      Fail(CHORUS_ABORTED, r.what, ": the NCCL communicators were aborted by an earlier failure");
+    }
+    bool done = true;
+    for (size_t i = 0; i < r.events.size() && done; ++i) {
+      cudaSetDevice(ops.devices[i]);
+      const cudaError_t state = cudaEventQuery(r.events[i]);
+      if (state == cudaErrorNotReady) done = false;
+      if (state != cudaSuccess && state != cudaErrorNotReady) {
+        abort_all();
+        CheckCudaCall(state, r.what);
+      }
+    }
+    if (done) {
+      r.finished = true;
+      return true;
+    }
+    try {
+      CheckAsyncErrorsAndAbort(ops.comms, ops.aborted, r.what);
+    } catch (...) {
+      ops.comms_aborted = true;
+      throw;
+    }
+    if (std::chrono::steady_clock::now() > r.deadline) {
+      abort_all();
+      Fail(CHORUS_TIMEOUT, r.what, ": timed out after ", kTimeoutMs,
+           " ms; the NCCL communicators were aborted");
+    }
+    return false;
+  } catch (const sdk::Error& e) {
+    r.finished = true;
+    r.status = e.status();
+    r.message = e.what();
+    return true;
+  }
+}
+
+chorus_status Finished(const chorus_request& r) {
+  return r.status == CHORUS_OK ? CHORUS_OK : sdk::SetError(r.status, r.message);
+}
+
 }  // namespace
+
+chorus_status CrossDeviceOpsRequestTest(chorus_request* request, int* done) {
+  if (request == nullptr || done == nullptr) {
+    return sdk::SetError(CHORUS_INVALID_ARGUMENT, "nccl request_test: request or done is NULL");
+  }
+  *done = Poll(*request) ? 1 : 0;
+  return *done ? Finished(*request) : CHORUS_OK;
+}
+
+chorus_status CrossDeviceOpsRequestWait(chorus_request* request, int64_t timeout_ms) {
+  if (request == nullptr) {
+    return sdk::SetError(CHORUS_INVALID_ARGUMENT, "nccl request_wait: request is NULL");
+  }
+  const auto start = std::chrono::steady_clock::now();
+  for (int polls = 0;; ++polls) {
+    if (Poll(*request)) return Finished(*request);
+    if (timeout_ms >= 0 &&
+        std::chrono::steady_clock::now() - start > std::chrono::milliseconds(timeout_ms)) {
+      return sdk::SetError(CHORUS_TIMEOUT, request->what + ": not finished within " +
+                                               std::to_string(timeout_ms) +
+                                               " ms; it is still running (wait again, or "
+                                               "destroy the cross-device ops to abort it)");
+    }
+    if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+void CrossDeviceOpsRequestFree(chorus_request* request) { delete request; }
 
 const chorus_cross_device_ops_api* NcclCrossDeviceOpsTable() {
   static const chorus_cross_device_ops_api table = {

@@ -29,17 +29,6 @@ void Shutdown() { SetHost(nullptr); }
 
 const char* LastError() { return sdk::LastError(); }
 
-constexpr const char* kNoRequests =
-    "nccl: this plugin completes every operation before returning (or enqueues it on the "
-    "caller's stream) and never hands out a request";
-chorus_status RequestTest(chorus_request*, int*) {
-  return sdk::SetError(CHORUS_INVALID_ARGUMENT, kNoRequests);
-}
-chorus_status RequestWait(chorus_request*, int64_t) {
-  return sdk::SetError(CHORUS_INVALID_ARGUMENT, kNoRequests);
-}
-void RequestFree(chorus_request*) {}
-
 const chorus_plugin& Table() {
   static const chorus_plugin table = {
       .struct_size = sizeof(chorus_plugin),
@@ -51,9 +40,9 @@ const chorus_plugin& Table() {
       .init = Init,
       .shutdown = Shutdown,
       .last_error = LastError,
-      .request_test = RequestTest,
-      .request_wait = RequestWait,
-      .request_free = RequestFree,
+      .request_test = CrossDeviceOpsRequestTest,  // the collective hands out no requests
+      .request_wait = CrossDeviceOpsRequestWait,
+      .request_free = CrossDeviceOpsRequestFree,
       .device_enumerator = CudaDevicesTable(),
       .cross_device_ops = NcclCrossDeviceOpsTable(),
       .collective = NcclCollectiveTable(),

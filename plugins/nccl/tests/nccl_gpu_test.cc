@@ -1,16 +1,22 @@
 // The nccl plugin on a GPU (label gpu; every test skips, saying so, without one): the cuda
 // enumerator's reduce and divide kernels for every dtype and op against the core's host kernels,
-// NCCL cross-device all-reduce over every local GPU, and the NCCL collective with one rank per
-// communicator (NCCL allows one rank per GPU, so with one GPU the communicator has size 1).
+// NCCL cross-device all-reduce over every local GPU (through the core, through a request, and on
+// the caller's stream), MirroredStrategy on the GPUs as a trainer gets it by default, and the
+// NCCL collective with one rank per communicator (NCCL allows one rank per GPU, so with one GPU
+// the communicator has size 1).
 #include <chorus/communicator.h>
 #include <chorus/cross_device_ops.h>
 #include <chorus/device.h>
 #include <chorus/kv_store.h>
+#include <chorus/optimizer.h>
 #include <chorus/registry.h>
+#include <chorus/strategies.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 namespace chorus {
@@ -107,6 +113,167 @@ TEST(NcclGpu, CrossDeviceAllReduceOverEveryLocalGpu) {
     EXPECT_EQ(host.front(), n * (n + 1) / 2);
     EXPECT_EQ(host.back(), n * (n + 1) / 2);
     gpu->Deallocate(i, buffers[i]);
+  }
+}
+
+// The plugin's cross-device ops over every local GPU, driven through plugin.h directly.
+class RawNcclOps {
+ public:
+  RawNcclOps()
+      : plugin_(NcclRegistry().FindPlugin("nccl")), gpu_(DeviceEnumerator::Create(plugin_)) {
+    for (uint32_t i = 0; i < gpu_->count(); ++i) indices_.push_back(i);
+    chorus_cross_device_ops_create_args args{};
+    args.struct_size = sizeof(args);
+    args.devices_api = &gpu_->api();
+    args.devices = gpu_->context();
+    args.device_indices = indices_.data();
+    args.num_devices = indices_.size();
+    EXPECT_EQ(api().create(&args, &ops_), CHORUS_OK) << plugin_->LastError();
+  }
+  ~RawNcclOps() {
+    if (ops_ != nullptr) api().destroy(ops_);
+  }
+  const chorus_cross_device_ops_api& api() const { return *plugin_->cross_device_ops(); }
+  const chorus_plugin& table() const { return plugin_->table(); }
+  const PluginLibrary& plugin() const { return *plugin_; }
+  chorus_cross_device_ops* ops() const { return ops_; }
+  DeviceEnumerator& gpu() const { return *gpu_; }
+
+ private:
+  std::shared_ptr<PluginLibrary> plugin_;
+  std::shared_ptr<DeviceEnumerator> gpu_;
+  std::vector<uint32_t> indices_;
+  chorus_cross_device_ops* ops_ = nullptr;
+};
+
+// In-place all-reduce arguments over one buffer of `count` floats per GPU.
+chorus_reduce_args AllReduceArgs(const std::vector<chorus_buffer>& buffers, size_t count) {
+  chorus_reduce_args args{};
+  args.struct_size = sizeof(args);
+  args.dtype = CHORUS_F32;
+  args.op = CHORUS_REDUCE_SUM;
+  args.count = count;
+  args.inputs = buffers.data();
+  args.num_inputs = buffers.size();
+  args.outputs = buffers.data();
+  args.num_outputs = buffers.size();
+  return args;
+}
+
+TEST(NcclGpu, CrossDeviceOpsWithoutAStreamCompleteThroughARequest) {
+  SKIP_WITHOUT_GPU();
+  RawNcclOps raw;
+  ASSERT_NE(raw.ops(), nullptr);
+  const uint32_t n = raw.gpu().count();
+  constexpr size_t kCount = (1 << 22) + 3;  // 16 MiB and odd, so that the wait is not instant
+  std::vector<chorus_buffer> buffers;
+  for (uint32_t i = 0; i < n; ++i) {
+    std::vector<float> host(kCount, static_cast<float>(i + 1));
+    void* p = raw.gpu().Allocate(i, kCount * sizeof(float));
+    raw.gpu().Copy(i, p, CHORUS_HOST_DEVICE, host.data(), kCount * sizeof(float));
+    buffers.push_back({i, p});
+  }
+  const chorus_reduce_args args = AllReduceArgs(buffers, kCount);
+  chorus_request* request = nullptr;
+  ASSERT_EQ(raw.api().reduce(raw.ops(), &args, &request), CHORUS_OK) << raw.plugin().LastError();
+  ASSERT_NE(request, nullptr) << "a NULL stream hands out a request backed by events";
+  int done = 0;
+  ASSERT_EQ(raw.table().request_test(request, &done), CHORUS_OK) << raw.plugin().LastError();
+  ASSERT_EQ(raw.table().request_wait(request, 60000), CHORUS_OK) << raw.plugin().LastError();
+  ASSERT_EQ(raw.table().request_test(request, &done), CHORUS_OK);
+  EXPECT_EQ(done, 1);
+  raw.table().request_free(request);
+  const float expected = static_cast<float>(n) * static_cast<float>(n + 1) / 2;
+  for (uint32_t i = 0; i < n; ++i) {
+    std::vector<float> host(kCount);
+    raw.gpu().Copy(CHORUS_HOST_DEVICE, host.data(), i, buffers[i].data, kCount * sizeof(float));
+    EXPECT_EQ(host.front(), expected);
+    EXPECT_EQ(host[kCount / 2], expected);
+    EXPECT_EQ(host.back(), expected);
+    raw.gpu().Deallocate(i, buffers[i].data);
+  }
+}
+
+// The inputs are written, reduced and read back only through the caller's stream: if the
+// operation did not wait for the stream's earlier copies, or the stream for the operation, the
+// results would be the initial zeros or the unreduced inputs.
+TEST(NcclGpu, CrossDeviceOpsOnTheCallersStreamAreOrderedByIt) {
+  SKIP_WITHOUT_GPU();
+  RawNcclOps raw;
+  ASSERT_NE(raw.ops(), nullptr);
+  const uint32_t n = raw.gpu().count();
+  constexpr size_t kCount = 1 << 24;  // 64 MiB per GPU
+  constexpr size_t kBytes = kCount * sizeof(float);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  std::vector<chorus_buffer> buffers;
+  std::vector<float*> pinned;
+  for (uint32_t i = 0; i < n; ++i) {
+    float* host = nullptr;
+    ASSERT_EQ(cudaMallocHost(&host, kBytes), cudaSuccess);
+    std::fill(host, host + kCount, static_cast<float>(i + 1));
+    pinned.push_back(host);
+    void* p = raw.gpu().Allocate(i, kBytes);
+    ASSERT_EQ(cudaMemsetAsync(p, 0, kBytes, stream), cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(p, host, kBytes, cudaMemcpyDefault, stream), cudaSuccess);
+    buffers.push_back({i, p});
+  }
+  chorus_reduce_args args = AllReduceArgs(buffers, kCount);
+  args.stream = reinterpret_cast<chorus_stream*>(stream);
+  chorus_request* request = nullptr;
+  ASSERT_EQ(raw.api().reduce(raw.ops(), &args, &request), CHORUS_OK) << raw.plugin().LastError();
+  EXPECT_EQ(request, nullptr) << "with a stream the call completes when enqueued";
+  for (uint32_t i = 0; i < n; ++i) {
+    ASSERT_EQ(cudaMemcpyAsync(pinned[i], buffers[i].data, kBytes, cudaMemcpyDefault, stream),
+              cudaSuccess);
+  }
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  const float expected = static_cast<float>(n) * static_cast<float>(n + 1) / 2;
+  for (uint32_t i = 0; i < n; ++i) {
+    EXPECT_EQ(pinned[i][0], expected);
+    EXPECT_EQ(pinned[i][kCount - 1], expected);
+    cudaFreeHost(pinned[i]);
+    raw.gpu().Deallocate(i, buffers[i].data);
+  }
+  cudaStreamDestroy(stream);
+}
+
+// MirroredStrategy with no arguments on a GPU machine: one replica per CUDA device and the nccl
+// cross-device ops (tf.distribute's default rule); replicas all-reduce in replica context and one
+// SGD step updates every copy of a mirrored variable alike.
+TEST(NcclGpu, MirroredStrategyOnTheGpusPicksNcclAndTrains) {
+  SKIP_WITHOUT_GPU();
+  MirroredStrategy strategy;
+  const int n = GpuCount();
+  ASSERT_EQ(strategy.num_replicas_in_sync(), n);
+  for (const Device& device : strategy.devices()) {
+    EXPECT_EQ(device.enumerator->platform(), "cuda");
+  }
+  EXPECT_EQ(strategy.cross_device_ops().name(), "nccl");
+  const float sum = static_cast<float>(n) * static_cast<float>(n + 1) / 2;
+  Variable w;
+  {
+    auto scope = strategy.scope();
+    VariableSpec spec;
+    spec.name = "w";
+    w = Variable::Create(spec, {3}, {1, 2, 3});
+  }
+  SGD sgd(0.5f);
+  strategy.run([&](ReplicaContext& ctx) {
+    const float id = static_cast<float>(ctx.replica_id_in_sync_group() + 1);
+    const Tensor mine = Tensor::FromVector(ctx.device(), {1001}, std::vector<float>(1001, id));
+    const Tensor total = ctx.all_reduce(CHORUS_REDUCE_SUM, mine);
+    EXPECT_EQ(total.device(), ctx.device());
+    EXPECT_EQ(total.ToVector(), std::vector<float>(1001, sum));
+    // Gradient (id, id, id) on each replica: the step subtracts 0.5 * sum from every weight.
+    sgd.apply_gradients({{Tensor::FromVector(ctx.device(), {3}, {id, id, id}), w}});
+  });
+  ASSERT_EQ(w.components().size(), static_cast<size_t>(n));
+  for (const Tensor& copy : w.components()) {
+    EXPECT_EQ(copy.device().enumerator->platform(), "cuda");
+    EXPECT_EQ(copy.ToVector(),
+              (std::vector<float>{1 - 0.5f * sum, 2 - 0.5f * sum, 3 - 0.5f * sum}));
   }
 }
 

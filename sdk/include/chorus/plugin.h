@@ -22,9 +22,11 @@
  *    dtype, say) read by older C++ code is not undefined behaviour. Reject values you do not
  *    know. Negative values are never valid; a caller must not pass them.
  *  - Streams: a chorus_stream belongs to the enumerator in use and orders work on every device
- *    an operation touches (for CUDA, an enumerator-defined set of per-device streams). With a
- *    non-NULL stream, "completes" means "is enqueued in stream order"; with NULL it means
- *    "has finished". batch_reduce uses the batch's stream and ignores its reduces' own.
+ *    an operation touches (for cuda: one cudaStream_t; an operation over several devices starts
+ *    each device's part after the stream's earlier work and makes the stream wait for every
+ *    part, through events). With a non-NULL stream, "completes" means "is enqueued in stream
+ *    order"; with NULL it means "has finished". batch_reduce uses the batch's stream and ignores
+ *    its reduces' own.
  *  - Out-pointers (chorus_request**, the `out` of create calls) are never NULL.
  *  - Time-outs are in milliseconds; a negative value means "no time-out" and is used only where
  *    a comment allows it. Every blocking call takes one.

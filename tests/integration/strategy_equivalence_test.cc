@@ -20,7 +20,8 @@ struct TrainedRun {
   double final_train_loss = 0;
 };
 
-TrainedRun Train(Kind kind, uint32_t replicas, const std::string& cross_device_ops, int64_t train_size) {
+TrainedRun Train(Kind kind, uint32_t replicas, const std::string& cross_device_ops,
+                 int64_t train_size) {
   static const TrainAndTest data =
       GenerateSyntheticData(/*seed=*/7, kSteps * kGlobalBatch / 2, 128);
   const std::unique_ptr<chorus::Strategy> strategy = MakeStrategy(kind, replicas, cross_device_ops);

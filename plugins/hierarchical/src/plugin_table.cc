@@ -80,15 +80,7 @@ chorus_status AllGather(chorus_cross_device_ops* ops, const chorus_all_gather_ar
 
 chorus_status Init(const chorus_host* host) {
   return Guard([&] {
-    if (host == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "hierarchical init: host is NULL");
-    if (host->struct_size < CHORUS_STRUCT_SIZE(chorus_host, abi_minor)) {
-      Fail(CHORUS_INVALID_ARGUMENT, "hierarchical init: host struct_size ", host->struct_size,
-           " is too small");
-    }
-    if (host->abi_major != CHORUS_ABI_MAJOR) {
-      Fail(CHORUS_UNSUPPORTED, "hierarchical init: built for chorus ABI ", CHORUS_ABI_MAJOR,
-           ".x, the core speaks ", host->abi_major, ".", host->abi_minor);
-    }
+    sdk::RequireHost(host, "hierarchical");
     SetHost(host);
   });
 }

@@ -15,11 +15,7 @@ using sdk::Fail;
 
 chorus_status Init(const chorus_host* host) {
   return sdk::Guard([&] {
-    if (host == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "mpi init: host is NULL");
-    if (host->abi_major != CHORUS_ABI_MAJOR) {
-      Fail(CHORUS_UNSUPPORTED, "mpi init: built for chorus ABI ", CHORUS_ABI_MAJOR,
-           ".x, the core speaks ", host->abi_major, ".", host->abi_minor);
-    }
+    sdk::RequireHost(host, "mpi");
     if (!CHORUS_HAS_FIELD(host, chorus_host, reduce_host) || host->reduce_host == nullptr) {
       Fail(CHORUS_UNSUPPORTED, "mpi init: the core offers no reduce_host service");
     }

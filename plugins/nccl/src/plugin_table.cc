@@ -16,11 +16,7 @@ using sdk::Fail;
 
 chorus_status Init(const chorus_host* host) {
   return sdk::Guard([&] {
-    if (host == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "nccl init: host is NULL");
-    if (host->abi_major != CHORUS_ABI_MAJOR) {
-      Fail(CHORUS_UNSUPPORTED, "nccl init: built for chorus ABI ", CHORUS_ABI_MAJOR,
-           ".x, the core speaks ", host->abi_major, ".", host->abi_minor);
-    }
+    sdk::RequireHost(host, "nccl");
     SetHost(host);
   });
 }

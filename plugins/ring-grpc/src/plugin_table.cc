@@ -193,7 +193,7 @@ void Abort(chorus_communicator* comm) {
 
 chorus_status Init(const chorus_host* host) {
   return Guard([&] {
-    if (host == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "ring-grpc init: host is NULL");
+    sdk::RequireHost(host, "ring-grpc");
     SetHost(host);
   });
 }
@@ -201,15 +201,6 @@ chorus_status Init(const chorus_host* host) {
 void Shutdown() { SetHost(nullptr); }
 
 const char* LastError() { return sdk::LastError(); }
-
-// Every operation completes before it returns, so no request ever exists.
-chorus_status RequestTest(chorus_request*, int*) {
-  return sdk::SetError(CHORUS_INVALID_ARGUMENT, "ring-grpc returns no requests");
-}
-chorus_status RequestWait(chorus_request*, int64_t) {
-  return sdk::SetError(CHORUS_INVALID_ARGUMENT, "ring-grpc returns no requests");
-}
-void RequestFree(chorus_request*) {}
 
 const chorus_collective_api kCollective = {
     .struct_size = sizeof(chorus_collective_api),
@@ -236,9 +227,9 @@ const chorus_plugin kPlugin = {
     .init = Init,
     .shutdown = Shutdown,
     .last_error = LastError,
-    .request_test = RequestTest,
-    .request_wait = RequestWait,
-    .request_free = RequestFree,
+    .request_test = sdk::NoRequestTest,
+    .request_wait = sdk::NoRequestWait,
+    .request_free = sdk::NoRequestFree,
     .device_enumerator = nullptr,
     .cross_device_ops = nullptr,
     .collective = &kCollective,

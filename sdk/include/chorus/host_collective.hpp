@@ -107,17 +107,6 @@ class HostCollective {
   }
 };
 
-// The requests of a plugin that never hands one out: every call is INVALID_ARGUMENT.
-inline chorus_status NoRequestTest(chorus_request*, int*) {
-  return SetError(CHORUS_INVALID_ARGUMENT,
-                  "this plugin completes every operation before returning and never hands out a "
-                  "request");
-}
-inline chorus_status NoRequestWait(chorus_request*, int64_t) {
-  return NoRequestTest(nullptr, nullptr);
-}
-inline void NoRequestFree(chorus_request*) {}
-
 // The collective table for `Impl`; `name` (static) is what CHORUS_COMMUNICATION selects and what
 // messages start with.
 template <typename Impl>

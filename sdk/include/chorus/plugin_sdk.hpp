@@ -81,6 +81,32 @@ const Args& RequireArgs(const Args* args, size_t needed, const char* what) {
   return *args;
 }
 
+// The checks every init() starts with: a host, large enough to read its version, of this
+// plugin's ABI major. `plugin` names the plugin in the messages.
+inline const chorus_host& RequireHost(const chorus_host* host, const char* plugin) {
+  if (host == nullptr) Fail(CHORUS_INVALID_ARGUMENT, plugin, " init: host is NULL");
+  if (host->struct_size < CHORUS_STRUCT_SIZE(chorus_host, abi_minor)) {
+    Fail(CHORUS_INVALID_ARGUMENT, plugin, " init: host struct_size ", host->struct_size,
+         " is too small");
+  }
+  if (host->abi_major != CHORUS_ABI_MAJOR) {
+    Fail(CHORUS_UNSUPPORTED, plugin, " init: built for chorus ABI ", CHORUS_ABI_MAJOR,
+         ".x, the core speaks ", host->abi_major, ".", host->abi_minor);
+  }
+  return *host;
+}
+
+// The requests of a plugin that never hands one out: every call is INVALID_ARGUMENT.
+inline chorus_status NoRequestTest(chorus_request*, int*) {
+  return SetError(CHORUS_INVALID_ARGUMENT,
+                  "this plugin completes every operation before returning and never hands out a "
+                  "request");
+}
+inline chorus_status NoRequestWait(chorus_request*, int64_t) {
+  return NoRequestTest(nullptr, nullptr);
+}
+inline void NoRequestFree(chorus_request*) {}
+
 inline void RequireDtype(chorus_dtype dtype, const char* what) {
   if (chorus_dtype_size(dtype) == 0) {
     Fail(CHORUS_INVALID_ARGUMENT, what, ": unknown dtype ", static_cast<int>(dtype));

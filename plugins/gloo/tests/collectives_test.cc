@@ -1,6 +1,7 @@
 // Every collective of the gloo plugin, over 1 to 4 ranks (threads) and counts {0, 1, 1001,
 // 262147}, for every dtype and reduce op (typed_values.h: DtypeOpPairs), against exact expected
 // values.
+#include <chorus/dtype.h>
 #include <chorus/error.h>
 #include <gtest/gtest.h>
 
@@ -42,7 +43,8 @@ class GlooCollectives : public testing::TestWithParam<std::tuple<int, size_t>> {
     RankGroup group(size(), {{"algorithm", algorithm}});
     ASSERT_EQ(group.CreateError(), "");
     for (const auto& [dtype, op] : DtypeOpPairs(count())) {
-      const std::string what = std::string("all_reduce ") + DtypeName(dtype) + " " + OpName(op);
+      const std::string what =
+          std::string("all_reduce ") + chorus::DtypeName(dtype) + " " + chorus::ReduceOpName(op);
       const bool in_place = op == CHORUS_REDUCE_SUM || op == CHORUS_REDUCE_MIN;
       const std::vector<double> expected =
           Values(count(), [&](size_t i) { return Reduced(dtype, op, size(), i); });
@@ -74,7 +76,7 @@ TEST_P(GlooCollectives, BroadcastFromEveryRoot) {
     const std::vector<double> sent = Values(count(), [&](size_t i) { return MovedValue(root, i); });
     for (chorus_dtype dtype : kAllDtypes) {
       const std::string what =
-          std::string("broadcast ") + DtypeName(dtype) + " from " + std::to_string(root);
+          std::string("broadcast ") + chorus::DtypeName(dtype) + " from " + std::to_string(root);
       OnRanks(size(), [&](int rank) {
         TypedBuffer data(dtype, count());  // others hold 0x5a bytes, overwritten
         if (rank == root) data.Set(0, sent);
@@ -100,7 +102,7 @@ TEST_P(GlooCollectives, AllGather) {
     // In place (send is this rank's block of recv) for the 16-bit dtypes.
     const bool in_place = dtype == CHORUS_F16 || dtype == CHORUS_BF16;
     const std::string what =
-        std::string("all_gather ") + DtypeName(dtype) + (in_place ? " in place" : "");
+        std::string("all_gather ") + chorus::DtypeName(dtype) + (in_place ? " in place" : "");
     OnRanks(size(), [&](int rank) {
       TypedBuffer send(dtype, count()), recv(dtype, count() * static_cast<size_t>(size()));
       const size_t own = static_cast<size_t>(rank) * count();
@@ -127,7 +129,8 @@ TEST_P(GlooCollectives, ReduceScatter) {
   ASSERT_EQ(group.CreateError(), "");
   const size_t total = count() * static_cast<size_t>(size());
   for (const auto& [dtype, op] : DtypeOpPairs(count())) {
-    const std::string what = std::string("reduce_scatter ") + DtypeName(dtype) + " " + OpName(op);
+    const std::string what =
+        std::string("reduce_scatter ") + chorus::DtypeName(dtype) + " " + chorus::ReduceOpName(op);
     OnRanks(size(), [&](int rank) {
       TypedBuffer send(dtype, total), recv(dtype, count());
       send.Set(0, Values(total, [&](size_t i) { return InputValue(dtype, op, rank, i); }));

@@ -33,44 +33,6 @@ T Take(const void* base, size_t i) {
 
 }  // namespace
 
-const char* DtypeName(chorus_dtype dtype) {
-  switch (dtype) {
-    case CHORUS_F32:
-      return "f32";
-    case CHORUS_F64:
-      return "f64";
-    case CHORUS_F16:
-      return "f16";
-    case CHORUS_BF16:
-      return "bf16";
-    case CHORUS_I32:
-      return "i32";
-    case CHORUS_I64:
-      return "i64";
-    case CHORUS_U8:
-      return "u8";
-    case CHORUS_I8:
-      return "i8";
-    default:
-      return "?";
-  }
-}
-
-const char* OpName(chorus_reduce_op op) {
-  switch (op) {
-    case CHORUS_REDUCE_SUM:
-      return "SUM";
-    case CHORUS_REDUCE_PROD:
-      return "PROD";
-    case CHORUS_REDUCE_MIN:
-      return "MIN";
-    case CHORUS_REDUCE_MAX:
-      return "MAX";
-    default:
-      return "?";
-  }
-}
-
 double InputValue(chorus_dtype dtype, chorus_reduce_op op, int rank, size_t i) {
   const auto r = static_cast<size_t>(rank);
   switch (op) {

@@ -18,9 +18,6 @@ inline constexpr chorus_dtype kAllDtypes[] = {CHORUS_F32, CHORUS_F64, CHORUS_F16
 inline constexpr chorus_reduce_op kAllOps[] = {CHORUS_REDUCE_SUM, CHORUS_REDUCE_PROD,
                                                CHORUS_REDUCE_MIN, CHORUS_REDUCE_MAX};
 
-const char* DtypeName(chorus_dtype dtype);
-const char* OpName(chorus_reduce_op op);
-
 // The input of `rank` at element i for a reduction by `op`: in [-4, 4] for SUM, in {1, 2, 3}
 // (with a sign for signed types) for PROD, in [-5, 5] for MIN and MAX; never negative for u8.
 double InputValue(chorus_dtype dtype, chorus_reduce_op op, int rank, size_t i);

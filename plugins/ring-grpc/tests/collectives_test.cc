@@ -1,5 +1,6 @@
 // Every collective against exact expected values: rings of 1 to 4 ranks as threads, counts
 // 0, 1, 1001 and 262147, every dtype, every reduce op, in and out of place.
+#include <chorus/dtype.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -69,7 +70,8 @@ std::vector<double> Slice(const std::vector<double>& values, size_t begin, size_
 void ExpectEqualBuffers(chorus_dtype dtype, const std::vector<uint8_t>& expected,
                         const std::vector<uint8_t>& actual, const std::string& what) {
   const int64_t first = FirstDifference(dtype, expected, actual);
-  EXPECT_EQ(first, -1) << what << " (" << DtypeLabel(dtype) << "): first wrong element " << first;
+  EXPECT_EQ(first, -1) << what << " (" << chorus::DtypeName(dtype) << "): first wrong element "
+                       << first;
 }
 
 struct RingCase {
@@ -88,7 +90,7 @@ TEST_P(RingCollectives, AllReduceEveryDtypeAndOpOutOfPlaceAndInPlace) {
   std::vector<Data> data;
   for (chorus_reduce_op op : kReduceOps) data.push_back(MakeData(size, count, op));
   RunRing(size, kTimeoutMs, kSmallSegments, [&](int rank, CommunicatorPtr& comm) {
-    for (chorus_dtype dtype : AllDtypes()) {
+    for (chorus_dtype dtype : chorus::AllDtypes()) {
       for (size_t o = 0; o < std::size(kReduceOps); ++o) {
         const chorus_reduce_op op = kReduceOps[o];
         if (!Sweeps(count, dtype, op)) continue;
@@ -123,7 +125,7 @@ TEST_P(RingCollectives, BroadcastFromEveryRoot) {
   const auto [size, count] = GetParam();
   const Data values = MakeData(size, count, CHORUS_REDUCE_SUM);
   RunRing(size, kTimeoutMs, kSmallSegments, [&](int rank, CommunicatorPtr& comm) {
-    for (chorus_dtype dtype : AllDtypes()) {
+    for (chorus_dtype dtype : chorus::AllDtypes()) {
       for (int root = 0; root < size; ++root) {
         const std::vector<uint8_t> expected = Encode(dtype, values.inputs[root]);
         std::vector<uint8_t> data =
@@ -150,7 +152,7 @@ TEST_P(RingCollectives, AllGatherOutOfPlaceAndInPlace) {
   std::vector<double> all;
   for (const auto& block : values.inputs) all.insert(all.end(), block.begin(), block.end());
   RunRing(size, kTimeoutMs, kSmallSegments, [&](int rank, CommunicatorPtr& comm) {
-    for (chorus_dtype dtype : AllDtypes()) {
+    for (chorus_dtype dtype : chorus::AllDtypes()) {
       const std::vector<uint8_t> expected = Encode(dtype, all);
       const std::vector<uint8_t> send = Encode(dtype, values.inputs[rank]);
       std::vector<uint8_t> recv(expected.size(), 0xee);
@@ -180,7 +182,7 @@ TEST_P(RingCollectives, ReduceScatterEveryDtypeAndOp) {
   std::vector<Data> data;
   for (chorus_reduce_op op : kReduceOps) data.push_back(MakeData(size, count * size, op));
   RunRing(size, kTimeoutMs, kSmallSegments, [&](int rank, CommunicatorPtr& comm) {
-    for (chorus_dtype dtype : AllDtypes()) {
+    for (chorus_dtype dtype : chorus::AllDtypes()) {
       for (size_t o = 0; o < std::size(kReduceOps); ++o) {
         const chorus_reduce_op op = kReduceOps[o];
         if (!Sweeps(count, dtype, op)) continue;

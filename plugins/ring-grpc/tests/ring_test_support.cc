@@ -94,34 +94,6 @@ void RunRing(int size, int64_t timeout_ms, const Options& options,
   for (auto& rank : ranks) rank.join();
 }
 
-std::vector<chorus_dtype> AllDtypes() {
-  return {CHORUS_F32, CHORUS_F64, CHORUS_I32,  CHORUS_I64,
-          CHORUS_U8,  CHORUS_F16, CHORUS_BF16, CHORUS_I8};
-}
-
-std::string DtypeLabel(chorus_dtype dtype) {
-  switch (dtype) {
-    case CHORUS_F32:
-      return "f32";
-    case CHORUS_F64:
-      return "f64";
-    case CHORUS_F16:
-      return "f16";
-    case CHORUS_BF16:
-      return "bf16";
-    case CHORUS_I32:
-      return "i32";
-    case CHORUS_I64:
-      return "i64";
-    case CHORUS_U8:
-      return "u8";
-    case CHORUS_I8:
-      return "i8";
-    default:
-      return "?";
-  }
-}
-
 std::vector<uint8_t> Encode(chorus_dtype dtype, const std::vector<double>& values) {
   switch (dtype) {
     case CHORUS_F32:

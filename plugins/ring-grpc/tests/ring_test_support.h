@@ -50,8 +50,6 @@ void RunRing(int size, int64_t timeout_ms, const Options& options,
              const std::function<void(int rank, CommunicatorPtr& comm)>& body);
 
 // The dtypes the tests sweep: every one of plugin.h.
-std::vector<chorus_dtype> AllDtypes();
-std::string DtypeLabel(chorus_dtype dtype);
 
 // `values` in `dtype`'s representation (values must be exact in it).
 std::vector<uint8_t> Encode(chorus_dtype dtype, const std::vector<double>& values);

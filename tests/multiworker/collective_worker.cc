@@ -33,65 +33,11 @@ double InputValue(size_t i, int rank) { return static_cast<double>((i + rank) % 
 // For PROD: 1 or 2, so a product of 4 ranks (16) fits i8.
 double ProdInputValue(size_t i, int rank) { return static_cast<double>((i + rank) % 2 + 1); }
 
-void Store(void* data, size_t i, chorus_dtype dtype, double v) {
-  switch (dtype) {
-    case CHORUS_F32:
-      static_cast<float*>(data)[i] = static_cast<float>(v);
-      break;
-    case CHORUS_F64:
-      static_cast<double*>(data)[i] = v;
-      break;
-    case CHORUS_F16:
-      static_cast<uint16_t*>(data)[i] = chorus::sdk::FloatToHalf(static_cast<float>(v));
-      break;
-    case CHORUS_BF16:
-      static_cast<uint16_t*>(data)[i] = chorus::sdk::FloatToBf16(static_cast<float>(v));
-      break;
-    case CHORUS_I32:
-      static_cast<int32_t*>(data)[i] = static_cast<int32_t>(v);
-      break;
-    case CHORUS_I64:
-      static_cast<int64_t*>(data)[i] = static_cast<int64_t>(v);
-      break;
-    case CHORUS_U8:
-      static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(v);
-      break;
-    case CHORUS_I8:
-      static_cast<int8_t*>(data)[i] = static_cast<int8_t>(v);
-      break;
-    default:
-      break;
-  }
-}
-
-double Load(const void* data, size_t i, chorus_dtype dtype) {
-  switch (dtype) {
-    case CHORUS_F32:
-      return static_cast<const float*>(data)[i];
-    case CHORUS_F64:
-      return static_cast<const double*>(data)[i];
-    case CHORUS_F16:
-      return chorus::sdk::HalfToFloat(static_cast<const uint16_t*>(data)[i]);
-    case CHORUS_BF16:
-      return chorus::sdk::Bf16ToFloat(static_cast<const uint16_t*>(data)[i]);
-    case CHORUS_I32:
-      return static_cast<const int32_t*>(data)[i];
-    case CHORUS_I64:
-      return static_cast<double>(static_cast<const int64_t*>(data)[i]);
-    case CHORUS_U8:
-      return static_cast<const uint8_t*>(data)[i];
-    case CHORUS_I8:
-      return static_cast<const int8_t*>(data)[i];
-    default:
-      return 0;
-  }
-}
-
 // `v` as the dtype holds it (a mean like 14/3 is rounded once, to the dtype's precision).
 double RoundTo(chorus_dtype dtype, double v) {
   unsigned char slot[8];
-  Store(slot, 0, dtype, v);
-  return Load(slot, 0, dtype);
+  chorus::sdk::StoreElement(slot, 0, dtype, v);
+  return chorus::sdk::LoadElement(slot, 0, dtype);
 }
 
 double Combine(chorus_reduce_op op, double a, double b) {
@@ -124,7 +70,8 @@ struct Checker {
 
 std::vector<unsigned char> Filled(size_t count, chorus_dtype dtype, int rank, size_t offset = 0) {
   std::vector<unsigned char> buffer(count * chorus_dtype_size(dtype));
-  for (size_t i = 0; i < count; ++i) Store(buffer.data(), i, dtype, InputValue(i + offset, rank));
+  for (size_t i = 0; i < count; ++i)
+    chorus::sdk::StoreElement(buffer.data(), i, dtype, InputValue(i + offset, rank));
   return buffer;
 }
 
@@ -145,7 +92,8 @@ void Sweep(Communicator& comm, Checker& check, const std::vector<size_t>& counts
         if (op == CHORUS_REDUCE_MEAN && dtype != CHORUS_F32 && dtype != CHORUS_F64) continue;
         const auto value = op == CHORUS_REDUCE_PROD ? ProdInputValue : InputValue;
         std::vector<unsigned char> data(count * chorus_dtype_size(dtype));
-        for (size_t i = 0; i < count; ++i) Store(data.data(), i, dtype, value(i, comm.rank()));
+        for (size_t i = 0; i < count; ++i)
+          chorus::sdk::StoreElement(data.data(), i, dtype, value(i, comm.rank()));
         std::vector<unsigned char> out(data.size());
         const bool in_place = op == CHORUS_REDUCE_SUM || op == CHORUS_REDUCE_MAX;
         void* result = in_place ? data.data() : out.data();
@@ -155,7 +103,7 @@ void Sweep(Communicator& comm, Checker& check, const std::vector<size_t>& counts
           for (int r = 1; r < n; ++r) want = Combine(op, want, value(i, r));
           if (op == CHORUS_REDUCE_MEAN) want = RoundTo(dtype, want / n);
           check.Expect(std::string("all_reduce ") + chorus::ReduceOpName(op) + c, i,
-                       Load(result, i, dtype), want);
+                       chorus::sdk::LoadElement(result, i, dtype), want);
         }
       }
       // Broadcast from every root.
@@ -163,8 +111,8 @@ void Sweep(Communicator& comm, Checker& check, const std::vector<size_t>& counts
         auto data = Filled(count, dtype, comm.rank() == root ? 100 : comm.rank());
         comm.Broadcast(data.data(), count, dtype, root);
         for (size_t i = 0; i < count; ++i) {
-          check.Expect("broadcast from " + std::to_string(root) + c, i, Load(data.data(), i, dtype),
-                       InputValue(i, 100));
+          check.Expect("broadcast from " + std::to_string(root) + c, i,
+                       chorus::sdk::LoadElement(data.data(), i, dtype), InputValue(i, 100));
         }
       }
       // All-gather: rank r's block at r * count.
@@ -174,9 +122,10 @@ void Sweep(Communicator& comm, Checker& check, const std::vector<size_t>& counts
         comm.AllGather(mine.data(), all.data(), count, dtype);
         for (int r = 0; r < n; ++r) {
           for (size_t i = 0; i < count; ++i) {
-            check.Expect("all_gather" + c, r * count + i,
-                         Load(all.data(), static_cast<size_t>(r) * count + i, dtype),
-                         InputValue(i, r));
+            check.Expect(
+                "all_gather" + c, r * count + i,
+                chorus::sdk::LoadElement(all.data(), static_cast<size_t>(r) * count + i, dtype),
+                InputValue(i, r));
           }
         }
       }
@@ -189,7 +138,8 @@ void Sweep(Communicator& comm, Checker& check, const std::vector<size_t>& counts
           const size_t at = static_cast<size_t>(comm.rank()) * count + i;
           double want = 0;
           for (int r = 0; r < n; ++r) want += InputValue(at, r);
-          check.Expect("reduce_scatter" + c, i, Load(recv.data(), i, dtype), want);
+          check.Expect("reduce_scatter" + c, i, chorus::sdk::LoadElement(recv.data(), i, dtype),
+                       want);
         }
       }
     }

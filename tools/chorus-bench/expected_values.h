@@ -16,9 +16,6 @@ namespace chorus::bench {
 // product over a few ranks still fits i8.
 double InputValue(size_t index, int rank, chorus_reduce_op op);
 
-void StoreValue(void* data, size_t i, chorus_dtype dtype, double value);
-double LoadValue(const void* data, size_t i, chorus_dtype dtype);
-
 // Writes InputValue(offset + i, rank, op) to elements 0..count-1.
 void FillInput(void* data, size_t count, chorus_dtype dtype, chorus_reduce_op op, int rank,
                size_t offset);

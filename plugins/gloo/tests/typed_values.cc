@@ -9,28 +9,6 @@ namespace {
 
 bool IsSigned(chorus_dtype dtype) { return dtype != CHORUS_U8; }
 
-// Writes values converted by `convert` as T from element `offset` on.
-template <typename T, typename Convert>
-void PutAll(void* base, size_t offset, const std::vector<double>& values, Convert convert) {
-  auto* bytes = static_cast<unsigned char*>(base) + offset * sizeof(T);
-  for (size_t i = 0; i < values.size(); ++i) {
-    const T value = convert(values[i]);
-    std::memcpy(bytes + i * sizeof(T), &value, sizeof(T));
-  }
-}
-
-template <typename T>
-T Cast(double value) {
-  return static_cast<T>(value);
-}
-
-template <typename T>
-T Take(const void* base, size_t i) {
-  T value;
-  std::memcpy(&value, static_cast<const unsigned char*>(base) + i * sizeof(T), sizeof(T));
-  return value;
-}
-
 }  // namespace
 
 double InputValue(chorus_dtype dtype, chorus_reduce_op op, int rank, size_t i) {
@@ -91,54 +69,12 @@ TypedBuffer::TypedBuffer(chorus_dtype dtype, size_t count, unsigned char fill)
     : dtype_(dtype), count_(count), bytes_(count * chorus_dtype_size(dtype) + 1, fill) {}
 
 void TypedBuffer::Set(size_t offset, const std::vector<double>& values) {
-  void* base = bytes_.data();
-  switch (dtype_) {
-    case CHORUS_F32:
-      return PutAll<float>(base, offset, values, Cast<float>);
-    case CHORUS_F64:
-      return PutAll<double>(base, offset, values, Cast<double>);
-    case CHORUS_F16:
-      return PutAll<uint16_t>(base, offset, values,
-                              [](double v) { return sdk::FloatToHalf(static_cast<float>(v)); });
-    case CHORUS_BF16:
-      return PutAll<uint16_t>(base, offset, values,
-                              [](double v) { return sdk::FloatToBf16(static_cast<float>(v)); });
-    case CHORUS_I32:
-      return PutAll<int32_t>(base, offset, values, Cast<int32_t>);
-    case CHORUS_I64:
-      return PutAll<int64_t>(base, offset, values, Cast<int64_t>);
-    case CHORUS_U8:
-      return PutAll<uint8_t>(base, offset, values, Cast<uint8_t>);
-    case CHORUS_I8:
-      return PutAll<int8_t>(base, offset, values, Cast<int8_t>);
-    default:
-      return;
+  for (size_t i = 0; i < values.size(); ++i) {
+    sdk::StoreElement(bytes_.data(), offset + i, dtype_, values[i]);
   }
 }
 
-double TypedBuffer::Get(size_t i) const {
-  const void* base = bytes_.data();
-  switch (dtype_) {
-    case CHORUS_F32:
-      return Take<float>(base, i);
-    case CHORUS_F64:
-      return Take<double>(base, i);
-    case CHORUS_F16:
-      return sdk::HalfToFloat(Take<uint16_t>(base, i));
-    case CHORUS_BF16:
-      return sdk::Bf16ToFloat(Take<uint16_t>(base, i));
-    case CHORUS_I32:
-      return Take<int32_t>(base, i);
-    case CHORUS_I64:
-      return static_cast<double>(Take<int64_t>(base, i));
-    case CHORUS_U8:
-      return Take<uint8_t>(base, i);
-    case CHORUS_I8:
-      return Take<int8_t>(base, i);
-    default:
-      return 0;
-  }
-}
+double TypedBuffer::Get(size_t i) const { return sdk::LoadElement(bytes_.data(), i, dtype_); }
 
 }  // namespace chorus::gloo_test
 

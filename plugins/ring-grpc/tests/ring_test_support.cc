@@ -26,16 +26,6 @@ const PluginLibrary& Library() {
   return *library;
 }
 
-// `values` converted to T, as bytes.
-template <typename T, typename Convert>
-std::vector<uint8_t> EncodeAs(const std::vector<double>& values, Convert convert) {
-  std::vector<T> converted(values.size());
-  for (size_t i = 0; i < values.size(); ++i) converted[i] = convert(values[i]);
-  std::vector<uint8_t> bytes(values.size() * sizeof(T));
-  if (!bytes.empty()) std::memcpy(bytes.data(), converted.data(), bytes.size());
-  return bytes;
-}
-
 }  // namespace
 
 const chorus_collective_api& Collective() {
@@ -95,28 +85,10 @@ void RunRing(int size, int64_t timeout_ms, const Options& options,
 }
 
 std::vector<uint8_t> Encode(chorus_dtype dtype, const std::vector<double>& values) {
-  switch (dtype) {
-    case CHORUS_F32:
-      return EncodeAs<float>(values, [](double v) { return static_cast<float>(v); });
-    case CHORUS_F64:
-      return EncodeAs<double>(values, [](double v) { return v; });
-    case CHORUS_F16:
-      return EncodeAs<uint16_t>(values,
-                                [](double v) { return sdk::FloatToHalf(static_cast<float>(v)); });
-    case CHORUS_BF16:
-      return EncodeAs<uint16_t>(values,
-                                [](double v) { return sdk::FloatToBf16(static_cast<float>(v)); });
-    case CHORUS_I32:
-      return EncodeAs<int32_t>(values, [](double v) { return static_cast<int32_t>(v); });
-    case CHORUS_I64:
-      return EncodeAs<int64_t>(values, [](double v) { return static_cast<int64_t>(v); });
-    case CHORUS_U8:
-      return EncodeAs<uint8_t>(values, [](double v) { return static_cast<uint8_t>(v); });
-    case CHORUS_I8:
-      return EncodeAs<int8_t>(values, [](double v) { return static_cast<int8_t>(v); });
-    default:
-      throw std::invalid_argument("Encode: unknown dtype");
-  }
+  if (chorus_dtype_size(dtype) == 0) throw std::invalid_argument("Encode: unknown dtype");
+  std::vector<uint8_t> bytes(values.size() * chorus_dtype_size(dtype));
+  for (size_t i = 0; i < values.size(); ++i) sdk::StoreElement(bytes.data(), i, dtype, values[i]);
+  return bytes;
 }
 
 double Combine(chorus_reduce_op op, double a, double b) {

@@ -11,18 +11,6 @@
 namespace chorus::conformance::internal {
 namespace {
 
-template <typename T>
-T LoadAs(const void* data, size_t i) {
-  T value;
-  std::memcpy(&value, static_cast<const char*>(data) + i * sizeof(T), sizeof(T));
-  return value;
-}
-
-template <typename T>
-void StoreAs(void* data, size_t i, T value) {
-  std::memcpy(static_cast<char*>(data) + i * sizeof(T), &value, sizeof(T));
-}
-
 bool IsSigned(chorus_dtype dtype) { return dtype != CHORUS_U8; }
 
 }  // namespace
@@ -58,56 +46,10 @@ double Epsilon(chorus_dtype dtype) {
   }
 }
 
-double Load(chorus_dtype dtype, const void* data, size_t i) {
-  switch (dtype) {
-    case CHORUS_F32:
-      return LoadAs<float>(data, i);
-    case CHORUS_F64:
-      return LoadAs<double>(data, i);
-    case CHORUS_F16:
-      return sdk::HalfToFloat(LoadAs<uint16_t>(data, i));
-    case CHORUS_BF16:
-      return sdk::Bf16ToFloat(LoadAs<uint16_t>(data, i));
-    case CHORUS_I32:
-      return LoadAs<int32_t>(data, i);
-    case CHORUS_I64:
-      return static_cast<double>(LoadAs<int64_t>(data, i));
-    case CHORUS_U8:
-      return LoadAs<uint8_t>(data, i);
-    case CHORUS_I8:
-      return LoadAs<int8_t>(data, i);
-    default:
-      return std::nan("");
-  }
-}
-
-void Store(chorus_dtype dtype, void* data, size_t i, double value) {
-  switch (dtype) {
-    case CHORUS_F32:
-      return StoreAs(data, i, static_cast<float>(value));
-    case CHORUS_F64:
-      return StoreAs(data, i, value);
-    case CHORUS_F16:
-      return StoreAs(data, i, sdk::FloatToHalf(static_cast<float>(value)));
-    case CHORUS_BF16:
-      return StoreAs(data, i, sdk::FloatToBf16(static_cast<float>(value)));
-    case CHORUS_I32:
-      return StoreAs(data, i, static_cast<int32_t>(value));
-    case CHORUS_I64:
-      return StoreAs(data, i, static_cast<int64_t>(value));
-    case CHORUS_U8:
-      return StoreAs(data, i, static_cast<uint8_t>(value));
-    case CHORUS_I8:
-      return StoreAs(data, i, static_cast<int8_t>(value));
-    default:
-      return;
-  }
-}
-
 double Representable(chorus_dtype dtype, double value) {
   unsigned char bytes[8];
-  Store(dtype, bytes, 0, value);
-  return Load(dtype, bytes, 0);
+  sdk::StoreElement(bytes, 0, dtype, value);
+  return sdk::LoadElement(bytes, 0, dtype);
 }
 
 Pattern PatternFor(chorus_reduce_op op) {

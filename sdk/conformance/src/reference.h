@@ -6,6 +6,7 @@
 #include <chorus/plugin.h>
 #include <gtest/gtest.h>
 
+#include <chorus/plugin_sdk.hpp>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -20,11 +21,7 @@ bool IsInteger(chorus_dtype dtype);
 // Relative spacing of the dtype's values near 1 (0 for integers).
 double Epsilon(chorus_dtype dtype);
 
-// Element `i` of `data`, read as or written from a double. Writing rounds as the dtype does
-// (f16/bf16 through float, round to nearest even; integers truncate).
-double Load(chorus_dtype dtype, const void* data, size_t i);
-void Store(chorus_dtype dtype, void* data, size_t i, double value);
-// `value` after a round trip through the dtype.
+// `value` after a round trip through the dtype (sdk::StoreElement, then sdk::LoadElement).
 double Representable(chorus_dtype dtype, double value);
 
 // Input values. Every reference result below is exact in every dtype:
@@ -55,8 +52,8 @@ class HostTensor {
   size_t bytes() const { return bytes_.size(); }
   void* data() { return bytes_.data(); }
   const void* data() const { return bytes_.data(); }
-  double Get(size_t i) const { return Load(dtype_, bytes_.data(), i); }
-  void Set(size_t i, double value) { Store(dtype_, bytes_.data(), i, value); }
+  double Get(size_t i) const { return sdk::LoadElement(bytes_.data(), i, dtype_); }
+  void Set(size_t i, double value) { sdk::StoreElement(bytes_.data(), i, dtype_, value); }
   // Fills with one input pattern of one replica, starting at position `offset`.
   void Fill(Pattern pattern, size_t replica, size_t offset = 0);
   // Copies elements [0, period) over the rest: element i becomes element i % period.

@@ -220,6 +220,65 @@ inline uint16_t FloatToBf16(float f) {
   return static_cast<uint16_t>((bits + rounding) >> 16);
 }
 
+// Element i of a buffer of `dtype`, as a double, for tests and references: 16-bit floats widen
+// exactly; an unknown dtype reads as NaN (equal to nothing).
+inline double LoadElement(const void* data, size_t i, chorus_dtype dtype) {
+  auto as = [&](auto zero) {
+    decltype(zero) value;
+    std::memcpy(&value, static_cast<const char*>(data) + i * sizeof(value), sizeof(value));
+    return value;
+  };
+  switch (dtype) {
+    case CHORUS_F32:
+      return as(0.0f);
+    case CHORUS_F64:
+      return as(0.0);
+    case CHORUS_F16:
+      return HalfToFloat(as(uint16_t{0}));
+    case CHORUS_BF16:
+      return Bf16ToFloat(as(uint16_t{0}));
+    case CHORUS_I32:
+      return as(int32_t{0});
+    case CHORUS_I64:
+      return static_cast<double>(as(int64_t{0}));
+    case CHORUS_U8:
+      return as(uint8_t{0});
+    case CHORUS_I8:
+      return as(int8_t{0});
+    default:
+      return std::nan("");
+  }
+}
+
+// Stores `value` as element i of a buffer of `dtype`: 16-bit floats round to nearest even (through
+// float), integers truncate toward zero; the value must be in the dtype's range. An unknown dtype
+// stores nothing.
+inline void StoreElement(void* data, size_t i, chorus_dtype dtype, double value) {
+  auto put = [&](auto converted) {
+    std::memcpy(static_cast<char*>(data) + i * sizeof(converted), &converted, sizeof(converted));
+  };
+  switch (dtype) {
+    case CHORUS_F32:
+      return put(static_cast<float>(value));
+    case CHORUS_F64:
+      return put(value);
+    case CHORUS_F16:
+      return put(FloatToHalf(static_cast<float>(value)));
+    case CHORUS_BF16:
+      return put(FloatToBf16(static_cast<float>(value)));
+    case CHORUS_I32:
+      return put(static_cast<int32_t>(value));
+    case CHORUS_I64:
+      return put(static_cast<int64_t>(value));
+    case CHORUS_U8:
+      return put(static_cast<uint8_t>(value));
+    case CHORUS_I8:
+      return put(static_cast<int8_t>(value));
+    default:
+      return;
+  }
+}
+
 }  // namespace chorus::sdk
 
 #endif  // CHORUS_PLUGIN_SDK_HPP_

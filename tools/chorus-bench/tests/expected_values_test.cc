@@ -4,6 +4,7 @@
 #include <chorus/dtype.h>
 #include <gtest/gtest.h>
 
+#include <chorus/plugin_sdk.hpp>
 #include <vector>
 
 #include "collective_run.h"
@@ -40,8 +41,8 @@ TEST_P(ExpectedValues, CountsEveryWrongElement) {
   FillInput(data.data(), count, dtype, CHORUS_REDUCE_SUM, 2, 5);
   EXPECT_EQ(CountWrongInput(data.data(), count, dtype, CHORUS_REDUCE_SUM, 2, 5), 0u);
   EXPECT_EQ(CountWrongInput(data.data(), count, dtype, CHORUS_REDUCE_SUM, 3, 5), count);
-  StoreValue(data.data(), 7, dtype, 0);
-  StoreValue(data.data(), 1000, dtype, 100);
+  sdk::StoreElement(data.data(), 7, dtype, 0);
+  sdk::StoreElement(data.data(), 1000, dtype, 100);
   EXPECT_EQ(CountWrongInput(data.data(), count, dtype, CHORUS_REDUCE_SUM, 2, 5), 2u);
 }
 

@@ -1,9 +1,16 @@
 # Warnings and sanitizers for chorus's own targets.
 
+# Every chorus target calls it. In an AddressSanitizer build it also gives each executable the
+# sanitizer runtime's defaults (asan_default_options.cc), so that `ctest` run without the preset,
+# or a test binary run by hand, behaves as under the preset.
 function(chorus_set_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic)
   if(CHORUS_WARNINGS_AS_ERRORS)
     target_compile_options(${target} PRIVATE -Werror)
+  endif()
+  get_target_property(type ${target} TYPE)
+  if(CHORUS_SANITIZE MATCHES "address" AND type STREQUAL "EXECUTABLE")
+    target_sources(${target} PRIVATE ${PROJECT_SOURCE_DIR}/cmake/asan_default_options.cc)
   endif()
 endfunction()
 

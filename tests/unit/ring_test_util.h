@@ -36,89 +36,14 @@ inline void RunRanks(int size, const std::function<void(int)>& body) {
   for (std::thread& thread : threads) thread.join();
 }
 
-inline const std::vector<chorus_dtype>& AllTestDtypes() {
-  static const std::vector<chorus_dtype> dtypes = {CHORUS_F32, CHORUS_F64, CHORUS_F16, CHORUS_BF16,
-                                                   CHORUS_I32, CHORUS_I64, CHORUS_U8,  CHORUS_I8};
-  return dtypes;
-}
-
 // Element i of a buffer of `dtype`, as a double; and the other way round. Every value the tests
 // use is a small integer, exact in every dtype (bf16 holds integers up to 256 exactly).
 inline double Load(chorus_dtype dtype, const std::vector<uint8_t>& buffer, size_t i) {
-  const uint8_t* p = buffer.data() + i * chorus_dtype_size(dtype);
-  switch (dtype) {
-    case CHORUS_F32: {
-      float v;
-      std::memcpy(&v, p, sizeof v);
-      return v;
-    }
-    case CHORUS_F64: {
-      double v;
-      std::memcpy(&v, p, sizeof v);
-      return v;
-    }
-    case CHORUS_F16:
-    case CHORUS_BF16: {
-      uint16_t v;
-      std::memcpy(&v, p, sizeof v);
-      return dtype == CHORUS_F16 ? sdk::HalfToFloat(v) : sdk::Bf16ToFloat(v);
-    }
-    case CHORUS_I32: {
-      int32_t v;
-      std::memcpy(&v, p, sizeof v);
-      return v;
-    }
-    case CHORUS_I64: {
-      int64_t v;
-      std::memcpy(&v, p, sizeof v);
-      return static_cast<double>(v);
-    }
-    case CHORUS_U8:
-      return *p;
-    case CHORUS_I8:
-      return static_cast<int8_t>(*p);
-    default:
-      return 0;
-  }
+  return sdk::LoadElement(buffer.data(), i, dtype);
 }
 
 inline void Store(chorus_dtype dtype, std::vector<uint8_t>& buffer, size_t i, double value) {
-  uint8_t* p = buffer.data() + i * chorus_dtype_size(dtype);
-  switch (dtype) {
-    case CHORUS_F32: {
-      const float v = static_cast<float>(value);
-      std::memcpy(p, &v, sizeof v);
-      break;
-    }
-    case CHORUS_F64:
-      std::memcpy(p, &value, sizeof value);
-      break;
-    case CHORUS_F16:
-    case CHORUS_BF16: {
-      const float f = static_cast<float>(value);
-      const uint16_t v = dtype == CHORUS_F16 ? sdk::FloatToHalf(f) : sdk::FloatToBf16(f);
-      std::memcpy(p, &v, sizeof v);
-      break;
-    }
-    case CHORUS_I32: {
-      const int32_t v = static_cast<int32_t>(value);
-      std::memcpy(p, &v, sizeof v);
-      break;
-    }
-    case CHORUS_I64: {
-      const int64_t v = static_cast<int64_t>(value);
-      std::memcpy(p, &v, sizeof v);
-      break;
-    }
-    case CHORUS_U8:
-      *p = static_cast<uint8_t>(value);
-      break;
-    case CHORUS_I8:
-      *p = static_cast<uint8_t>(static_cast<int8_t>(value));
-      break;
-    default:
-      break;
-  }
+  sdk::StoreElement(buffer.data(), i, dtype, value);
 }
 
 // Rank `rank`'s input element i for a reduce with `op`: 1..5 (sums of up to 5 ranks stay

@@ -153,12 +153,19 @@ void DivideTyped(void* data, size_t count, uint64_t divisor) {
   using M = typename Access::Math;
   for (size_t i = 0; i < count; ++i) {
     M value = Access::Load(data, i);
-    if constexpr (std::is_integral_v<M>) {
-      // C division truncates toward zero; a divisor beyond the type's range gives 0.
-      using Wide = std::conditional_t<std::is_signed_v<M>, long long, unsigned long long>;
-      const Wide d = divisor > static_cast<uint64_t>(INT64_MAX) ? static_cast<Wide>(INT64_MAX)
-                                                                : static_cast<Wide>(divisor);
-      Access::Store(data, i, static_cast<M>(static_cast<Wide>(value) / d));
+    if constexpr (std::is_integral_v<M> && std::is_signed_v<M>) {
+      // C division truncates toward zero. A divisor above INT64_MAX has no signed 64-bit form:
+      // the quotient is 0, except INT64_MIN / 2^63 = -1.
+      const long long v = value;
+      long long quotient = 0;
+      if (divisor <= static_cast<uint64_t>(INT64_MAX)) {
+        quotient = v / static_cast<long long>(divisor);
+      } else if (v == INT64_MIN && divisor == (uint64_t{1} << 63)) {
+        quotient = -1;
+      }
+      Access::Store(data, i, static_cast<M>(quotient));
+    } else if constexpr (std::is_integral_v<M>) {
+      Access::Store(data, i, static_cast<M>(static_cast<unsigned long long>(value) / divisor));
     } else {
       Access::Store(data, i, static_cast<M>(value / static_cast<M>(divisor)));
     }

@@ -3,6 +3,7 @@
 #include <chorus/registry.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -66,6 +67,22 @@ TEST(CpuDevices, DivideIsExactForIntegerMeans) {
   cpu->Divide(0, sums.data(), 3, CHORUS_I64, 3);
   EXPECT_EQ(sums, (std::vector<int64_t>{2, 3, -2}));
   EXPECT_THROW(cpu->Divide(0, sums.data(), 3, CHORUS_I64, 0), Error);
+}
+
+// Divisors above INT64_MAX have no signed 64-bit form; the quotients are still exact.
+TEST(CpuDevices, DivideIsExactForDivisorsBeyondInt64) {
+  auto cpu = DeviceEnumerator::Create(Core(), {{"count", "1"}});
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  std::vector<int64_t> values{kMin, kMax, -1};
+  cpu->Divide(0, values.data(), 3, CHORUS_I64, uint64_t{1} << 63);
+  EXPECT_EQ(values, (std::vector<int64_t>{-1, 0, 0}));
+  values = {kMin, kMax, -1};
+  cpu->Divide(0, values.data(), 3, CHORUS_I64, (uint64_t{1} << 63) + 1);
+  EXPECT_EQ(values, (std::vector<int64_t>{0, 0, 0}));
+  std::vector<uint8_t> bytes{255, 7};
+  cpu->Divide(0, bytes.data(), 2, CHORUS_U8, ~uint64_t{0});
+  EXPECT_EQ(bytes, (std::vector<uint8_t>{0, 0}));
 }
 
 TEST(CpuDevices, OutOfRangeDeviceIsRejectedWithItsIndex) {

@@ -1,5 +1,6 @@
 #include "cuda_devices.h"
 
+#include <cuda.h>  // CUcontext, for CurrentDeviceScope (the driver is reached at run time)
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -67,7 +68,7 @@ chorus_status Create(const chorus_device_context_create_args* args, chorus_devic
       CheckCuda(cudaGetDeviceProperties(&prop, d), "cudaGetDeviceProperties");
       ctx->names.push_back("GPU:" + std::to_string(d) + " (" + prop.name + ")");
       char bus[32] = {};
-      cudaDeviceGetPCIBusId(bus, sizeof(bus), d);
+      CheckCuda(cudaDeviceGetPCIBusId(bus, sizeof(bus), d), "cudaDeviceGetPCIBusId");
       ctx->bus_ids.push_back(bus);
       ctx->memory.push_back(prop.totalGlobalMem);
     }
@@ -76,7 +77,7 @@ chorus_status Create(const chorus_device_context_create_args* args, chorus_devic
       std::string row = "cuda: peer access from GPU:" + std::to_string(a) + ":";
       for (int b = 0; b < count; ++b) {
         int can = 0;
-        if (a != b) cudaDeviceCanAccessPeer(&can, a, b);
+        if (a != b && cudaDeviceCanAccessPeer(&can, a, b) != cudaSuccess) can = 0;
         row += a == b ? " -" : (can ? " y" : " n");
       }
       Log(CHORUS_LOG_DEBUG, row);
@@ -122,6 +123,7 @@ chorus_status DeviceInfo(chorus_device_context* ctx, uint32_t index, chorus_devi
 chorus_status Allocate(chorus_device_context* ctx, uint32_t device, size_t bytes, void** out) {
   return Guard([&] {
     RequireDevice(ctx, device, "allocate");
+    CurrentDeviceScope scope;
     if (out == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "cuda allocate: out is NULL");
     *out = nullptr;
     CheckCuda(cudaSetDevice(static_cast<int>(device)), "cudaSetDevice");
@@ -132,6 +134,7 @@ chorus_status Allocate(chorus_device_context* ctx, uint32_t device, size_t bytes
 chorus_status Deallocate(chorus_device_context* ctx, uint32_t device, void* pointer) {
   return Guard([&] {
     RequireDevice(ctx, device, "deallocate");
+    CurrentDeviceScope scope;
     if (pointer == nullptr) return;
     CheckCuda(cudaSetDevice(static_cast<int>(device)), "cudaSetDevice");
     CheckCuda(cudaFree(pointer), "cudaFree");
@@ -147,6 +150,7 @@ chorus_status Copy(chorus_device_context* ctx, const chorus_copy_args* args) {
     if (a.bytes == 0) return;
     if (a.dst == nullptr || a.src == nullptr)
       Fail(CHORUS_INVALID_ARGUMENT, "cuda copy: NULL buffer");
+    CurrentDeviceScope scope;
     const bool dst_host = a.dst_device == CHORUS_HOST_DEVICE;
     const bool src_host = a.src_device == CHORUS_HOST_DEVICE;
     if (!dst_host)
@@ -176,6 +180,7 @@ chorus_status Reduce(chorus_device_context* ctx, const chorus_reduce_kernel_args
     if (a.dst == nullptr || a.a == nullptr || a.b == nullptr) {
       Fail(CHORUS_INVALID_ARGUMENT, "cuda reduce: NULL buffer with count ", a.count);
     }
+    CurrentDeviceScope scope;
     CheckCuda(cudaSetDevice(static_cast<int>(a.device)), "cudaSetDevice");
     CheckCuda(static_cast<cudaError_t>(
                   LaunchReduce(a.dst, a.a, a.b, a.count, a.dtype, a.op, StreamOf(a.stream))),
@@ -193,6 +198,7 @@ chorus_status Divide(chorus_device_context* ctx, const chorus_divide_args* args)
     if (a.divisor == 0) Fail(CHORUS_INVALID_ARGUMENT, "cuda divide: divisor is 0");
     if (a.count == 0) return;
     if (a.data == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "cuda divide: data is NULL");
+    CurrentDeviceScope scope;
     CheckCuda(cudaSetDevice(static_cast<int>(a.device)), "cudaSetDevice");
     CheckCuda(static_cast<cudaError_t>(
                   LaunchDivide(a.data, a.count, a.dtype, a.divisor, StreamOf(a.stream))),
@@ -204,12 +210,56 @@ chorus_status Divide(chorus_device_context* ctx, const chorus_divide_args* args)
 chorus_status Synchronize(chorus_device_context* ctx, uint32_t device, chorus_stream* stream) {
   return Guard([&] {
     RequireDevice(ctx, device, "synchronize");
+    CurrentDeviceScope scope;
     CheckCuda(cudaSetDevice(static_cast<int>(device)), "cudaSetDevice");
     CheckCuda(cudaStreamSynchronize(StreamOf(stream)), "cudaStreamSynchronize");
   });
 }
 
 }  // namespace
+
+namespace {
+
+using CtxGetCurrent = CUresult (*)(CUcontext*);
+
+// The driver's cuCtxGetCurrent, looked up through the runtime: the plugin does not link libcuda,
+// which exists only where a driver is installed. NULL when it cannot be found.
+CtxGetCurrent CtxGetCurrentFunction() {
+  static const CtxGetCurrent function = []() -> CtxGetCurrent {
+    void* found = nullptr;
+    cudaDriverEntryPointQueryResult status{};
+    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &found, CUDART_VERSION,
+                                         cudaEnableDefault, &status) != cudaSuccess ||
+        status != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    return reinterpret_cast<CtxGetCurrent>(found);
+  }();
+  return function;
+}
+
+}  // namespace
+
+CurrentDeviceScope::CurrentDeviceScope() {
+  // Only a device whose context the caller already has is restored: a thread without a current
+  // context reads device 0 from cudaGetDevice, and setting that back would create a context on
+  // GPU 0 in every process (memory, and a failure under EXCLUSIVE_PROCESS compute mode).
+  if (CudaDeviceCount() == 0) return;
+  const CtxGetCurrent get_current = CtxGetCurrentFunction();
+  CUcontext current = nullptr;
+  if (get_current == nullptr || get_current(&current) != CUDA_SUCCESS || current == nullptr) {
+    return;
+  }
+  if (cudaGetDevice(&saved_) != cudaSuccess) {
+    saved_ = -1;
+    (void)cudaGetLastError();
+  }
+}
+
+CurrentDeviceScope::~CurrentDeviceScope() {
+  if (saved_ >= 0) cudaSetDevice(saved_);
+}
 
 void SetHost(const chorus_host* host) { g_host.store(host); }
 

@@ -21,6 +21,20 @@ std::string NoDeviceReason();
 // The number of CUDA devices (0 without GPU or driver).
 int CudaDeviceCount();
 
+// Restores the caller's current CUDA device when an entry point of the plugin returns: the entry
+// points call cudaSetDevice, and a caller's own launches must not land on another GPU afterwards.
+// A thread with no current CUDA context has no device to restore and is left as the call set it.
+class CurrentDeviceScope {
+ public:
+  CurrentDeviceScope();
+  ~CurrentDeviceScope();
+  CurrentDeviceScope(const CurrentDeviceScope&) = delete;
+  CurrentDeviceScope& operator=(const CurrentDeviceScope&) = delete;
+
+ private:
+  int saved_ = -1;
+};
+
 void SetHost(const chorus_host* host);
 void Log(chorus_log_level level, const std::string& message);
 bool HostAbortRequested();

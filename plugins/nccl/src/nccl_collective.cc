@@ -19,10 +19,28 @@ struct chorus_communicator {
   cudaStream_t stream = nullptr;
   void* barrier_word = nullptr;  // one float on the device, for barrier()
   std::atomic<bool> aborted{false};
-  std::atomic<bool> comm_aborted{false};
+  std::atomic<bool> comm_aborted{false};  // NCCL's side is released (ncclCommAbort was called)
   ~chorus_communicator() {
+    chorus::nccl::CurrentDeviceScope scope;
     cudaSetDevice(device);
-    if (comm != nullptr && !comm_aborted.load()) ncclCommDestroy(comm);
+    if (comm != nullptr && !comm_aborted.load()) {
+      // ncclCommFinalize flushes what is still queued (also on a caller's stream); a peer that
+      // died would make that wait forever, so it is polled with the time-out, and abort(), a
+      // failure or the time-out abort the communicator instead of destroying it.
+      bool abort = aborted.load();
+      if (!abort) {
+        ncclResult_t state = ncclCommFinalize(comm);
+        const auto deadline = chorus::nccl::DeadlineAfter(timeout_ms);
+        while (state == ncclInProgress && std::chrono::steady_clock::now() < deadline &&
+               !chorus::nccl::HostAbortRequested()) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) state = ncclInternalError;
+        }
+        abort = state != ncclSuccess;
+      }
+      abort ? ncclCommAbort(comm) : ncclCommDestroy(comm);
+    }
+    // After the communicator: cudaFree waits for the device, so no NCCL kernel may be left.
     if (barrier_word != nullptr) cudaFree(barrier_word);
     if (stream != nullptr) cudaStreamDestroy(stream);
   }
@@ -54,20 +72,34 @@ Comm& Require(Comm* comm, chorus_request** request, const char* op) {
          ": the communicator was aborted after an earlier "
          "failure, a time-out or abort(); create a new one");
   }
+  // Work enqueued on a caller's stream is watched by no wait: its asynchronous errors (a peer
+  // that died) surface here, and the abort stops its kernels, which would otherwise spin.
+  ncclResult_t async = ncclSuccess;
+  if (ncclCommGetAsyncError(comm->comm, &async) != ncclSuccess) async = ncclInternalError;
+  if (async != ncclSuccess && async != ncclInProgress) {
+    WaitWhileInProgress(async, comm->comm, DeadlineAfter(comm->timeout_ms), comm->timeout_ms,
+                        comm->aborted, comm->comm_aborted, What(*comm, op));
+  }
   return *comm;
 }
 
 // Runs `enqueue` (the NCCL call) on the caller's stream, or on the communicator's own stream and
-// waits for it.
+// waits for it. The communicator is non-blocking, so the call may return before its work is
+// enqueued: that is waited out first, also with a caller's stream ("complete" = enqueued).
 template <typename Enqueue>
 void Run(Comm& c, chorus_stream* caller_stream, const char* op, Enqueue&& enqueue) {
   CheckCudaCall(cudaSetDevice(c.device), What(c, op));
-  cudaStream_t stream =
-      caller_stream != nullptr ? reinterpret_cast<cudaStream_t>(caller_stream) : c.stream;
-  CheckNccl(enqueue(stream), c.comm, What(c, op));
+  const auto deadline = DeadlineAfter(c.timeout_ms);  // one time-out for the whole call
+  cudaStream_t stream = reinterpret_cast<cudaStream_t>(caller_stream);
+  if (caller_stream == nullptr) {
+    stream = c.stream;
+    FollowLegacyStream(c.device, stream, What(c, op));
+  }
+  WaitWhileInProgress(enqueue(stream), c.comm, deadline, c.timeout_ms, c.aborted, c.comm_aborted,
+                      What(c, op));
   if (caller_stream != nullptr) return;
   try {
-    WaitForStreams({c.device}, {stream}, {c.comm}, c.timeout_ms, c.aborted, What(c, op));
+    WaitForStreams({c.device}, {stream}, {c.comm}, deadline, c.timeout_ms, c.aborted, What(c, op));
   } catch (...) {
     c.comm_aborted.store(true);
     throw;
@@ -85,6 +117,11 @@ chorus_status Create(const chorus_communicator_create_args* args, chorus_communi
            " is not a rank");
     }
     if (a.store == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "nccl create: store is NULL");
+    if (a.timeout_ms <= 0) {
+      Fail(CHORUS_INVALID_ARGUMENT, "nccl create: timeout_ms is ", a.timeout_ms,
+           "; give a positive time-out (every wait of the communicator is bounded by it)");
+    }
+    RequireNoBlockingOverride("nccl create");
     RequireCudaDevice("nccl collective");
     if (a.devices_api == nullptr) {
       Fail(CHORUS_UNSUPPORTED,
@@ -102,6 +139,7 @@ chorus_status Create(const chorus_communicator_create_args* args, chorus_communi
     comm->device = static_cast<int>(a.device);
     comm->timeout_ms = a.timeout_ms;
     const std::string what = What(*comm, "create");
+    CurrentDeviceScope scope;
     CheckCudaCall(cudaSetDevice(comm->device), what);
     ncclUniqueId id{};
     if (a.rank == 0) {
@@ -124,24 +162,29 @@ chorus_status Create(const chorus_communicator_create_args* args, chorus_communi
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;  // so that a rank that never arrives is a time-out, not a hang
     ncclResult_t result = ncclCommInitRankConfig(&comm->comm, a.size, id, a.rank, &config);
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(a.timeout_ms);
+    const auto deadline = DeadlineAfter(a.timeout_ms);
     while (result == ncclInProgress) {
-      if (std::chrono::steady_clock::now() > deadline) {
+      const bool abort = HostAbortRequested();
+      if (abort || std::chrono::steady_clock::now() > deadline) {
         ncclCommAbort(comm->comm);
         comm->comm = nullptr;
+        if (abort) Fail(CHORUS_ABORTED, what, ": aborted while NCCL was setting up");
         Fail(CHORUS_TIMEOUT, what, ": the NCCL communicator was not ready within ", a.timeout_ms,
              " ms (did every rank create it?)");
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      ncclCommGetAsyncError(comm->comm, &result);
+      if (ncclCommGetAsyncError(comm->comm, &result) != ncclSuccess) result = ncclInternalError;
     }
     if (result != ncclSuccess) {
       ncclComm_t failed = comm->comm;
       comm->comm = nullptr;
+      const char* last = ncclGetLastError(failed);
+      const std::string detail = last != nullptr && *last ? std::string(" (") + last + ")" : "";
       if (failed != nullptr) ncclCommAbort(failed);
-      CheckNccl(result, nullptr, what);
+      CheckNccl(result, nullptr, what + detail);
     }
+    // Non-blocking, so that default-stream work of other threads never waits behind an NCCL
+    // kernel; operations given no stream follow the default stream explicitly (Run).
     CheckCudaCall(cudaStreamCreateWithFlags(&comm->stream, cudaStreamNonBlocking), what);
     CheckCudaCall(cudaMalloc(&comm->barrier_word, sizeof(float)), what);
     *out = comm.release();
@@ -153,6 +196,7 @@ void Destroy(chorus_communicator* comm) { delete comm; }
 chorus_status AllReduce(chorus_communicator* comm, const chorus_all_reduce_args* args,
                         chorus_request** request) {
   return Guard([&] {
+    CurrentDeviceScope scope;
     Comm& c = Require(comm, request, "all_reduce");
     const auto& a = sdk::RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_all_reduce_args, stream),
                                      "nccl all_reduce");
@@ -171,6 +215,7 @@ chorus_status AllReduce(chorus_communicator* comm, const chorus_all_reduce_args*
 chorus_status Broadcast(chorus_communicator* comm, const chorus_collective_broadcast_args* args,
                         chorus_request** request) {
   return Guard([&] {
+    CurrentDeviceScope scope;
     Comm& c = Require(comm, request, "broadcast");
     const auto& a = sdk::RequireArgs(
         args, CHORUS_STRUCT_SIZE(chorus_collective_broadcast_args, stream), "nccl broadcast");
@@ -190,6 +235,7 @@ chorus_status Broadcast(chorus_communicator* comm, const chorus_collective_broad
 chorus_status AllGather(chorus_communicator* comm, const chorus_collective_all_gather_args* args,
                         chorus_request** request) {
   return Guard([&] {
+    CurrentDeviceScope scope;
     Comm& c = Require(comm, request, "all_gather");
     const auto& a = sdk::RequireArgs(
         args, CHORUS_STRUCT_SIZE(chorus_collective_all_gather_args, stream), "nccl all_gather");
@@ -206,6 +252,7 @@ chorus_status AllGather(chorus_communicator* comm, const chorus_collective_all_g
 chorus_status ReduceScatter(chorus_communicator* comm, const chorus_reduce_scatter_args* args,
                             chorus_request** request) {
   return Guard([&] {
+    CurrentDeviceScope scope;
     Comm& c = Require(comm, request, "reduce_scatter");
     const auto& a = sdk::RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_reduce_scatter_args, stream),
                                      "nccl reduce_scatter");
@@ -223,6 +270,7 @@ chorus_status ReduceScatter(chorus_communicator* comm, const chorus_reduce_scatt
 
 chorus_status Barrier(chorus_communicator* comm, chorus_request** request) {
   return Guard([&] {
+    CurrentDeviceScope scope;
     Comm& c = Require(comm, request, "barrier");
     Run(c, nullptr, "barrier", [&](cudaStream_t s) {
       return ncclAllReduce(c.barrier_word, c.barrier_word, 1, ncclFloat32, ncclSum, c.comm, s);

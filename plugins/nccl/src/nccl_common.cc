@@ -1,7 +1,9 @@
 #include "nccl_common.h"
 
+#include <algorithm>
 #include <chorus/plugin_sdk.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "cuda_devices.h"
@@ -48,12 +50,12 @@ ncclRedOp_t NcclOp(chorus_reduce_op op) {
 }
 
 void CheckNccl(ncclResult_t result, ncclComm_t comm, const std::string& what) {
-  if (result == ncclSuccess || result == ncclInProgress) return;
+  if (result == ncclSuccess) return;
   const char* last = comm != nullptr ? ncclGetLastError(comm) : nullptr;
-  const chorus_status status =
-      result == ncclRemoteError || result == ncclSystemError        ? CHORUS_PEER_LOST
-      : result == ncclInvalidArgument || result == ncclInvalidUsage ? CHORUS_INVALID_ARGUMENT
-                                                                    : CHORUS_INTERNAL;
+  const chorus_status status = result == ncclRemoteError ? CHORUS_PEER_LOST
+                               : result == ncclInvalidArgument || result == ncclInvalidUsage
+                                   ? CHORUS_INVALID_ARGUMENT
+                                   : CHORUS_INTERNAL;
   Fail(status, what, ": NCCL: ", ncclGetErrorString(result),
        last != nullptr && *last ? std::string(" (") + last + ")" : std::string());
 }
@@ -62,6 +64,21 @@ void CheckCudaCall(cudaError_t error, const std::string& what) {
   if (error == cudaSuccess) return;
   Fail(error == cudaErrorMemoryAllocation ? CHORUS_OUT_OF_MEMORY : CHORUS_INTERNAL, what,
        ": CUDA: ", cudaGetErrorName(error), ": ", cudaGetErrorString(error));
+}
+
+bool QueryFinished(cudaError_t state, const std::string& what) {
+  if (state == cudaSuccess) return true;
+  if (state == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  CheckCudaCall(state, what);
+  return false;
+}
+
+std::chrono::steady_clock::time_point DeadlineAfter(int64_t timeout_ms) {
+  const int64_t clamped = std::max<int64_t>(0, std::min<int64_t>(timeout_ms, INT64_C(1) << 40));
+  return std::chrono::steady_clock::now() + std::chrono::milliseconds(clamped);
 }
 
 void RequireCudaDevice(const char* what) {
@@ -79,8 +96,10 @@ void CheckAsyncErrorsAndAbort(const std::vector<ncclComm_t>& comms,
     ncclResult_t async = ncclSuccess;
     ncclCommGetAsyncError(comm, &async);
     if (async != ncclSuccess && async != ncclInProgress) {
+      const char* last = ncclGetLastError(comm);  // before the abort releases it
+      const std::string detail = last != nullptr && *last ? std::string(" (") + last + ")" : "";
       abort_all();
-      CheckNccl(async, nullptr, what);
+      CheckNccl(async, nullptr, what + detail);
     }
   }
   if (aborted.load() || HostAbortRequested()) {
@@ -89,21 +108,50 @@ void CheckAsyncErrorsAndAbort(const std::vector<ncclComm_t>& comms,
   }
 }
 
+void WaitWhileInProgress(ncclResult_t result, ncclComm_t comm,
+                         std::chrono::steady_clock::time_point deadline, int64_t timeout_ms,
+                         const std::atomic<bool>& aborted, std::atomic<bool>& comm_aborted,
+                         const std::string& what) {
+  auto abort = [&] {
+    if (!comm_aborted.exchange(true)) ncclCommAbort(comm);
+  };
+  for (int polls = 0; result == ncclInProgress; ++polls) {
+    if (aborted.load() || HostAbortRequested()) {
+      abort();
+      Fail(CHORUS_ABORTED, what, ": aborted");
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      abort();
+      Fail(CHORUS_TIMEOUT, what, ": NCCL was still setting up after ", timeout_ms,
+           " ms (is every rank issuing the same operations?); the communicator was aborted");
+    }
+    if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (ncclCommGetAsyncError(comm, &result) != ncclSuccess) result = ncclInternalError;
+  }
+  if (result != ncclSuccess) {
+    // NCCL's message first: the abort releases the communicator.
+    const char* last = ncclGetLastError(comm);
+    const std::string detail = last != nullptr && *last ? std::string(" (") + last + ")" : "";
+    abort();
+    CheckNccl(result, nullptr, what + detail);
+  }
+}
+
 void WaitForStreams(const std::vector<int>& devices, const std::vector<cudaStream_t>& streams,
-                    const std::vector<ncclComm_t>& comms, int64_t timeout_ms,
+                    const std::vector<ncclComm_t>& comms,
+                    std::chrono::steady_clock::time_point deadline, int64_t timeout_ms,
                     const std::atomic<bool>& aborted, const std::string& what) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   auto abort_all = [&] {
     for (ncclComm_t comm : comms) ncclCommAbort(comm);
   };
   for (size_t i = 0; i < streams.size(); ++i) {
     for (int polls = 0;; ++polls) {
       cudaSetDevice(devices[i]);
-      const cudaError_t state = cudaStreamQuery(streams[i]);
-      if (state == cudaSuccess) break;
-      if (state != cudaErrorNotReady) {
+      try {
+        if (QueryFinished(cudaStreamQuery(streams[i]), what)) break;
+      } catch (...) {
         abort_all();
-        CheckCudaCall(state, what);
+        throw;
       }
       CheckAsyncErrorsAndAbort(comms, aborted, what);
       if (std::chrono::steady_clock::now() > deadline) {
@@ -115,6 +163,23 @@ void WaitForStreams(const std::vector<int>& devices, const std::vector<cudaStrea
       if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
+}
+
+void FollowLegacyStream(int device, cudaStream_t stream, const std::string& what) {
+  CheckCudaCall(cudaSetDevice(device), what);
+  cudaEvent_t queued = nullptr;
+  CheckCudaCall(cudaEventCreateWithFlags(&queued, cudaEventDisableTiming), what);
+  cudaError_t error = cudaEventRecord(queued, cudaStreamLegacy);
+  if (error == cudaSuccess) error = cudaStreamWaitEvent(stream, queued, 0);
+  cudaEventDestroy(queued);  // released once it has completed
+  CheckCudaCall(error, what);
+}
+
+void RequireNoBlockingOverride(const char* what) {
+  if (std::getenv("NCCL_COMM_BLOCKING") == nullptr) return;
+  Fail(CHORUS_INVALID_ARGUMENT, what,
+       ": NCCL_COMM_BLOCKING is set; unset it. The nccl plugin chooses each communicator's "
+       "blocking mode itself (non-blocking for the collective, so that its time-outs hold)");
 }
 
 }  // namespace chorus::nccl

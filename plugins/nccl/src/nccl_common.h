@@ -9,6 +9,7 @@
 #include <nccl.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -17,10 +18,21 @@ namespace chorus::nccl {
 
 ncclDataType_t NcclType(chorus_dtype dtype);  // throws INVALID_ARGUMENT
 ncclRedOp_t NcclOp(chorus_reduce_op op);      // throws (MEAN: UNSUPPORTED)
-// Throws sdk::Error for a failed NCCL call: PEER_LOST for remote and system errors (a peer
-// died, a connection broke), INTERNAL otherwise, quoting ncclGetErrorString and the last error.
+// Throws sdk::Error for a failed NCCL call: PEER_LOST for ncclRemoteError (a peer died, a
+// connection broke), INVALID_ARGUMENT for invalid arguments or usage, INTERNAL otherwise
+// (ncclSystemError is a local failure: shared memory, sockets, IPC), quoting ncclGetErrorString
+// and the last error. ncclInProgress is not success here: callers on non-blocking communicators
+// wait it out with WaitWhileInProgress first.
 void CheckNccl(ncclResult_t result, ncclComm_t comm, const std::string& what);
 void CheckCudaCall(cudaError_t error, const std::string& what);
+
+// Interprets cudaStreamQuery/cudaEventQuery: true when finished, false when not ready (clearing
+// the runtime's last error, which cudaErrorNotReady sets, so that a later kernel launch does not
+// report it); throws for any other error.
+bool QueryFinished(cudaError_t state, const std::string& what);
+
+// now + timeout_ms, clamped to [0, 2^40 ms] so that a huge time-out cannot overflow the clock.
+std::chrono::steady_clock::time_point DeadlineAfter(int64_t timeout_ms);
 
 // Throws UNAVAILABLE naming the reason when this machine has no CUDA device.
 void RequireCudaDevice(const char* what);
@@ -31,11 +43,36 @@ void RequireCudaDevice(const char* what);
 void CheckAsyncErrorsAndAbort(const std::vector<ncclComm_t>& comms,
                               const std::atomic<bool>& aborted, const std::string& what);
 
+// On a non-blocking communicator a call (ncclCommInitRankConfig, a collective, ncclCommFinalize)
+// may return ncclInProgress before its work is enqueued, and no other NCCL call may be made on the
+// communicator until ncclCommGetAsyncError stops saying so. `result` is the call's own;
+// ncclInProgress is polled until it ends. Any error (NCCL latches it: every later call on the
+// communicator would return it), `aborted` or the deadline aborts the communicator (once:
+// comm_aborted), so that no kernel is left waiting for a peer, and throws.
+void WaitWhileInProgress(ncclResult_t result, ncclComm_t comm,
+                         std::chrono::steady_clock::time_point deadline, int64_t timeout_ms,
+                         const std::atomic<bool>& aborted, std::atomic<bool>& comm_aborted,
+                         const std::string& what);
+
 // Polls until every (device, stream) pair has finished, NCCL reports an asynchronous error, the
-// time-out passes or `aborted` is raised; aborts the communicators on any failure and throws.
+// deadline (timeout_ms after some start, for the message) passes or `aborted` is raised; aborts
+// the communicators on any failure and throws.
 void WaitForStreams(const std::vector<int>& devices, const std::vector<cudaStream_t>& streams,
-                    const std::vector<ncclComm_t>& comms, int64_t timeout_ms,
+                    const std::vector<ncclComm_t>& comms,
+                    std::chrono::steady_clock::time_point deadline, int64_t timeout_ms,
                     const std::atomic<bool>& aborted, const std::string& what);
+
+// Makes `stream` (of `device`) wait for what is queued on that device's legacy default stream:
+// an operation given no stream follows the caller's earlier default-stream work, as plugin.h's
+// NULL says, while the plugin's own streams stay non-blocking (a blocking stream would also make
+// every later default-stream call of any thread wait behind an NCCL kernel that waits for a
+// peer).
+void FollowLegacyStream(int device, cudaStream_t stream, const std::string& what);
+
+// NCCL_COMM_BLOCKING overrides a communicator's blocking mode, which this plugin relies on
+// (blocking ncclCommInitAll communicators, non-blocking collective ones with time-outs): throws
+// INVALID_ARGUMENT naming it when it is set.
+void RequireNoBlockingOverride(const char* what);
 
 }  // namespace chorus::nccl
 

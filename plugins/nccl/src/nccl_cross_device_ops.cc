@@ -18,15 +18,19 @@ struct chorus_cross_device_ops {
   std::atomic<bool> aborted{false};
   bool comms_aborted = false;  // a failure aborted the communicators: they are gone
   ~chorus_cross_device_ops() {
+    chorus::nccl::CurrentDeviceScope scope;
     // Work still queued (a request given up after the caller's time-out) would make
     // ncclCommDestroy wait for it: abort the communicators instead.
     bool busy = false;
     for (size_t i = 0; i < streams.size(); ++i) {
       cudaSetDevice(devices[i]);
-      if (cudaStreamQuery(streams[i]) == cudaErrorNotReady) busy = true;
+      if (cudaStreamQuery(streams[i]) != cudaSuccess) busy = true;
     }
-    for (size_t i = 0; i < comms.size(); ++i) {
-      if (!comms_aborted) busy ? ncclCommAbort(comms[i]) : ncclCommDestroy(comms[i]);
+    (void)cudaGetLastError();  // cudaErrorNotReady above is no error of the caller's
+    for (ncclComm_t comm : comms) {
+      if (comm != nullptr && !comms_aborted) busy ? ncclCommAbort(comm) : ncclCommDestroy(comm);
+    }
+    for (size_t i = 0; i < streams.size(); ++i) {
       cudaSetDevice(devices[i]);
       cudaStreamDestroy(streams[i]);
     }
@@ -36,16 +40,18 @@ struct chorus_cross_device_ops {
 // A request of the nccl cross-device ops (operations given a NULL stream): one CUDA event per
 // replica device, recorded on the ops' stream of that device after the operation's NCCL calls.
 struct chorus_request {
-  chorus_cross_device_ops* ops = nullptr;  // borrowed: free requests before destroying the ops
-  std::string what;                        // "nccl reduce", for messages
-  std::vector<cudaEvent_t> events;         // owned; events[i] is on ops->devices[i]
+  chorus_cross_device_ops* ops = nullptr;          // borrowed: only test and wait read it, not free
+  std::string what;                                // "nccl reduce", for messages
+  std::vector<int> devices;                        // a copy of ops->devices, for the destructor
+  std::vector<cudaEvent_t> events;                 // owned; events[i] is on devices[i]
   std::chrono::steady_clock::time_point deadline;  // the ops' own limit; then it is aborted
   bool finished = false;
   chorus_status status = CHORUS_OK;  // once finished
   std::string message;               // once finished with an error
   ~chorus_request() {
+    chorus::nccl::CurrentDeviceScope scope;
     for (size_t i = 0; i < events.size(); ++i) {
-      cudaSetDevice(ops->devices[i]);
+      cudaSetDevice(devices[i]);
       cudaEventDestroy(events[i]);
     }
   }
@@ -94,10 +100,15 @@ cudaEvent_t RecordEvent(int device, cudaStream_t stream, const char* what) {
   return event;
 }
 
-// Before an operation's NCCL calls: with a caller's stream, the ops' stream of every device
-// waits for what the caller queued before the call.
+// Before an operation's NCCL calls: the ops' stream of every device waits for what the caller
+// queued before the call, on its stream or (NULL) on each device's legacy default stream.
 void JoinCallerStream(Ops& ops, cudaStream_t caller, const char* what) {
-  if (caller == nullptr) return;
+  if (caller == nullptr) {
+    for (size_t r = 0; r < ops.devices.size(); ++r) {
+      FollowLegacyStream(ops.devices[r], ops.streams[r], what);
+    }
+    return;
+  }
   int caller_device = 0;
   CheckCudaCall(cudaStreamGetDevice(caller, &caller_device), what);
   cudaEvent_t ready = RecordEvent(caller_device, caller, what);
@@ -129,7 +140,8 @@ void CompleteOrThrow(Ops& ops, cudaStream_t caller, const char* what, chorus_req
   auto pending = std::make_unique<chorus_request>();
   pending->ops = &ops;
   pending->what = what;
-  pending->deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTimeoutMs);
+  pending->devices = ops.devices;
+  pending->deadline = DeadlineAfter(kTimeoutMs);
   for (size_t r = 0; r < ops.devices.size(); ++r) {
     pending->events.push_back(RecordEvent(ops.devices[r], ops.streams[r], what));
   }
@@ -143,7 +155,8 @@ void Complete(Ops& ops, cudaStream_t caller, const char* what, chorus_request** 
     // The operation is enqueued but neither a request nor the caller's stream covers it: wait
     // for it here (or abort it) before failing, so the caller may free its buffers.
     try {
-      WaitForStreams(ops.devices, ops.streams, ops.comms, kTimeoutMs, ops.aborted, what);
+      WaitForStreams(ops.devices, ops.streams, ops.comms, DeadlineAfter(kTimeoutMs), kTimeoutMs,
+                     ops.aborted, what);
     } catch (...) {
       ops.comms_aborted = true;
     }
@@ -189,11 +202,21 @@ size_t ReplicaOf(const Ops& ops, uint32_t device, const char* what) {
   Fail(CHORUS_INVALID_ARGUMENT, what, ": device ", device, " is not one of this op's devices");
 }
 
-// Enqueues one reduce: an all-reduce across the replicas' inputs into the output on each
-// replica's device (a scratch buffer where a device has no output).
-void EnqueueReduce(Ops& ops, const chorus_reduce_args& a, Scratch& scratch) {
-  sdk::RequireDtype(a.dtype, "nccl reduce");
-  const ncclRedOp_t op = NcclOp(a.op);
+// One reduce, checked and with its buffers settled before any NCCL call: an all-reduce across the
+// replicas' inputs into the output on each replica's device (a scratch buffer where a device has
+// no output). Empty for a count of 0.
+struct PlannedReduce {
+  std::vector<const void*> send;  // by replica
+  std::vector<void*> recv;        // by replica
+  size_t count = 0;
+  ncclDataType_t type = ncclFloat32;
+  ncclRedOp_t op = ncclSum;
+};
+
+PlannedReduce PlanReduce(Ops& ops, const chorus_reduce_args& a, Scratch& scratch) {
+  PlannedReduce plan;
+  plan.type = NcclType(a.dtype);
+  plan.op = NcclOp(a.op);
   if (a.num_inputs != ops.devices.size() || a.inputs == nullptr) {
     Fail(CHORUS_UNSUPPORTED, "nccl reduce: needs one input on each of the ", ops.devices.size(),
          " replicas' devices, got ", a.num_inputs);
@@ -201,31 +224,45 @@ void EnqueueReduce(Ops& ops, const chorus_reduce_args& a, Scratch& scratch) {
   if (a.num_outputs == 0 || a.outputs == nullptr) {
     Fail(CHORUS_INVALID_ARGUMENT, "nccl reduce: no outputs");
   }
-  if (a.count == 0) return;
-  std::vector<void*> recv(ops.devices.size(), nullptr);
+  if (a.count == 0) return plan;
+  plan.count = a.count;
+  plan.recv.assign(ops.devices.size(), nullptr);
   for (size_t o = 0; o < a.num_outputs; ++o) {
     const size_t r = ReplicaOf(ops, a.outputs[o].device, "nccl reduce output");
-    if (recv[r] != nullptr) {
+    if (plan.recv[r] != nullptr) {
       Fail(CHORUS_UNSUPPORTED, "nccl reduce: two outputs on device ", a.outputs[o].device);
     }
-    recv[r] = a.outputs[o].data;
+    if (a.outputs[o].data == nullptr) {
+      Fail(CHORUS_INVALID_ARGUMENT, "nccl reduce: output ", o, " is NULL");
+    }
+    plan.recv[r] = a.outputs[o].data;
   }
-  const size_t bytes = a.count * chorus_dtype_size(a.dtype);
-  std::vector<const void*> send(ops.devices.size(), nullptr);
+  plan.send.assign(ops.devices.size(), nullptr);
   for (size_t i = 0; i < a.num_inputs; ++i) {
     const size_t r = ReplicaOf(ops, a.inputs[i].device, "nccl reduce input");
-    send[r] = a.inputs[i].data;
-    if (send[r] == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "nccl reduce: input ", i, " is NULL");
+    if (plan.send[r] != nullptr) {
+      Fail(CHORUS_UNSUPPORTED, "nccl reduce: two inputs on device ", a.inputs[i].device);
+    }
+    plan.send[r] = a.inputs[i].data;
+    if (plan.send[r] == nullptr) {
+      Fail(CHORUS_INVALID_ARGUMENT, "nccl reduce: input ", i, " is NULL");
+    }
   }
-  for (size_t r = 0; r < recv.size(); ++r) {
-    if (recv[r] != nullptr) continue;
-    recv[r] = scratch.Allocate(ops.devices[r], ops.streams[r], bytes, "nccl reduce scratch");
+  const size_t bytes = a.count * chorus_dtype_size(a.dtype);
+  for (size_t r = 0; r < plan.recv.size(); ++r) {
+    if (plan.recv[r] != nullptr) continue;
+    plan.recv[r] = scratch.Allocate(ops.devices[r], ops.streams[r], bytes, "nccl reduce scratch");
   }
-  for (size_t r = 0; r < ops.devices.size(); ++r) {
-    CheckNccl(ncclAllReduce(send[r], recv[r], a.count, NcclType(a.dtype), op, ops.comms[r],
-                            ops.streams[r]),
-              ops.comms[r], "nccl reduce");
+  return plan;
+}
+
+ncclResult_t EnqueueReduce(Ops& ops, const PlannedReduce& plan) {
+  for (size_t r = 0; r < plan.send.size(); ++r) {
+    const ncclResult_t result = ncclAllReduce(plan.send[r], plan.recv[r], plan.count, plan.type,
+                                              plan.op, ops.comms[r], ops.streams[r]);
+    if (result != ncclSuccess) return result;
   }
+  return ncclSuccess;
 }
 
 chorus_status Create(const chorus_cross_device_ops_create_args* args,
@@ -262,15 +299,36 @@ chorus_status Create(const chorus_cross_device_ops_create_args* args,
            CudaDeviceCount() > 0 ? "" : NoDeviceReason(), CudaDeviceCount() > 0 ? "" : ")");
     }
     RequireCudaDevice("nccl cross-device ops");
+    for (size_t i = 0; i < a.num_devices; ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        if (a.device_indices[i] == a.device_indices[j]) {
+          Fail(CHORUS_INVALID_ARGUMENT, "nccl create: device ", a.device_indices[i],
+               " is given twice; NCCL needs one replica per GPU (use reduction_to_one_device "
+               "for several replicas on one GPU)");
+        }
+      }
+    }
+    RequireNoBlockingOverride("nccl create");
+    CurrentDeviceScope scope;
     auto ops = std::make_unique<Ops>();
     for (size_t i = 0; i < a.num_devices; ++i) {
       ops->devices.push_back(static_cast<int>(a.device_indices[i]));
     }
     ops->comms.resize(a.num_devices);
-    CheckNccl(
-        ncclCommInitAll(ops->comms.data(), static_cast<int>(a.num_devices), ops->devices.data()),
-        nullptr, "nccl create: ncclCommInitAll");
+    const ncclResult_t init =
+        ncclCommInitAll(ops->comms.data(), static_cast<int>(a.num_devices), ops->devices.data());
+    if (init != ncclSuccess) {
+      // NCCL sets each comm before its initialisation runs and does not release it on failure.
+      for (ncclComm_t comm : ops->comms) {
+        if (comm != nullptr) ncclCommAbort(comm);
+      }
+      ops->comms.clear();
+      CheckNccl(init, nullptr, "nccl create: ncclCommInitAll");
+    }
     for (int device : ops->devices) {
+      // Non-blocking, so that default-stream work of other threads never waits behind an NCCL
+      // kernel; operations given no stream follow the default stream explicitly
+      // (JoinCallerStream).
       cudaStream_t stream = nullptr;
       CheckCudaCall(cudaSetDevice(device), "nccl create");
       CheckCudaCall(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "nccl create");
@@ -282,37 +340,48 @@ chorus_status Create(const chorus_cross_device_ops_create_args* args,
 
 void Destroy(chorus_cross_device_ops* ops) { delete ops; }
 
-// Runs one operation: joins the caller's stream, enqueues `calls` (the NCCL calls) as one NCCL
-// group on the ops' streams, and completes through the caller's stream or a request.
+// Runs one operation whose arguments are checked and buffers settled: joins the caller's stream,
+// enqueues `calls` (only NCCL calls, returning the first failure) as one NCCL group on the ops'
+// streams, and completes through the caller's stream or a request. A failure inside the group
+// may leave some devices' parts launched and waiting for the others: the communicators are
+// aborted then, so nothing hangs or keeps writing the caller's buffers.
 template <typename Calls>
 void RunGroup(Ops& ops, cudaStream_t caller, const char* what, chorus_request** request,
               Calls&& calls) {
   JoinCallerStream(ops, caller, what);
   CheckNccl(ncclGroupStart(), nullptr, what);
-  try {
-    calls();
-  } catch (...) {
-    ncclGroupEnd();
-    throw;
+  const ncclResult_t enqueued = calls();
+  const ncclResult_t ended = ncclGroupEnd();
+  if (enqueued != ncclSuccess || ended != ncclSuccess) {
+    const char* last = ncclGetLastError(nullptr);
+    const std::string detail = last != nullptr && *last ? std::string(" (") + last + ")" : "";
+    for (ncclComm_t comm : ops.comms) ncclCommAbort(comm);
+    ops.comms_aborted = true;
+    CheckNccl(enqueued != ncclSuccess ? enqueued : ended, nullptr,
+              what + detail + "; the NCCL communicators were aborted");
   }
-  CheckNccl(ncclGroupEnd(), nullptr, what);
   Complete(ops, caller, what, request);
 }
 
 chorus_status Reduce(chorus_cross_device_ops* ops, const chorus_reduce_args* args,
                      chorus_request** request) {
   return Guard([&] {
+    CurrentDeviceScope scope;
     Ops& o = Require(ops, request, "nccl reduce");
     const auto& a =
         sdk::RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_reduce_args, num_outputs), "nccl reduce");
+    sdk::RequireDtype(a.dtype, "nccl reduce");
     Scratch scratch;  // freed in stream order after the group
-    RunGroup(o, CallerStream(a), "nccl reduce", request, [&] { EnqueueReduce(o, a, scratch); });
+    const PlannedReduce plan = PlanReduce(o, a, scratch);
+    if (plan.count == 0) return;
+    RunGroup(o, CallerStream(a), "nccl reduce", request, [&] { return EnqueueReduce(o, plan); });
   });
 }
 
 chorus_status BatchReduce(chorus_cross_device_ops* ops, const chorus_batch_reduce_args* args,
                           chorus_request** request) {
   return Guard([&] {
+    CurrentDeviceScope scope;
     Ops& o = Require(ops, request, "nccl batch_reduce");
     const auto& a = sdk::RequireArgs(
         args, CHORUS_STRUCT_SIZE(chorus_batch_reduce_args, num_reduces), "nccl batch_reduce");
@@ -320,13 +389,22 @@ chorus_status BatchReduce(chorus_cross_device_ops* ops, const chorus_batch_reduc
       Fail(CHORUS_INVALID_ARGUMENT, "nccl batch_reduce: reduces is NULL");
     }
     Scratch scratch;
+    std::vector<PlannedReduce> plans;
+    for (size_t i = 0; i < a.num_reduces; ++i) {
+      const auto& r = sdk::RequireArgs(
+          a.reduces[i], CHORUS_STRUCT_SIZE(chorus_reduce_args, num_outputs), "nccl batch_reduce");
+      sdk::RequireDtype(r.dtype, "nccl batch_reduce");
+      plans.push_back(PlanReduce(o, r, scratch));
+      if (plans.back().count == 0) plans.pop_back();
+    }
+    if (plans.empty()) return;
     // plugin.h: the batch's stream orders the whole batch; the reduces' own are ignored.
     RunGroup(o, CallerStream(a), "nccl batch_reduce", request, [&] {
-      for (size_t i = 0; i < a.num_reduces; ++i) {
-        const auto& r = sdk::RequireArgs(
-            a.reduces[i], CHORUS_STRUCT_SIZE(chorus_reduce_args, num_outputs), "nccl batch_reduce");
-        EnqueueReduce(o, r, scratch);
+      for (const PlannedReduce& plan : plans) {
+        const ncclResult_t result = EnqueueReduce(o, plan);
+        if (result != ncclSuccess) return result;
       }
+      return ncclSuccess;
     });
   });
 }
@@ -334,6 +412,7 @@ chorus_status BatchReduce(chorus_cross_device_ops* ops, const chorus_batch_reduc
 chorus_status Broadcast(chorus_cross_device_ops* ops, const chorus_broadcast_args* args,
                         chorus_request** request) {
   return Guard([&] {
+    CurrentDeviceScope scope;
     Ops& o = Require(ops, request, "nccl broadcast");
     const auto& a = sdk::RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_broadcast_args, num_outputs),
                                      "nccl broadcast");
@@ -348,13 +427,21 @@ chorus_status Broadcast(chorus_cross_device_ops* ops, const chorus_broadcast_arg
     for (size_t i = 0; i < a.num_outputs; ++i) {
       data[ReplicaOf(o, a.outputs[i].device, "nccl broadcast output")] = a.outputs[i].data;
     }
+    for (size_t r = 0; r < data.size(); ++r) {
+      if (data[r] == nullptr) {
+        Fail(CHORUS_INVALID_ARGUMENT, "nccl broadcast: no output on device ", o.devices[r]);
+      }
+    }
+    if (a.source.data == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "nccl broadcast: source is NULL");
+    const ncclDataType_t type = NcclType(a.dtype);
     RunGroup(o, CallerStream(a), "nccl broadcast", request, [&] {
       for (size_t r = 0; r < o.devices.size(); ++r) {
         const void* send = r == root ? a.source.data : data[r];
-        CheckNccl(ncclBroadcast(send, data[r], a.count, NcclType(a.dtype), static_cast<int>(root),
-                                o.comms[r], o.streams[r]),
-                  o.comms[r], "nccl broadcast");
+        const ncclResult_t result = ncclBroadcast(send, data[r], a.count, type,
+                                                  static_cast<int>(root), o.comms[r], o.streams[r]);
+        if (result != ncclSuccess) return result;
       }
+      return ncclSuccess;
     });
   });
 }
@@ -362,6 +449,7 @@ chorus_status Broadcast(chorus_cross_device_ops* ops, const chorus_broadcast_arg
 chorus_status AllGather(chorus_cross_device_ops* ops, const chorus_all_gather_args* args,
                         chorus_request** request) {
   return Guard([&] {
+    CurrentDeviceScope scope;
     Ops& o = Require(ops, request, "nccl all_gather");
     const auto& a = sdk::RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_all_gather_args, num_outputs),
                                      "nccl all_gather");
@@ -392,12 +480,14 @@ chorus_status AllGather(chorus_cross_device_ops* ops, const chorus_all_gather_ar
         Fail(CHORUS_UNSUPPORTED, "nccl all_gather: no output on device ", a.inputs[i].device);
       }
     }
+    const ncclDataType_t type = NcclType(a.dtype);
     RunGroup(o, CallerStream(a), "nccl all_gather", request, [&] {
       for (size_t i = 0; i < a.num_inputs; ++i) {
-        CheckNccl(ncclAllGather(a.inputs[i].data, out[i], a.counts[0], NcclType(a.dtype),
-                                o.comms[i], o.streams[i]),
-                  o.comms[i], "nccl all_gather");
+        const ncclResult_t result =
+            ncclAllGather(a.inputs[i].data, out[i], a.counts[0], type, o.comms[i], o.streams[i]);
+        if (result != ncclSuccess) return result;
       }
+      return ncclSuccess;
     });
   });
 }
@@ -421,12 +511,12 @@ bool Poll(chorus_request& r) {
     }
     bool done = true;
     for (size_t i = 0; i < r.events.size() && done; ++i) {
-      cudaSetDevice(ops.devices[i]);
-      const cudaError_t state = cudaEventQuery(r.events[i]);
-      if (state == cudaErrorNotReady) done = false;
-      if (state != cudaSuccess && state != cudaErrorNotReady) {
+      cudaSetDevice(r.devices[i]);
+      try {
+        done = QueryFinished(cudaEventQuery(r.events[i]), r.what);
+      } catch (...) {
         abort_all();
-        CheckCudaCall(state, r.what);
+        throw;
       }
     }
     if (done) {
@@ -463,6 +553,7 @@ chorus_status CrossDeviceOpsRequestTest(chorus_request* request, int* done) {
   if (request == nullptr || done == nullptr) {
     return sdk::SetError(CHORUS_INVALID_ARGUMENT, "nccl request_test: request or done is NULL");
   }
+  CurrentDeviceScope scope;
   *done = Poll(*request) ? 1 : 0;
   return *done ? Finished(*request) : CHORUS_OK;
 }
@@ -471,15 +562,16 @@ chorus_status CrossDeviceOpsRequestWait(chorus_request* request, int64_t timeout
   if (request == nullptr) {
     return sdk::SetError(CHORUS_INVALID_ARGUMENT, "nccl request_wait: request is NULL");
   }
-  const auto start = std::chrono::steady_clock::now();
+  CurrentDeviceScope scope;
+  const auto deadline = DeadlineAfter(timeout_ms);
   for (int polls = 0;; ++polls) {
     if (Poll(*request)) return Finished(*request);
-    if (timeout_ms >= 0 &&
-        std::chrono::steady_clock::now() - start > std::chrono::milliseconds(timeout_ms)) {
+    if (timeout_ms >= 0 && std::chrono::steady_clock::now() > deadline) {
       return sdk::SetError(CHORUS_TIMEOUT, request->what + ": not finished within " +
                                                std::to_string(timeout_ms) +
                                                " ms; it is still running (wait again, or "
-                                               "destroy the cross-device ops to abort it)");
+                                               "free it and destroy the cross-device ops to "
+                                               "abort it)");
     }
     if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
   }

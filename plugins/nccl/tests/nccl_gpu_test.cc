@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <thread>
 #include <vector>
 
 namespace chorus {
@@ -81,6 +83,28 @@ TEST(NcclGpu, KernelsMatchTheHostForEveryDtypeAndOp) {
       gpu->Deallocate(0, db);
       // f16/bf16 compute in float on both sides and round to nearest even: equal bit for bit,
       // except NaN payloads, which these inputs do not produce for SUM/MIN/MAX.
+      EXPECT_EQ(actual, expected);
+    }
+    // The divide kernel (MEAN's second half), including divisors with no signed 64-bit form.
+    for (uint64_t divisor : {uint64_t{1}, uint64_t{3}, uint64_t{7}, uint64_t{1} << 63}) {
+      SCOPED_TRACE(std::string("dtype ") + std::to_string(d) + " divide by " +
+                   std::to_string(divisor));
+      std::vector<unsigned char> expected = a;
+      chorus_divide_args host{};
+      host.struct_size = sizeof(host);
+      host.data = expected.data();
+      host.count = kCount;
+      host.dtype = dtype;
+      host.divisor = divisor;
+      ASSERT_EQ(cpu->api().divide(cpu->context(), &host), CHORUS_OK);
+      void* da = gpu->Allocate(0, bytes);
+      gpu->Copy(0, da, CHORUS_HOST_DEVICE, a.data(), bytes);
+      chorus_divide_args args = host;
+      args.data = da;
+      ASSERT_EQ(gpu->api().divide(gpu->context(), &args), CHORUS_OK) << gpu->library().LastError();
+      std::vector<unsigned char> actual(bytes);
+      gpu->Copy(CHORUS_HOST_DEVICE, actual.data(), 0, da, bytes);
+      gpu->Deallocate(0, da);
       EXPECT_EQ(actual, expected);
     }
   }
@@ -194,9 +218,10 @@ TEST(NcclGpu, CrossDeviceOpsWithoutAStreamCompleteThroughARequest) {
   }
 }
 
-// The inputs are written, reduced and read back only through the caller's stream: if the
-// operation did not wait for the stream's earlier copies, or the stream for the operation, the
-// results would be the initial zeros or the unreduced inputs.
+// The inputs are written, reduced and read back only through the caller's stream (of GPU 0, also
+// for the other GPUs' buffers): if the operation did not wait for the stream's earlier copies, or
+// the stream for the operation, the results would be the zeros written first or the unreduced
+// inputs.
 TEST(NcclGpu, CrossDeviceOpsOnTheCallersStreamAreOrderedByIt) {
   SKIP_WITHOUT_GPU();
   RawNcclOps raw;
@@ -207,6 +232,11 @@ TEST(NcclGpu, CrossDeviceOpsOnTheCallersStreamAreOrderedByIt) {
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  // Copies (not memsets: a kernel of GPU 0 may not reach another GPU's memory without peer
+  // access) are what a stream of one device may do to any device's memory.
+  float* zeros = nullptr;
+  ASSERT_EQ(cudaMallocHost(&zeros, kBytes), cudaSuccess);
+  std::fill(zeros, zeros + kCount, 0.0f);
   std::vector<chorus_buffer> buffers;
   std::vector<float*> pinned;
   for (uint32_t i = 0; i < n; ++i) {
@@ -215,7 +245,7 @@ TEST(NcclGpu, CrossDeviceOpsOnTheCallersStreamAreOrderedByIt) {
     std::fill(host, host + kCount, static_cast<float>(i + 1));
     pinned.push_back(host);
     void* p = raw.gpu().Allocate(i, kBytes);
-    ASSERT_EQ(cudaMemsetAsync(p, 0, kBytes, stream), cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(p, zeros, kBytes, cudaMemcpyDefault, stream), cudaSuccess);
     ASSERT_EQ(cudaMemcpyAsync(p, host, kBytes, cudaMemcpyDefault, stream), cudaSuccess);
     buffers.push_back({i, p});
   }
@@ -236,7 +266,51 @@ TEST(NcclGpu, CrossDeviceOpsOnTheCallersStreamAreOrderedByIt) {
     cudaFreeHost(pinned[i]);
     raw.gpu().Deallocate(i, buffers[i].data);
   }
+  cudaFreeHost(zeros);
   cudaStreamDestroy(stream);
+}
+
+// The plugin's entry points set devices as they go; the caller's current device is the same
+// after them, so its own launches do not land on another GPU.
+TEST(NcclGpu, EntryPointsLeaveTheCallersCurrentDevice) {
+  SKIP_WITHOUT_GPU();
+  if (GpuCount() < 2) GTEST_SKIP() << "needs two GPUs (with one there is no other device)";
+  RawNcclOps raw;
+  ASSERT_NE(raw.ops(), nullptr);
+  // GPU 0: the entry points visit every GPU in order and would end on the last one.
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  ASSERT_EQ(cudaFree(nullptr), cudaSuccess);  // the caller's context on GPU 0 exists
+  std::vector<chorus_buffer> buffers;
+  for (uint32_t i = 0; i < raw.gpu().count(); ++i) {
+    buffers.push_back({i, raw.gpu().Allocate(i, 1001 * sizeof(float))});
+  }
+  const chorus_reduce_args args = AllReduceArgs(buffers, 1001);
+  chorus_request* request = nullptr;
+  ASSERT_EQ(raw.api().reduce(raw.ops(), &args, &request), CHORUS_OK) << raw.plugin().LastError();
+  ASSERT_EQ(raw.table().request_wait(request, 60000), CHORUS_OK) << raw.plugin().LastError();
+  raw.table().request_free(request);
+  for (const chorus_buffer& b : buffers) raw.gpu().Deallocate(b.device, b.data);
+  int current = -1;
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  EXPECT_EQ(current, 0);
+}
+
+TEST(NcclGpu, OneGpuTwiceIsRefusedWithAMessage) {
+  SKIP_WITHOUT_GPU();
+  auto plugin = NcclRegistry().FindPlugin("nccl");
+  auto gpu = DeviceEnumerator::Create(plugin);
+  const uint32_t indices[] = {0, 0};
+  chorus_cross_device_ops_create_args args{};
+  args.struct_size = sizeof(args);
+  args.devices_api = &gpu->api();
+  args.devices = gpu->context();
+  args.device_indices = indices;
+  args.num_devices = 2;
+  chorus_cross_device_ops* ops = nullptr;
+  EXPECT_EQ(plugin->cross_device_ops()->create(&args, &ops), CHORUS_INVALID_ARGUMENT);
+  EXPECT_EQ(ops, nullptr);
+  EXPECT_NE(plugin->LastError().find("device 0 is given twice"), std::string::npos)
+      << plugin->LastError();
 }
 
 // MirroredStrategy with no arguments on a GPU machine: one replica per CUDA device and the nccl
@@ -294,13 +368,18 @@ TEST(NcclGpu, CollectiveAllReduceWithOneRank) {
   args.device = 0;
   chorus_communicator* comm = nullptr;
   ASSERT_EQ(plugin->collective()->create(&args, &comm), CHORUS_OK) << plugin->LastError();
+  // Out of place into zeros, so that a call that returned without running would show.
+  const size_t bytes = 1001 * sizeof(float);
   std::vector<float> host(1001, 2.5f);
-  void* p = gpu->Allocate(0, host.size() * sizeof(float));
-  gpu->Copy(0, p, CHORUS_HOST_DEVICE, host.data(), host.size() * sizeof(float));
+  const std::vector<float> zeros(1001, 0.0f);
+  void* p = gpu->Allocate(0, bytes);
+  void* q = gpu->Allocate(0, bytes);
+  gpu->Copy(0, p, CHORUS_HOST_DEVICE, host.data(), bytes);
+  gpu->Copy(0, q, CHORUS_HOST_DEVICE, zeros.data(), bytes);
   chorus_all_reduce_args ar{};
   ar.struct_size = sizeof(ar);
   ar.send = p;
-  ar.recv = p;
+  ar.recv = q;
   ar.count = host.size();
   ar.dtype = CHORUS_F32;
   ar.op = CHORUS_REDUCE_SUM;
@@ -309,10 +388,92 @@ TEST(NcclGpu, CollectiveAllReduceWithOneRank) {
       << plugin->LastError();
   EXPECT_EQ(request, nullptr);
   std::vector<float> out(host.size());
-  gpu->Copy(CHORUS_HOST_DEVICE, out.data(), 0, p, out.size() * sizeof(float));
+  gpu->Copy(CHORUS_HOST_DEVICE, out.data(), 0, q, bytes);
   EXPECT_EQ(out, host);  // one rank: the sum is the input
   gpu->Deallocate(0, p);
+  gpu->Deallocate(0, q);
   plugin->collective()->destroy(comm);
+}
+
+// Two ranks in two threads, one GPU each, over one in-process store: rank 0 without a stream
+// (the communicator's own, waited on), rank 1 on its own stream (the call returns once enqueued,
+// which on a non-blocking communicator may come after NCCL's connection set-up).
+TEST(NcclGpu, CollectiveAllReduceAcrossTwoGpusInTwoThreads) {
+  SKIP_WITHOUT_GPU();
+  if (GpuCount() < 2) GTEST_SKIP() << "needs two GPUs (NCCL allows one rank per GPU)";
+  auto plugin = NcclRegistry().FindPlugin("nccl");
+  auto gpu = DeviceEnumerator::Create(plugin);
+  auto store = MakeInProcessStore();
+  constexpr size_t kCount = (1 << 20) + 7;
+  constexpr size_t kBytes = kCount * sizeof(float);
+  std::vector<std::vector<float>> results(2);
+  std::vector<std::string> errors(2);
+  auto run_rank = [&](int r) {
+    CKvStore c_store(store);
+    chorus_communicator_create_args args{};
+    args.struct_size = sizeof(args);
+    args.rank = r;
+    args.size = 2;
+    args.store = c_store.get();
+    args.timeout_ms = 120000;
+    args.devices_api = &gpu->api();
+    args.devices = gpu->context();
+    args.device = static_cast<uint32_t>(r);
+    chorus_communicator* comm = nullptr;
+    if (plugin->collective()->create(&args, &comm) != CHORUS_OK) {
+      errors[r] = "create: " + plugin->LastError();
+      return;
+    }
+    const std::vector<float> mine(kCount, static_cast<float>(r + 1));
+    const std::vector<float> zeros(kCount, 0.0f);
+    void* send = gpu->Allocate(r, kBytes);
+    void* recv = gpu->Allocate(r, kBytes);
+    gpu->Copy(r, send, CHORUS_HOST_DEVICE, mine.data(), kBytes);
+    gpu->Copy(r, recv, CHORUS_HOST_DEVICE, zeros.data(), kBytes);
+    cudaStream_t stream = nullptr;
+    if (r == 1) {
+      cudaSetDevice(r);
+      cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    }
+    chorus_all_reduce_args ar{};
+    ar.struct_size = sizeof(ar);
+    ar.send = send;
+    ar.recv = recv;
+    ar.count = kCount;
+    ar.dtype = CHORUS_F32;
+    ar.op = CHORUS_REDUCE_SUM;
+    ar.stream = reinterpret_cast<chorus_stream*>(stream);
+    chorus_request* request = nullptr;
+    if (plugin->collective()->all_reduce(comm, &ar, &request) != CHORUS_OK) {
+      errors[r] = "all_reduce: " + plugin->LastError();
+    } else if (stream != nullptr && cudaStreamSynchronize(stream) != cudaSuccess) {
+      errors[r] = "cudaStreamSynchronize failed";
+    }
+    results[r].resize(kCount);
+    gpu->Copy(CHORUS_HOST_DEVICE, results[r].data(), r, recv, kBytes);
+    gpu->Deallocate(r, send);
+    gpu->Deallocate(r, recv);
+    if (stream != nullptr) cudaStreamDestroy(stream);
+    plugin->collective()->destroy(comm);
+  };
+  auto rank = [&](int r) {
+    try {
+      run_rank(r);
+    } catch (const std::exception& e) {  // a throwing helper must not end the test process
+      errors[r] = e.what();
+    }
+  };
+  std::thread rank1(rank, 1);
+  rank(0);
+  rank1.join();
+  for (int r = 0; r < 2; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_EQ(errors[r], "");
+    ASSERT_EQ(results[r].size(), kCount);
+    EXPECT_EQ(results[r].front(), 3.0f);
+    EXPECT_EQ(results[r][kCount / 2], 3.0f);
+    EXPECT_EQ(results[r].back(), 3.0f);
+  }
 }
 
 }  // namespace

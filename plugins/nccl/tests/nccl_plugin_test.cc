@@ -78,5 +78,41 @@ TEST(NcclPlugin, WithoutAGpuTheNcclObjectsAreUnavailableAndSayWhy) {
   }
 }
 
+// Creates a one-rank nccl communicator on host memory with `timeout_ms`; returns the status
+// (the communicator, if one was made, is destroyed).
+chorus_status CreateOneRank(const PluginLibrary& plugin, int64_t timeout_ms) {
+  auto store = MakeInProcessStore();
+  CKvStore c_store(store);
+  chorus_communicator_create_args args{};
+  args.struct_size = sizeof(args);
+  args.rank = 0;
+  args.size = 1;
+  args.store = c_store.get();
+  args.timeout_ms = timeout_ms;
+  chorus_communicator* comm = nullptr;
+  const chorus_status status = plugin.collective()->create(&args, &comm);
+  if (comm != nullptr) plugin.collective()->destroy(comm);
+  return status;
+}
+
+// Every wait of an nccl communicator is bounded by its time-out, so none is refused on any machine.
+TEST(NcclPlugin, ACommunicatorWithoutAPositiveTimeoutIsRefused) {
+  auto plugin = LoadNccl();
+  ASSERT_TRUE(plugin);
+  EXPECT_EQ(CreateOneRank(*plugin, 0), CHORUS_INVALID_ARGUMENT);
+  EXPECT_THAT(plugin->LastError(), HasSubstr("timeout_ms is 0; give a positive time-out"));
+}
+
+// NCCL_COMM_BLOCKING would override the blocking mode the plugin's time-outs rely on.
+TEST(NcclPlugin, NcclCommBlockingInTheEnvironmentIsRefusedByName) {
+  auto plugin = LoadNccl();
+  ASSERT_TRUE(plugin);
+  setenv("NCCL_COMM_BLOCKING", "1", 1);
+  const chorus_status status = CreateOneRank(*plugin, 1000);
+  unsetenv("NCCL_COMM_BLOCKING");
+  EXPECT_EQ(status, CHORUS_INVALID_ARGUMENT);
+  EXPECT_THAT(plugin->LastError(), HasSubstr("NCCL_COMM_BLOCKING is set; unset it"));
+}
+
 }  // namespace
 }  // namespace chorus

@@ -63,7 +63,7 @@ Comm& Require(Comm* comm, chorus_request** request, const char* op) {
   *request = nullptr;
   if (comm == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "nccl ", op, ": communicator is NULL");
   if (comm->aborted.load()) {
-    // Nothing of this communicator is in flight between calls: release NCCL's side once.
+    // Release NCCL's side once; this also stops work still queued on a caller's stream.
     if (!comm->comm_aborted.exchange(true)) ncclCommAbort(comm->comm);
     Fail(CHORUS_ABORTED, What(*comm, op), ": the communicator was aborted");
   }

@@ -122,6 +122,22 @@ void DeviceEnumerator::Copy(uint32_t dst_device, void* dst, uint32_t src_device,
   if (status != CHORUS_OK) Throw(status, "copy");
 }
 
+void DeviceEnumerator::Reduce(uint32_t device, void* dst, const void* a, const void* b,
+                              size_t count, chorus_dtype dtype, chorus_reduce_op op) const {
+  if (api_->reduce == nullptr) Throw(CHORUS_UNSUPPORTED, "reduce");
+  chorus_reduce_kernel_args args{};
+  args.struct_size = sizeof(args);
+  args.device = device;
+  args.dst = dst;
+  args.a = a;
+  args.b = b;
+  args.count = count;
+  args.dtype = dtype;
+  args.op = op;
+  chorus_status status = api_->reduce(context_, &args);
+  if (status != CHORUS_OK) Throw(status, "reduce");
+}
+
 void DeviceEnumerator::Divide(uint32_t device, void* data, size_t count, chorus_dtype dtype,
                               uint64_t divisor) const {
   if (api_->divide == nullptr) Throw(CHORUS_UNSUPPORTED, "divide");

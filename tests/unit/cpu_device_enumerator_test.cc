@@ -5,6 +5,7 @@
 
 #include <limits>
 #include <numeric>
+#include <string>
 #include <vector>
 
 namespace chorus {
@@ -67,6 +68,19 @@ TEST(CpuDevices, DivideIsExactForIntegerMeans) {
   cpu->Divide(0, sums.data(), 3, CHORUS_I64, 3);
   EXPECT_EQ(sums, (std::vector<int64_t>{2, 3, -2}));
   EXPECT_THROW(cpu->Divide(0, sums.data(), 3, CHORUS_I64, 0), Error);
+}
+
+TEST(CpuDevices, ReduceThroughTheWrapperAndItsErrors) {
+  auto cpu = DeviceEnumerator::Create(Core(), {{"count", "1"}});
+  std::vector<int32_t> a{1, -2, 3}, b{10, 20, -30};
+  cpu->Reduce(0, a.data(), a.data(), b.data(), 3, CHORUS_I32, CHORUS_REDUCE_SUM);
+  EXPECT_EQ(a, (std::vector<int32_t>{11, 18, -27}));
+  try {
+    cpu->Reduce(0, a.data(), a.data(), b.data(), 3, CHORUS_I32, CHORUS_REDUCE_MEAN);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("reduce failed with"), std::string::npos) << e.what();
+  }
 }
 
 // Divisors above INT64_MAX have no signed 64-bit form; the quotients are still exact.

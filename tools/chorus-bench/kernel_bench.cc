@@ -74,7 +74,6 @@ int RunKernelBench(const BenchOptions& options) {
     const Device on{enumerator, device};
     const chorus_dtype dtype = options.dtype;
     const size_t element = chorus_dtype_size(dtype);
-    const auto& api = enumerator->api();
     std::cout << "# chorus-bench --kernels: the '" << options.devices << "' enumerator's kernels "
               << "(plugin " << enumerator->library().name() << ") on device " << device << " ("
               << on.name() << "), dtype " << DtypeName(dtype) << ", reduce op "
@@ -98,21 +97,8 @@ int RunKernelBench(const BenchOptions& options) {
       b.CopyFromHost(host.data(), used);
       f.copy_us = MedianTime(options.warmup_iters, options.iters,
                              [&] { enumerator->Copy(device, dst.data(), device, a.data(), used); });
-      chorus_reduce_kernel_args args{};
-      args.struct_size = sizeof(args);
-      args.device = device;
-      args.dst = dst.data();
-      args.a = a.data();
-      args.b = b.data();
-      args.count = count;
-      args.dtype = dtype;
-      args.op = options.reduce_op;
       f.reduce_us = MedianTime(options.warmup_iters, options.iters, [&] {
-        const chorus_status status = api.reduce(enumerator->context(), &args);
-        if (status != CHORUS_OK) {
-          throw Error(status, "the '" + options.devices +
-                                  "' reduce kernel failed: " + enumerator->library().LastError());
-        }
+        enumerator->Reduce(device, dst.data(), a.data(), b.data(), count, dtype, options.reduce_op);
       });
       // The last reduce's result, against the exact answer for two ranks.
       dst.CopyToHost(host.data(), used);

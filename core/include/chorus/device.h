@@ -52,6 +52,9 @@ class DeviceEnumerator {
   // device index or CHORUS_HOST_DEVICE on either side; synchronous.
   void Copy(uint32_t dst_device, void* dst, uint32_t src_device, const void* src,
             size_t bytes) const;
+  // dst[i] = a[i] op b[i] on `device` (dst may equal a or b); synchronous.
+  void Reduce(uint32_t device, void* dst, const void* a, const void* b, size_t count,
+              chorus_dtype dtype, chorus_reduce_op op) const;
   void Divide(uint32_t device, void* data, size_t count, chorus_dtype dtype,
               uint64_t divisor) const;
   void Synchronize(uint32_t device) const;

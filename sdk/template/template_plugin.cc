@@ -19,6 +19,7 @@
 
 using chorus::sdk::Fail;
 using chorus::sdk::Guard;
+using chorus::sdk::Log;  // the host's logger, kept by sdk::SetHost from init to shutdown
 using chorus::sdk::RequireArgs;
 
 // The context behind a chorus_cross_device_ops* handle: what create was given. Immutable after
@@ -33,14 +34,6 @@ struct chorus_cross_device_ops {
 namespace {
 
 using Ops = chorus_cross_device_ops;
-
-const chorus_host* g_host = nullptr;  // set by init, for logging
-
-void Log(chorus_log_level level, const std::string& message) {
-  if (g_host != nullptr && g_host->log_enabled(g_host->ctx, level)) {
-    g_host->log(g_host->ctx, level, message.c_str());
-  }
-}
 
 // ---- Argument checks: the caller's mistakes become CHORUS_INVALID_ARGUMENT ------------------
 
@@ -279,10 +272,10 @@ chorus_status AllGather(Ops* ops, const chorus_all_gather_args* args, chorus_req
 // ---- The plugin table -------------------------------------------------------------------------
 
 chorus_status Init(const chorus_host* host) {
-  g_host = host;
+  chorus::sdk::SetHost(host);
   return CHORUS_OK;
 }
-void Shutdown() { g_host = nullptr; }
+void Shutdown() { chorus::sdk::SetHost(nullptr); }
 const char* LastError() { return chorus::sdk::LastError(); }
 
 // No request is ever returned, so these are never called with a valid one.

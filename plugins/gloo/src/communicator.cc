@@ -5,7 +5,6 @@
 
 #include "connect.h"
 #include "gloo_errors.h"
-#include "logging.h"
 
 namespace chorus::gloo_plugin {
 
@@ -46,11 +45,11 @@ GlooCommunicator::GlooCommunicator(const chorus_communicator_create_args& a) {
 
 GlooCommunicator::~GlooCommunicator() {
   if (ran_ring_chunked_ && failed_status_ == CHORUS_OK && !aborted_.load() &&
-      !HostAbortRequested()) {
+      !sdk::HostAbortRequested()) {
     try {
       gloo_plugin::Barrier(context_, next_tag_++);
     } catch (const std::exception& e) {
-      Log(CHORUS_LOG_DEBUG, Describe("destroy") + ": the closing barrier failed: " + e.what());
+      sdk::Log(CHORUS_LOG_DEBUG, Describe("destroy") + ": the closing barrier failed: " + e.what());
     }
   }
   context_.reset();  // closes the connections
@@ -63,7 +62,8 @@ std::string GlooCommunicator::Describe(const char* operation) const {
 
 void GlooCommunicator::FailIfAborted(const std::string& what) const {
   if (aborted_.load()) Fail(CHORUS_ABORTED, what, ": the communicator was aborted");
-  if (HostAbortRequested()) Fail(CHORUS_ABORTED, what, ": the core asked every operation to stop");
+  if (sdk::HostAbortRequested())
+    Fail(CHORUS_ABORTED, what, ": the core asked every operation to stop");
 }
 
 template <typename Body>
@@ -86,10 +86,10 @@ void GlooCommunicator::Run(const char* operation, Body&& body) {
     try {
       context_->closeConnections();
     } catch (const std::exception& e) {
-      Log(CHORUS_LOG_WARN, what + ": closing the connections failed: " + e.what());
+      sdk::Log(CHORUS_LOG_WARN, what + ": closing the connections failed: " + e.what());
     }
     sdk::Error error = TranslateCurrentException(what, timeout_ms_);
-    if (aborted_.load() || HostAbortRequested()) {
+    if (aborted_.load() || sdk::HostAbortRequested()) {
       std::string_view detail = error.what();
       if (detail.starts_with(what + ": ")) detail.remove_prefix(what.size() + 2);
       error = sdk::Error(CHORUS_ABORTED, what +
@@ -142,7 +142,7 @@ void GlooCommunicator::Abort() noexcept {
   try {
     context_->closeConnections();  // each pair under its own lock: safe beside a running call
   } catch (const std::exception& e) {
-    Log(CHORUS_LOG_WARN, Describe("abort") + ": closing the connections failed: " + e.what());
+    sdk::Log(CHORUS_LOG_WARN, Describe("abort") + ": closing the connections failed: " + e.what());
   }
 }
 

@@ -13,7 +13,6 @@
 
 #include "gloo_errors.h"
 #include "kv_store_adapter.h"
-#include "logging.h"
 
 namespace chorus::gloo_plugin {
 namespace {
@@ -65,7 +64,8 @@ void IgnoreSigpipeUnlessHandled() {
   if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL &&
       (current.sa_flags & SA_SIGINFO) == 0) {
     ::signal(SIGPIPE, SIG_IGN);
-    Log(CHORUS_LOG_DEBUG, "gloo: SIGPIPE set to ignored, so a dead peer is an error, not a kill");
+    sdk::Log(CHORUS_LOG_DEBUG,
+             "gloo: SIGPIPE set to ignored, so a dead peer is an error, not a kill");
   }
 }
 
@@ -83,9 +83,9 @@ std::shared_ptr<::gloo::Context> Connect(const chorus_kv_store& store, int rank,
     context->setTimeout(std::chrono::milliseconds(timeout_ms));
     KvStoreAdapter adapter(store, timeout_ms, rank, size);
     context->connectFullMesh(adapter, device);
-    if (LogEnabled(CHORUS_LOG_DEBUG)) {
-      Log(CHORUS_LOG_DEBUG, what + ": connected over " + device->str() + ", all_reduce " +
-                                AlgorithmName(options.algorithm));
+    if (sdk::LogEnabled(CHORUS_LOG_DEBUG)) {
+      sdk::Log(CHORUS_LOG_DEBUG, what + ": connected over " + device->str() + ", all_reduce " +
+                                     AlgorithmName(options.algorithm));
     }
     return context;
   } catch (...) {

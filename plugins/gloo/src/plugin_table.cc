@@ -9,7 +9,6 @@
 
 #include "arguments.h"
 #include "communicator.h"
-#include "logging.h"
 
 struct chorus_communicator {
   explicit chorus_communicator(const chorus_communicator_create_args& args) : impl(args) {}
@@ -98,11 +97,11 @@ void Abort(chorus_communicator* comm) {
 chorus_status Init(const chorus_host* host) {
   return Guard([&] {
     sdk::RequireHost(host, "gloo");
-    SetHost(host);
+    sdk::SetHost(host);
   });
 }
 
-void Shutdown() { SetHost(nullptr); }
+void Shutdown() { sdk::SetHost(nullptr); }
 
 const char* LastError() { return sdk::LastError(); }
 

@@ -2,8 +2,6 @@
 
 #include <chorus/plugin_sdk.hpp>
 
-#include "logging.h"
-
 namespace chorus::hierarchical {
 
 using sdk::Fail;
@@ -61,11 +59,12 @@ void* DeviceApi::Allocate(uint32_t device, size_t bytes) const {
 
 void DeviceApi::Deallocate(uint32_t device, void* pointer) const noexcept {
   if (pointer == nullptr) return;
-  if (api_->deallocate(context_, device, pointer) != CHORUS_OK && LogEnabled(CHORUS_LOG_WARN)) {
+  if (api_->deallocate(context_, device, pointer) != CHORUS_OK &&
+      sdk::LogEnabled(CHORUS_LOG_WARN)) {
     const char* detail = last_error_ != nullptr ? last_error_() : nullptr;
     try {
-      Log(CHORUS_LOG_WARN, "hierarchical_copy: freeing scratch on " + DeviceName(device) +
-                               " failed: " + (detail != nullptr ? detail : ""));
+      sdk::Log(CHORUS_LOG_WARN, "hierarchical_copy: freeing scratch on " + DeviceName(device) +
+                                    " failed: " + (detail != nullptr ? detail : ""));
     } catch (...) {
     }
   }

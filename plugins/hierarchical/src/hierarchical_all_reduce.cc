@@ -1,8 +1,8 @@
 #include "hierarchical_all_reduce.h"
 
+#include <chorus/plugin_sdk.hpp>
 #include <string>
 
-#include "logging.h"
 #include "roots.h"
 
 namespace chorus::hierarchical {
@@ -36,11 +36,11 @@ void HierarchicalAllReduce(const DeviceApi& api, ScratchCache& scratch,
   const Roots roots = ChooseRoots(n, root_index);
   const uint32_t device_a = devices[roots.root_a];
   const uint32_t device_b = devices[roots.root_b];
-  if (LogEnabled(CHORUS_LOG_DEBUG)) {
-    Log(CHORUS_LOG_DEBUG, "hierarchical_copy: all-reduce #" + std::to_string(root_index) + " of " +
-                              std::to_string(shape.count) + " elements over " + std::to_string(n) +
-                              " devices, roots " + DeviceName(device_a) + " and " +
-                              DeviceName(device_b));
+  if (sdk::LogEnabled(CHORUS_LOG_DEBUG)) {
+    sdk::Log(CHORUS_LOG_DEBUG, "hierarchical_copy: all-reduce #" + std::to_string(root_index) +
+                                   " of " + std::to_string(shape.count) + " elements over " +
+                                   std::to_string(n) + " devices, roots " + DeviceName(device_a) +
+                                   " and " + DeviceName(device_b));
   }
   char* accumulator_a = scratch.Get(device_a, kAccumulator, bytes);
   char* incoming_a = scratch.Get(device_a, kIncoming, bytes);

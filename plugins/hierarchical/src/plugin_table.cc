@@ -6,7 +6,6 @@
 #include <memory>
 
 #include "cross_device_ops.h"
-#include "logging.h"
 
 struct chorus_cross_device_ops {
   explicit chorus_cross_device_ops(const chorus_cross_device_ops_create_args& args) : impl(args) {}
@@ -81,11 +80,11 @@ chorus_status AllGather(chorus_cross_device_ops* ops, const chorus_all_gather_ar
 chorus_status Init(const chorus_host* host) {
   return Guard([&] {
     sdk::RequireHost(host, "hierarchical");
-    SetHost(host);
+    sdk::SetHost(host);
   });
 }
 
-void Shutdown() { SetHost(nullptr); }
+void Shutdown() { sdk::SetHost(nullptr); }
 
 const char* LastError() { return sdk::LastError(); }
 

@@ -1,6 +1,5 @@
 #include "datatypes.h"
 
-#include <atomic>
 #include <chorus/plugin_sdk.hpp>
 #include <mutex>
 
@@ -11,22 +10,14 @@ std::once_flag g_once;
 MPI_Datatype g_f16 = MPI_DATATYPE_NULL;
 MPI_Datatype g_bf16 = MPI_DATATYPE_NULL;
 MPI_Op g_ops[4] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
-std::atomic<const chorus_host*> g_host{nullptr};
 
 // inout[i] = in[i] op inout[i] for the 16-bit float types, through the host's kernel.
 template <chorus_reduce_op Op>
 void HalfOp(void* in, void* inout, int* len, MPI_Datatype* type) {
-  const chorus_host* host = g_host.load();
-  chorus_reduce_kernel_args args{};
-  args.struct_size = sizeof(args);
-  args.device = CHORUS_HOST_DEVICE;
-  args.dst = inout;
-  args.a = inout;
-  args.b = in;
-  args.count = static_cast<size_t>(*len);
-  args.dtype = *type == g_bf16 ? CHORUS_BF16 : CHORUS_F16;
-  args.op = Op;
-  if (host == nullptr || host->reduce_host(host->ctx, &args) != CHORUS_OK) {
+  try {
+    sdk::ReduceOnHost(inout, inout, in, static_cast<size_t>(*len),
+                      *type == g_bf16 ? CHORUS_BF16 : CHORUS_F16, Op);
+  } catch (const sdk::Error&) {
     MPI_Abort(MPI_COMM_WORLD, 70);  // a user op cannot report errors; this cannot happen
   }
 }
@@ -41,8 +32,7 @@ void Check(int code, const char* what) {
 
 }  // namespace
 
-void InitDatatypes(const chorus_host* host) {
-  g_host.store(host);
+void InitDatatypes() {
   std::call_once(g_once, [] {
     Check(MPI_Type_contiguous(2, MPI_BYTE, &g_f16), "MPI_Type_contiguous (f16)");
     Check(MPI_Type_commit(&g_f16), "MPI_Type_commit (f16)");

@@ -9,8 +9,9 @@
 
 namespace chorus::mpi {
 
-// Creates the f16/bf16 types and user ops; call once MPI is initialised. Throws sdk::Error.
-void InitDatatypes(const chorus_host* host);
+// Creates the f16/bf16 types and user ops; call once MPI is initialised and the host is set
+// (sdk::SetHost: the 16-bit ops reduce with its kernel). Throws sdk::Error.
+void InitDatatypes();
 MPI_Datatype DatatypeOf(chorus_dtype dtype);
 MPI_Op OpOf(chorus_reduce_op op, chorus_dtype dtype);
 

@@ -18,22 +18,7 @@ namespace {
 using sdk::Fail;
 using Clock = std::chrono::steady_clock;
 
-std::atomic<const chorus_host*> g_host{nullptr};
 std::mutex g_init_mutex;
-
-void Log(chorus_log_level level, const std::string& message) {
-  const chorus_host* host = g_host.load();
-  if (host != nullptr && host->log != nullptr && host->log_enabled != nullptr &&
-      host->log_enabled(host->ctx, level) != 0) {
-    host->log(host->ctx, level, message.c_str());
-  }
-}
-
-bool HostAbortRequested() {
-  const chorus_host* host = g_host.load();
-  return host != nullptr && host->abort_requested != nullptr &&
-         host->abort_requested(host->ctx) != 0;
-}
 
 std::string ErrorText(int code) {
   char text[MPI_MAX_ERROR_STRING] = {};
@@ -49,7 +34,7 @@ void FinalizeAtExit() {
 }
 
 // MPI_Init_thread unless someone (the application, an earlier communicator) already did.
-void EnsureInitialized(const chorus_host* host) {
+void EnsureInitialized() {
   std::lock_guard<std::mutex> lock(g_init_mutex);
   int initialized = 0;
   int finalized = 0;
@@ -71,11 +56,12 @@ void EnsureInitialized(const chorus_host* host) {
     }
     std::atexit(FinalizeAtExit);
     if (provided < MPI_THREAD_SERIALIZED) {
-      Log(CHORUS_LOG_WARN, "mpi: the MPI library offers thread level " + std::to_string(provided) +
-                               " only; use the communicator from one thread at a time");
+      sdk::Log(CHORUS_LOG_WARN, "mpi: the MPI library offers thread level " +
+                                    std::to_string(provided) +
+                                    " only; use the communicator from one thread at a time");
     }
   }
-  InitDatatypes(host);
+  InitDatatypes();
 }
 
 void Check(int code, const char* what) {
@@ -96,8 +82,6 @@ void RequireData(const void* p, size_t count, const char* what, const char* name
 
 }  // namespace
 
-void SetHost(const chorus_host* host) { g_host.store(host); }
-
 MpiCommunicator::MpiCommunicator(const chorus_communicator_create_args& args)
     : timeout_ms_(args.timeout_ms) {
   if (args.size < 1 || args.rank < 0 || args.rank >= args.size) {
@@ -117,7 +101,7 @@ MpiCommunicator::MpiCommunicator(const chorus_communicator_create_args& args)
     Fail(CHORUS_INVALID_ARGUMENT, "mpi: unknown option '",
          args.options[i].key == nullptr ? "" : args.options[i].key, "'; this plugin takes none");
   }
-  EnsureInitialized(g_host.load());
+  EnsureInitialized();
   int world_rank = 0;
   int world_size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
@@ -169,7 +153,7 @@ void MpiCommunicator::Wait(MPI_Request* request, int start_code, const char* wha
     }
     if (done) return;
     if (polls % 64 == 63) {
-      if (aborted_.load() || HostAbortRequested()) {
+      if (aborted_.load() || sdk::HostAbortRequested()) {
         broken_ = "it was aborted with a collective in flight";
         Fail(CHORUS_ABORTED, what, " (rank ", rank_, " of ", size_,
              "): the communicator was aborted");

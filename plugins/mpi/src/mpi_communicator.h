@@ -18,9 +18,6 @@
 
 namespace chorus::mpi {
 
-// The host, for logging, the abort flag and the 16-bit reduce kernels.
-void SetHost(const chorus_host* host);
-
 class MpiCommunicator {
  public:
   explicit MpiCommunicator(const chorus_communicator_create_args& args);  // throws sdk::Error

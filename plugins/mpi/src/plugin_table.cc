@@ -19,11 +19,11 @@ chorus_status Init(const chorus_host* host) {
     if (!CHORUS_HAS_FIELD(host, chorus_host, reduce_host) || host->reduce_host == nullptr) {
       Fail(CHORUS_UNSUPPORTED, "mpi init: the core offers no reduce_host service");
     }
-    SetHost(host);
+    sdk::SetHost(host);
   });
 }
 
-void Shutdown() { SetHost(nullptr); }
+void Shutdown() { sdk::SetHost(nullptr); }
 
 const char* LastError() { return sdk::LastError(); }
 

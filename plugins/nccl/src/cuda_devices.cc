@@ -3,7 +3,6 @@
 #include <cuda.h>  // CUcontext, for CurrentDeviceScope (the driver is reached at run time)
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <chorus/plugin_sdk.hpp>
 #include <memory>
 #include <mutex>
@@ -23,7 +22,6 @@ namespace {
 using sdk::Fail;
 using sdk::Guard;
 
-std::atomic<const chorus_host*> g_host{nullptr};
 std::once_flag g_count_once;
 int g_count = 0;
 std::string g_no_device_reason;
@@ -80,7 +78,7 @@ chorus_status Create(const chorus_device_context_create_args* args, chorus_devic
         if (a != b && cudaDeviceCanAccessPeer(&can, a, b) != cudaSuccess) can = 0;
         row += a == b ? " -" : (can ? " y" : " n");
       }
-      Log(CHORUS_LOG_DEBUG, row);
+      sdk::Log(CHORUS_LOG_DEBUG, row);
     }
     *out = ctx.release();
   });
@@ -261,22 +259,6 @@ CurrentDeviceScope::~CurrentDeviceScope() {
   if (saved_ >= 0) cudaSetDevice(saved_);
 }
 
-void SetHost(const chorus_host* host) { g_host.store(host); }
-
-void Log(chorus_log_level level, const std::string& message) {
-  const chorus_host* host = g_host.load();
-  if (host != nullptr && host->log != nullptr && host->log_enabled != nullptr &&
-      host->log_enabled(host->ctx, level) != 0) {
-    host->log(host->ctx, level, message.c_str());
-  }
-}
-
-bool HostAbortRequested() {
-  const chorus_host* host = g_host.load();
-  return host != nullptr && host->abort_requested != nullptr &&
-         host->abort_requested(host->ctx) != 0;
-}
-
 int CudaDeviceCount() {
   std::call_once(g_count_once, [] {
     const cudaError_t error = cudaGetDeviceCount(&g_count);
@@ -288,9 +270,9 @@ int CudaDeviceCount() {
       g_no_device_reason = "the CUDA driver reports no device";
     }
     if (g_count == 0) {
-      Log(CHORUS_LOG_INFO, "cuda: no CUDA device (" + g_no_device_reason +
-                               "); the cuda enumerator "
-                               "has 0 devices and the nccl backends are unavailable");
+      sdk::Log(CHORUS_LOG_INFO, "cuda: no CUDA device (" + g_no_device_reason +
+                                    "); the cuda enumerator "
+                                    "has 0 devices and the nccl backends are unavailable");
     }
   });
   return g_count;

@@ -35,10 +35,6 @@ class CurrentDeviceScope {
   int saved_ = -1;
 };
 
-void SetHost(const chorus_host* host);
-void Log(chorus_log_level level, const std::string& message);
-bool HostAbortRequested();
-
 }  // namespace chorus::nccl
 
 #endif  // CHORUS_NCCL_CUDA_DEVICES_H_

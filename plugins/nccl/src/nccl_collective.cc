@@ -32,7 +32,7 @@ struct chorus_communicator {
         ncclResult_t state = ncclCommFinalize(comm);
         const auto deadline = chorus::nccl::DeadlineAfter(timeout_ms);
         while (state == ncclInProgress && std::chrono::steady_clock::now() < deadline &&
-               !chorus::nccl::HostAbortRequested()) {
+               !chorus::sdk::HostAbortRequested()) {
           std::this_thread::sleep_for(std::chrono::milliseconds(1));
           if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) state = ncclInternalError;
         }
@@ -164,7 +164,7 @@ chorus_status Create(const chorus_communicator_create_args* args, chorus_communi
     ncclResult_t result = ncclCommInitRankConfig(&comm->comm, a.size, id, a.rank, &config);
     const auto deadline = DeadlineAfter(a.timeout_ms);
     while (result == ncclInProgress) {
-      const bool abort = HostAbortRequested();
+      const bool abort = sdk::HostAbortRequested();
       if (abort || std::chrono::steady_clock::now() > deadline) {
         ncclCommAbort(comm->comm);
         comm->comm = nullptr;

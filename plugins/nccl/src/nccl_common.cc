@@ -102,7 +102,7 @@ void CheckAsyncErrorsAndAbort(const std::vector<ncclComm_t>& comms,
       CheckNccl(async, nullptr, what + detail);
     }
   }
-  if (aborted.load() || HostAbortRequested()) {
+  if (aborted.load() || sdk::HostAbortRequested()) {
     abort_all();
     Fail(CHORUS_ABORTED, what, ": aborted");
   }
@@ -116,7 +116,7 @@ void WaitWhileInProgress(ncclResult_t result, ncclComm_t comm,
     if (!comm_aborted.exchange(true)) ncclCommAbort(comm);
   };
   for (int polls = 0; result == ncclInProgress; ++polls) {
-    if (aborted.load() || HostAbortRequested()) {
+    if (aborted.load() || sdk::HostAbortRequested()) {
       abort();
       Fail(CHORUS_ABORTED, what, ": aborted");
     }

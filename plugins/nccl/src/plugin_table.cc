@@ -17,11 +17,11 @@ using sdk::Fail;
 chorus_status Init(const chorus_host* host) {
   return sdk::Guard([&] {
     sdk::RequireHost(host, "nccl");
-    SetHost(host);
+    sdk::SetHost(host);
   });
 }
 
-void Shutdown() { SetHost(nullptr); }
+void Shutdown() { sdk::SetHost(nullptr); }
 
 const char* LastError() { return sdk::LastError(); }
 

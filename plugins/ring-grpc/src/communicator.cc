@@ -6,7 +6,6 @@
 #include <new>
 #include <utility>
 
-#include "host_services.h"
 #include "ring_algorithms.h"
 
 namespace chorus::ring_grpc {
@@ -58,7 +57,7 @@ void RingCommunicator::Run(const char* name, Body&& body) {
                 failure_->second);
     }
   }
-  if (AbortRequested()) sdk::Fail(CHORUS_ABORTED, prefix, "the core requested an abort");
+  if (sdk::HostAbortRequested()) sdk::Fail(CHORUS_ABORTED, prefix, "the core requested an abort");
   ++next_sequence_;
   try {
     body(OpContext{link_.get(), sequence, timeout_ms_, segment_bytes_});

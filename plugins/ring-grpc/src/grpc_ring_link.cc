@@ -27,7 +27,6 @@
 #include <vector>
 
 #include "deadline.h"
-#include "host_services.h"
 #include "inbox.h"
 #include "outbox.h"
 #include "ring_link.h"
@@ -213,11 +212,11 @@ class GrpcRingLink final : public RingLink {
         StoreGet(*config_.store, AddressKey(right()), deadline, config_.timeout_ms, right());
     OpenStreamToRight(deadline);
     WaitForLeft(deadline);
-    if (LogEnabled(CHORUS_LOG_DEBUG)) {
-      Log(CHORUS_LOG_DEBUG, "ring_grpc rank " + std::to_string(rank()) + " of " +
-                                std::to_string(size()) + " listens on " + address_ +
-                                ", streams to rank " + std::to_string(right()) + " at " +
-                                right_address_);
+    if (sdk::LogEnabled(CHORUS_LOG_DEBUG)) {
+      sdk::Log(CHORUS_LOG_DEBUG, "ring_grpc rank " + std::to_string(rank()) + " of " +
+                                     std::to_string(size()) + " listens on " + address_ +
+                                     ", streams to rank " + std::to_string(right()) + " at " +
+                                     right_address_);
     }
   }
 
@@ -352,7 +351,7 @@ class GrpcRingLink final : public RingLink {
     channel_ =
         grpc::CreateCustomChannel(right_address_, grpc::InsecureChannelCredentials(), arguments);
     while (!channel_->WaitForConnected(std::chrono::system_clock::now() + kPoll)) {
-      if (AbortRequested()) sdk::Fail(CHORUS_ABORTED, "the core requested an abort");
+      if (sdk::HostAbortRequested()) sdk::Fail(CHORUS_ABORTED, "the core requested an abort");
       if (deadline.expired()) {
         sdk::Fail(CHORUS_TIMEOUT, "timed out after ", config_.timeout_ms, " ms connecting to rank ",
                   right(), " (right neighbour) at ", right_address_);
@@ -370,7 +369,7 @@ class GrpcRingLink final : public RingLink {
     std::unique_lock lock(mutex_);
     while (!left_connected_) {
       if (left_refusal_) sdk::Fail(CHORUS_INVALID_ARGUMENT, *left_refusal_);
-      if (AbortRequested()) sdk::Fail(CHORUS_ABORTED, "the core requested an abort");
+      if (sdk::HostAbortRequested()) sdk::Fail(CHORUS_ABORTED, "the core requested an abort");
       if (deadline.expired()) {
         sdk::Fail(CHORUS_TIMEOUT, "timed out after ", config_.timeout_ms, " ms waiting for rank ",
                   left(), " (left neighbour) to connect to ", address_);

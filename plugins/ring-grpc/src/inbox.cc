@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "deadline.h"
-#include "host_services.h"
 
 namespace chorus::ring_grpc {
 namespace {
@@ -53,7 +52,7 @@ Chunk Inbox::Take(const ChunkKey& key, int64_t timeout_ms) {
       return chunk;
     }
     if (closed_) sdk::Fail(close_status_, close_message_);
-    if (AbortRequested()) sdk::Fail(CHORUS_ABORTED, "the core requested an abort");
+    if (sdk::HostAbortRequested()) sdk::Fail(CHORUS_ABORTED, "the core requested an abort");
     if (deadline.expired()) {
       sdk::Fail(CHORUS_TIMEOUT, "timed out after ", timeout_ms, " ms waiting for rank ", left_rank_,
                 " (left neighbour) to send step ", key.step, " segment ", key.segment);

@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "deadline.h"
-#include "host_services.h"
 
 namespace chorus::ring_grpc {
 namespace {
@@ -27,7 +26,7 @@ void Outbox::Push(Chunk chunk, int64_t timeout_ms) {
     if (broken_) sdk::Fail(CHORUS_PEER_LOST, *broken_);
     if (closed_) sdk::Fail(CHORUS_INTERNAL, "the communicator is being destroyed");
     if (queued_bytes_ == 0 || queued_bytes_ + bytes <= capacity_bytes_) break;
-    if (AbortRequested()) sdk::Fail(CHORUS_ABORTED, "the core requested an abort");
+    if (sdk::HostAbortRequested()) sdk::Fail(CHORUS_ABORTED, "the core requested an abort");
     if (deadline.expired()) {
       sdk::Fail(CHORUS_TIMEOUT, "timed out after ", timeout_ms, " ms waiting for rank ",
                 right_rank_, " (right neighbour) to take ", queued_bytes_,

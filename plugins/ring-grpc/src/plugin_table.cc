@@ -8,7 +8,6 @@
 #include <string>
 
 #include "communicator.h"
-#include "host_services.h"
 #include "options.h"
 
 // The object behind a chorus_communicator* handle.
@@ -99,9 +98,9 @@ chorus_status Create(const chorus_communicator_create_args* args, chorus_communi
     } catch (const sdk::Error& e) {
       Fail(e.status(), kName, " create (rank ", a.rank, " of ", a.size, "): ", e.what());
     }
-    if (LogEnabled(CHORUS_LOG_DEBUG)) {
-      Log(CHORUS_LOG_DEBUG, std::string(kName) + ": rank " + std::to_string(a.rank) + " of " +
-                                std::to_string(a.size) + " connected");
+    if (sdk::LogEnabled(CHORUS_LOG_DEBUG)) {
+      sdk::Log(CHORUS_LOG_DEBUG, std::string(kName) + ": rank " + std::to_string(a.rank) + " of " +
+                                     std::to_string(a.size) + " connected");
     }
   });
 }
@@ -194,11 +193,18 @@ void Abort(chorus_communicator* comm) {
 chorus_status Init(const chorus_host* host) {
   return Guard([&] {
     sdk::RequireHost(host, "ring-grpc");
-    SetHost(host);
+    if (!CHORUS_HAS_FIELD(host, chorus_host, reduce_host) || host->log == nullptr ||
+        host->log_enabled == nullptr || host->abort_requested == nullptr ||
+        host->reduce_host == nullptr) {
+      sdk::Fail(CHORUS_UNSUPPORTED,
+                "ring-grpc needs the host's log, abort_requested and reduce_host services "
+                "(chorus ABI 1.0); this core's chorus_host lacks one");
+    }
+    sdk::SetHost(host);
   });
 }
 
-void Shutdown() { SetHost(nullptr); }
+void Shutdown() { sdk::SetHost(nullptr); }
 
 const char* LastError() { return sdk::LastError(); }
 

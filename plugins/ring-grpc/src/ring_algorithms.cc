@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "block_layout.h"
-#include "host_services.h"
 #include "names.h"
 
 namespace chorus::ring_grpc {
@@ -141,7 +140,8 @@ void RingAllReduce(const OpContext& context, const void* send, void* recv, size_
       const size_t first = block.begin + piece.begin;
       std::string data = io.Receive(step, k, piece.count * element);
       if (reducing) {
-        ReduceHost(data.data(), Bytes(send, first, element), data.data(), piece.count, dtype, op);
+        sdk::ReduceOnHost(data.data(), Bytes(send, first, element), data.data(), piece.count, dtype,
+                          op);
       }
       if (step >= static_cast<uint32_t>(n - 2))
         CopyIn(Bytes(recv, first, element), data, piece.count * element);
@@ -235,8 +235,8 @@ void RingReduceScatter(const OpContext& context, const void* send, void* recv, s
     for (uint32_t k = 0; k < segment_count; ++k) {
       const ElementRange piece = segments.Segment(recv_count, k);
       std::string data = io.Receive(step, k, piece.count * element);
-      ReduceHost(data.data(), Bytes(send, b * recv_count + piece.begin, element), data.data(),
-                 piece.count, dtype, op);
+      sdk::ReduceOnHost(data.data(), Bytes(send, b * recv_count + piece.begin, element),
+                        data.data(), piece.count, dtype, op);
       if (step < last_step) {
         io.Send(step + 1, k, std::move(data));
       } else {

@@ -6,7 +6,6 @@
 #include <chorus/host_collective.hpp>
 #include <chorus/plugin_sdk.hpp>
 
-#include "host.h"
 #include "shm_communicator.h"
 
 namespace chorus::shm {
@@ -20,11 +19,11 @@ chorus_status Init(const chorus_host* host) {
     if (!CHORUS_HAS_FIELD(host, chorus_host, reduce_host) || host->reduce_host == nullptr) {
       Fail(CHORUS_UNSUPPORTED, "shm init: the core offers no reduce_host service");
     }
-    SetHost(host);
+    sdk::SetHost(host);
   });
 }
 
-void Shutdown() { SetHost(nullptr); }
+void Shutdown() { sdk::SetHost(nullptr); }
 
 const char* LastError() { return sdk::LastError(); }
 

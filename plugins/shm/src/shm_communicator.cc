@@ -12,8 +12,6 @@
 #include <thread>
 #include <vector>
 
-#include "host.h"
-
 namespace chorus::shm {
 namespace {
 
@@ -174,9 +172,9 @@ ShmCommunicator::ShmCommunicator(const chorus_communicator_create_args& args)
     }
     segment_->Unlink();
   }
-  Log(CHORUS_LOG_DEBUG, "shm: rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
-                            " attached to " + segment_->name() + ", chunks of " +
-                            std::to_string(chunk) + " bytes");
+  sdk::Log(CHORUS_LOG_DEBUG, "shm: rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
+                                 " attached to " + segment_->name() + ", chunks of " +
+                                 std::to_string(chunk) + " bytes");
 }
 
 ShmCommunicator::~ShmCommunicator() {
@@ -247,7 +245,7 @@ void ShmCommunicator::WaitForRank(uint32_t rank, uint64_t phase) {
     const auto now = Clock::now();
     if (now >= next_check) {
       next_check = now + kLivenessEvery;
-      if (aborted_.load() || HostAbortRequested()) {
+      if (aborted_.load() || sdk::HostAbortRequested()) {
         FailOperation(CHORUS_ABORTED, what + ": the communicator was aborted");
       }
       // Read what could fail this wait first, then the phase once more: a rank may complete
@@ -340,8 +338,9 @@ void ShmCommunicator::AllReduce(const chorus_all_reduce_args& a) {
     if (size_ == 1) std::memcpy(mine, input, n * element);
     for (uint32_t q = 1; q < size_ && end > begin; ++q) {
       const uint32_t other = (rank_ + q) % size_;
-      Reduce(mine + begin * element, q == 1 ? input + begin * element : mine + begin * element,
-             segment_->buffer(other, which) + begin * element, end - begin, a.dtype, a.op);
+      sdk::ReduceOnHost(
+          mine + begin * element, q == 1 ? input + begin * element : mine + begin * element,
+          segment_->buffer(other, which) + begin * element, end - begin, a.dtype, a.op);
     }
     if (size_ > 1) BarrierPhase(false);
     for (uint32_t q = 0; q < size_; ++q) {
@@ -430,8 +429,8 @@ void ShmCommunicator::ReduceScatter(const chorus_reduce_scatter_args& a) {
     if (size_ == 1) std::memcpy(out, own, n * element);
     for (uint32_t q = 1; q < size_; ++q) {
       const uint32_t other = (rank_ + q) % size_;
-      Reduce(out, q == 1 ? own : out, segment_->buffer(other, which) + rank_ * n * element, n,
-             a.dtype, a.op);
+      sdk::ReduceOnHost(out, q == 1 ? own : out,
+                        segment_->buffer(other, which) + rank_ * n * element, n, a.dtype, a.op);
     }
     ++round_;
   }

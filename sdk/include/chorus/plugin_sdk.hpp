@@ -7,6 +7,7 @@
 
 #include <chorus/plugin.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -94,6 +95,66 @@ inline const chorus_host& RequireHost(const chorus_host* host, const char* plugi
          ".x, the core speaks ", host->abi_major, ".", host->abi_minor);
   }
   return *host;
+}
+
+// ---- The host's services, kept from init() to shutdown() -------------------------------------
+// One slot per plugin library: this header is inline and a plugin's symbols are hidden, so each
+// plugin holds its own host. init() sets it, shutdown() clears it (NULL). Every service below is
+// a no-op (false) without a host, or with a host that lacks the service.
+
+inline std::atomic<const chorus_host*>& HostSlot() {
+  static std::atomic<const chorus_host*> host{nullptr};
+  return host;
+}
+inline void SetHost(const chorus_host* host) { HostSlot().store(host, std::memory_order_release); }
+inline const chorus_host* Host() { return HostSlot().load(std::memory_order_acquire); }
+
+// True when a line of `level` would be written.
+inline bool LogEnabled(chorus_log_level level) {
+  const chorus_host* host = Host();
+  return host != nullptr && CHORUS_HAS_FIELD(host, chorus_host, log_enabled) &&
+         host->log != nullptr && host->log_enabled != nullptr &&
+         host->log_enabled(host->ctx, level) != 0;
+}
+inline void Log(chorus_log_level level, const std::string& message) {
+  if (LogEnabled(level)) {
+    const chorus_host* host = Host();
+    host->log(host->ctx, level, message.c_str());
+  }
+}
+
+// True once the core has asked every operation to stop (chorus_host.abort_requested).
+inline bool HostAbortRequested() {
+  const chorus_host* host = Host();
+  return host != nullptr && CHORUS_HAS_FIELD(host, chorus_host, abort_requested) &&
+         host->abort_requested != nullptr && host->abort_requested(host->ctx) != 0;
+}
+
+// dst[i] = a[i] op b[i] on host memory with the core's kernel (chorus_host.reduce_host; every
+// dtype, SUM/PROD/MIN/MAX; dst may equal a or b). Throws Error with the kernel's status, or
+// INTERNAL before init().
+inline void ReduceOnHost(void* dst, const void* a, const void* b, size_t count, chorus_dtype dtype,
+                         chorus_reduce_op op) {
+  if (count == 0) return;
+  const chorus_host* host = Host();
+  if (host == nullptr || !CHORUS_HAS_FIELD(host, chorus_host, reduce_host) ||
+      host->reduce_host == nullptr) {
+    Fail(CHORUS_INTERNAL, "the host's reduce kernel is not available (used before init()?)");
+  }
+  chorus_reduce_kernel_args args{};
+  args.struct_size = sizeof(args);
+  args.device = CHORUS_HOST_DEVICE;
+  args.dst = dst;
+  args.a = a;
+  args.b = b;
+  args.count = count;
+  args.dtype = dtype;
+  args.op = op;
+  const chorus_status status = host->reduce_host(host->ctx, &args);
+  if (status != CHORUS_OK) {
+    Fail(status, "the core's reduce_host kernel failed on ", count, " elements (status ",
+         static_cast<int>(status), ")");
+  }
 }
 
 // The requests of a plugin that never hands one out: every call is INVALID_ARGUMENT.

@@ -123,6 +123,39 @@ CHORUS_NCCL_HD T DivideElement(T value, uint64_t divisor) {
   }
 }
 
+// Calls body(T{}) with the CUDA storage type of `dtype` (host code); false for an unknown dtype.
+template <typename Body>
+bool WithCudaType(chorus_dtype dtype, Body&& body) {
+  switch (dtype) {
+    case CHORUS_F32:
+      body(float{});
+      return true;
+    case CHORUS_F64:
+      body(double{});
+      return true;
+    case CHORUS_F16:
+      body(__half{});
+      return true;
+    case CHORUS_BF16:
+      body(__nv_bfloat16{});
+      return true;
+    case CHORUS_I32:
+      body(int32_t{});
+      return true;
+    case CHORUS_I64:
+      body(int64_t{});
+      return true;
+    case CHORUS_U8:
+      body(uint8_t{});
+      return true;
+    case CHORUS_I8:
+      body(int8_t{});
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace chorus::nccl
 
 #endif  // CHORUS_NCCL_CUDA_ELEMENT_OPS_H_

@@ -71,52 +71,20 @@ int Divide(void* data, size_t count, uint64_t divisor, cudaStream_t stream) {
 int LaunchReduce(void* dst, const void* a, const void* b, size_t count, chorus_dtype dtype,
                  chorus_reduce_op op, void* stream) {
   if (count == 0) return 0;
-  auto s = static_cast<cudaStream_t>(stream);
-  switch (dtype) {
-    case CHORUS_F32:
-      return Reduce<float>(dst, a, b, count, op, s);
-    case CHORUS_F64:
-      return Reduce<double>(dst, a, b, count, op, s);
-    case CHORUS_F16:
-      return Reduce<__half>(dst, a, b, count, op, s);
-    case CHORUS_BF16:
-      return Reduce<__nv_bfloat16>(dst, a, b, count, op, s);
-    case CHORUS_I32:
-      return Reduce<int32_t>(dst, a, b, count, op, s);
-    case CHORUS_I64:
-      return Reduce<int64_t>(dst, a, b, count, op, s);
-    case CHORUS_U8:
-      return Reduce<uint8_t>(dst, a, b, count, op, s);
-    case CHORUS_I8:
-      return Reduce<int8_t>(dst, a, b, count, op, s);
-    default:
-      return static_cast<int>(cudaErrorInvalidValue);
-  }
+  int result = static_cast<int>(cudaErrorInvalidValue);
+  WithCudaType(dtype, [&](auto type) {
+    result = Reduce<decltype(type)>(dst, a, b, count, op, static_cast<cudaStream_t>(stream));
+  });
+  return result;
 }
 
 int LaunchDivide(void* data, size_t count, chorus_dtype dtype, uint64_t divisor, void* stream) {
   if (count == 0) return 0;
-  auto s = static_cast<cudaStream_t>(stream);
-  switch (dtype) {
-    case CHORUS_F32:
-      return Divide<float>(data, count, divisor, s);
-    case CHORUS_F64:
-      return Divide<double>(data, count, divisor, s);
-    case CHORUS_F16:
-      return Divide<__half>(data, count, divisor, s);
-    case CHORUS_BF16:
-      return Divide<__nv_bfloat16>(data, count, divisor, s);
-    case CHORUS_I32:
-      return Divide<int32_t>(data, count, divisor, s);
-    case CHORUS_I64:
-      return Divide<int64_t>(data, count, divisor, s);
-    case CHORUS_U8:
-      return Divide<uint8_t>(data, count, divisor, s);
-    case CHORUS_I8:
-      return Divide<int8_t>(data, count, divisor, s);
-    default:
-      return static_cast<int>(cudaErrorInvalidValue);
-  }
+  int result = static_cast<int>(cudaErrorInvalidValue);
+  WithCudaType(dtype, [&](auto type) {
+    result = Divide<decltype(type)>(data, count, divisor, static_cast<cudaStream_t>(stream));
+  });
+  return result;
 }
 
 }  // namespace chorus::nccl

@@ -176,31 +176,6 @@ void DivideAs(void* data, size_t count, uint64_t divisor) {
   }
 }
 
-// Calls body(T{}) with the CUDA storage type of a dtype.
-template <typename Body>
-void WithType(chorus_dtype dtype, Body&& body) {
-  switch (dtype) {
-    case CHORUS_F32:
-      return body(float{});
-    case CHORUS_F64:
-      return body(double{});
-    case CHORUS_F16:
-      return body(__half{});
-    case CHORUS_BF16:
-      return body(__nv_bfloat16{});
-    case CHORUS_I32:
-      return body(int32_t{});
-    case CHORUS_I64:
-      return body(int64_t{});
-    case CHORUS_U8:
-      return body(uint8_t{});
-    case CHORUS_I8:
-      return body(int8_t{});
-    default:
-      FAIL() << "dtype " << static_cast<int>(dtype) << " has no CUDA type";
-  }
-}
-
 class CudaElementOps : public ::testing::TestWithParam<chorus_dtype> {};
 
 TEST_P(CudaElementOps, ReduceMatchesTheHostKernelForEveryOp) {
@@ -221,9 +196,9 @@ TEST_P(CudaElementOps, ReduceMatchesTheHostKernelForEveryOp) {
     host.op = op;
     ASSERT_EQ(HostKernels()->api().reduce(HostKernels()->context(), &host), CHORUS_OK);
     std::vector<unsigned char> actual(bytes);
-    WithType(dtype, [&](auto type) {
+    ASSERT_TRUE(WithCudaType(dtype, [&](auto type) {
       ReduceAs<decltype(type)>(actual.data(), in.a.data(), in.b.data(), in.count, op);
-    });
+    }));
     ExpectSame(actual, expected, in, dtype);
   }
 }
@@ -244,7 +219,8 @@ TEST_P(CudaElementOps, DivideMatchesTheHostKernelForEveryDivisor) {
     host.divisor = divisor;
     ASSERT_EQ(HostKernels()->api().divide(HostKernels()->context(), &host), CHORUS_OK);
     std::vector<unsigned char> actual = in.a;
-    WithType(dtype, [&](auto type) { DivideAs<decltype(type)>(actual.data(), in.count, divisor); });
+    ASSERT_TRUE(WithCudaType(
+        dtype, [&](auto type) { DivideAs<decltype(type)>(actual.data(), in.count, divisor); }));
     ExpectSame(actual, expected, in, dtype);
   }
 }

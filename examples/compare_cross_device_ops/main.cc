@@ -2,9 +2,9 @@
 // finds (the builtin ReductionToOneDevice, plugins such as hierarchical_copy), checks each
 // result against the exact answer, and prints the time per step. A first look at the backends;
 // chorus-bench is the tool for real measurements.
-#include <chorus/cross_device_ops.h>
-#include <chorus/error.h>
-#include <chorus/registry.h>
+#include <chorus/base/error.h>
+#include <chorus/collective/cross_device_ops.h>
+#include <chorus/runtime/registry.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>

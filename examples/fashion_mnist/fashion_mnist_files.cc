@@ -1,6 +1,6 @@
 #include "fashion_mnist_files.h"
 
-#include <chorus/error.h>
+#include <chorus/base/error.h>
 
 #include <filesystem>
 #include <string>

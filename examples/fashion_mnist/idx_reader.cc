@@ -1,6 +1,6 @@
 #include "idx_reader.h"
 
-#include <chorus/error.h>
+#include <chorus/base/error.h>
 #include <zlib.h>
 
 #include <cerrno>

@@ -2,7 +2,7 @@
 #ifndef CHORUS_EXAMPLES_FASHION_MNIST_IMAGE_SET_H_
 #define CHORUS_EXAMPLES_FASHION_MNIST_IMAGE_SET_H_
 
-#include <chorus/dataset.h>
+#include <chorus/distribute/dataset.h>
 
 #include <cstdint>
 #include <string>

@@ -1,10 +1,10 @@
 // TensorFlow's "Custom training with tf.distribute.Strategy" tutorial in C++: a Fashion-MNIST
 // classifier trained with a custom loop under OneDevice, Mirrored or CentralStorage strategy,
 // checkpointed every 2 epochs, and finally restored into a model with no strategy.
-#include <chorus/error.h>
-#include <chorus/multi_worker_mirrored_strategy.h>
-#include <chorus/registry.h>
-#include <chorus/strategies.h>
+#include <chorus/base/error.h>
+#include <chorus/distribute/multi_worker_mirrored_strategy.h>
+#include <chorus/distribute/strategies.h>
+#include <chorus/runtime/registry.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>

@@ -1,8 +1,8 @@
 #include "model.h"
 
-#include <chorus/error.h>
-#include <chorus/loss.h>
-#include <chorus/replica_context.h>
+#include <chorus/base/error.h>
+#include <chorus/distribute/replica_context.h>
+#include <chorus/training/loss.h>
 
 #include <algorithm>
 #include <cmath>

@@ -5,9 +5,9 @@
 #ifndef CHORUS_EXAMPLES_FASHION_MNIST_MODEL_H_
 #define CHORUS_EXAMPLES_FASHION_MNIST_MODEL_H_
 
-#include <chorus/dataset.h>
-#include <chorus/optimizer.h>
-#include <chorus/variable.h>
+#include <chorus/distribute/dataset.h>
+#include <chorus/distribute/variable.h>
+#include <chorus/training/optimizer.h>
 
 #include <cstdint>
 #include <string>

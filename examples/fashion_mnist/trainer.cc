@@ -1,7 +1,7 @@
 #include "trainer.h"
 
-#include <chorus/error.h>
-#include <chorus/replica_context.h>
+#include <chorus/base/error.h>
+#include <chorus/distribute/replica_context.h>
 
 #include <bit>
 #include <filesystem>

@@ -4,10 +4,10 @@
 #ifndef CHORUS_EXAMPLES_FASHION_MNIST_TRAINER_H_
 #define CHORUS_EXAMPLES_FASHION_MNIST_TRAINER_H_
 
-#include <chorus/checkpoint.h>
-#include <chorus/dataset.h>
-#include <chorus/optimizer.h>
-#include <chorus/strategy.h>
+#include <chorus/distribute/dataset.h>
+#include <chorus/distribute/strategy.h>
+#include <chorus/training/checkpoint.h>
+#include <chorus/training/optimizer.h>
 
 #include <cstdint>
 #include <functional>

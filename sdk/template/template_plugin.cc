@@ -269,54 +269,51 @@ chorus_status AllGather(Ops* ops, const chorus_all_gather_args* args, chorus_req
   });
 }
 
+// ---- What it serves, and how well (ABI 1.1) ----------------------------------------------------
+// AUTO gives each operation to the highest score declared for it (plugin.h's bands: the core's
+// reduction_to_one_device scores 5). Return what you measured with chorus-bench for your
+// hardware; this template is no faster than the reference, so it scores 1 and is chosen only by
+// name (CHORUS_CROSS_DEVICE_OPS=template_reduce). The SDK's out-of-tree test builds it with
+// -DTEMPLATE_SCORE=90 and checks that AUTO then picks it with no variable set.
+#ifndef TEMPLATE_SCORE
+#define TEMPLATE_SCORE 1
+#endif
+
+uint32_t Score(const chorus_score_args* args) {
+  // Not NVIDIA's NCCL, nor a ring: only AUTO may pick it.
+  return args->request == CHORUS_REQUEST_AUTO ? TEMPLATE_SCORE : 0;
+}
+
+// Any enumerator's memory (it works through the enumerator's kernels), every local operation.
+const chorus_capabilities kCapabilities = chorus::sdk::Capabilities(
+    chorus::sdk::kAnyMemory, CHORUS_SHAPE_ANY, chorus::sdk::kAllCrossDeviceOps, Score);
+
 // ---- The plugin table -------------------------------------------------------------------------
 
-chorus_status Init(const chorus_host* host) {
-  chorus::sdk::SetHost(host);
-  return CHORUS_OK;
-}
-void Shutdown() { chorus::sdk::SetHost(nullptr); }
-const char* LastError() { return chorus::sdk::LastError(); }
+const chorus_cross_device_ops_api kCrossDeviceOps = [] {
+  chorus_cross_device_ops_api t{};
+  t.struct_size = sizeof(t);
+  t.name = "template_reduce";  // what CHORUS_CROSS_DEVICE_OPS=template_reduce selects
+  t.create = Create;
+  t.destroy = Destroy;
+  t.reduce = Reduce;
+  t.batch_reduce = BatchReduce;
+  t.broadcast = Broadcast;
+  t.all_gather = AllGather;
+  t.capabilities = &kCapabilities;
+  return t;
+}();
 
-// No request is ever returned, so these are never called with a valid one.
-chorus_status RequestTest(chorus_request*, int*) {
-  return chorus::sdk::SetError(CHORUS_INVALID_ARGUMENT, "template: this plugin has no requests");
-}
-chorus_status RequestWait(chorus_request*, int64_t) {
-  return chorus::sdk::SetError(CHORUS_INVALID_ARGUMENT, "template: this plugin has no requests");
-}
-void RequestFree(chorus_request*) {}
-
-const chorus_cross_device_ops_api kCrossDeviceOps = {
-    .struct_size = sizeof(chorus_cross_device_ops_api),
-    .name = "template_reduce",  // what CHORUS_CROSS_DEVICE_OPS=template_reduce selects
-    .create = Create,
-    .destroy = Destroy,
-    .reduce = Reduce,
-    .batch_reduce = BatchReduce,
-    .broadcast = Broadcast,
-    .all_gather = AllGather,
-};
-
-const chorus_plugin kPlugin = {
-    .struct_size = sizeof(chorus_plugin),
-    .abi_major = CHORUS_ABI_MAJOR,
-    .abi_minor = CHORUS_ABI_MINOR,
-    .name = "template",  // must match the file name: libchorus-template.so
-    .version = "1.0.0",
-    .description = "SDK template: cross-device ops over any device enumerator's kernels",
-    .init = Init,
-    .shutdown = Shutdown,
-    .last_error = LastError,
-    .request_test = RequestTest,
-    .request_wait = RequestWait,
-    .request_free = RequestFree,
-    .device_enumerator = nullptr,  // interfaces this plugin does not provide stay NULL
-    .cross_device_ops = &kCrossDeviceOps,
-    .collective = nullptr,
-    .algorithm = nullptr,
-    .transport = nullptr,
-};
+// sdk::PluginTable fills the life cycle every plugin shares: init checks the host (its ABI
+// major) and keeps it for sdk::Log; shutdown forgets it; last_error is the SDK's; and the request
+// functions say that this plugin hands out none (every operation completes before it returns).
+const chorus_plugin kPlugin = [] {
+  chorus_plugin t = chorus::sdk::PluginTable(
+      "template",  // must match the file name: libchorus-template.so
+      "1.1.0", "SDK template: cross-device ops over any device enumerator's kernels");
+  t.cross_device_ops = &kCrossDeviceOps;  // the interfaces it does not provide stay NULL
+  return t;
+}();
 
 }  // namespace
 

@@ -1,6 +1,6 @@
 // The fashion_mnist example's data: IDX files raw and gzip-compressed, the four-file directory,
 // and a clear error for each way a file can be wrong.
-#include <chorus/error.h>
+#include <chorus/base/error.h>
 #include <gtest/gtest.h>
 #include <zlib.h>
 

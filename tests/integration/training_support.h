@@ -2,8 +2,8 @@
 // under a strategy built from virtual cpu devices.
 #pragma once
 
-#include <chorus/registry.h>
-#include <chorus/strategies.h>
+#include <chorus/distribute/strategies.h>
+#include <chorus/runtime/registry.h>
 
 #include <algorithm>
 #include <cmath>

@@ -10,7 +10,7 @@
 //   exit=CODE@I        worker I exits with CODE
 //   crash=SIGNAL@I     worker I kills itself with SIGNAL
 //   sleep=SECONDS      sleep; "sleep=forever" never returns
-#include <chorus/cluster_resolver.h>
+#include <chorus/cluster_resolver/cluster_resolver.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>

@@ -1,9 +1,9 @@
 // Search order, CHORUS_PLUGINS filtering and the registry's selection of cross-device ops.
-#include <chorus/communicator.h>
-#include <chorus/cross_device_ops.h>
-#include <chorus/error.h>
-#include <chorus/loader.h>
-#include <chorus/registry.h>
+#include <chorus/base/error.h>
+#include <chorus/collective/communicator.h>
+#include <chorus/collective/cross_device_ops.h>
+#include <chorus/runtime/loader.h>
+#include <chorus/runtime/registry.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 

@@ -1,6 +1,6 @@
 // A library stays loaded while any handle made from it lives.
-#include <chorus/cross_device_ops.h>
-#include <chorus/registry.h>
+#include <chorus/collective/cross_device_ops.h>
+#include <chorus/runtime/registry.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 

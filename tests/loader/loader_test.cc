@@ -1,5 +1,5 @@
 // The loader's decision and message for each variant of fake_plugin.cc.
-#include <chorus/plugin_library.h>
+#include <chorus/runtime/plugin_library.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -26,7 +26,7 @@ TEST(Loader, AcceptsAGoodPlugin) {
   ASSERT_NE(plugin, nullptr) << reason;
   EXPECT_EQ(plugin->name(), "fake_good");
   EXPECT_EQ(plugin->abi_major(), 1u);
-  EXPECT_EQ(plugin->abi_minor(), 0u);
+  EXPECT_EQ(plugin->abi_minor(), 1u);
   ASSERT_NE(plugin->cross_device_ops(), nullptr);
   EXPECT_STREQ(plugin->cross_device_ops()->name, "fake_good_ops");
   EXPECT_EQ(plugin->collective(), nullptr);
@@ -35,8 +35,8 @@ TEST(Loader, AcceptsAGoodPlugin) {
 
 TEST(Loader, RejectsAnotherMajorVersion) {
   const std::string reason = RejectionOf("fake_other_major");
-  EXPECT_NE(reason.find("built for chorus ABI 2.0"), std::string::npos) << reason;
-  EXPECT_NE(reason.find("this core speaks ABI 1.0"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("built for chorus ABI 2.1"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("this core speaks ABI 1.1"), std::string::npos) << reason;
   EXPECT_NE(reason.find("rebuild the plugin"), std::string::npos) << reason;
 }
 
@@ -48,7 +48,7 @@ TEST(Loader, UsesANewerMinorThroughTheFieldsItKnows) {
   EXPECT_EQ(plugin->table().struct_size, sizeof(chorus_plugin));
   ASSERT_NE(plugin->cross_device_ops(), nullptr);
   ASSERT_EQ(plugin->notes().size(), 1u);
-  EXPECT_NE(plugin->notes()[0].find("newer than the core's 1.0: using the 1.0 fields"),
+  EXPECT_NE(plugin->notes()[0].find("newer than the core's 1.1: using the 1.1 fields"),
             std::string::npos)
       << plugin->notes()[0];
 }

@@ -6,12 +6,12 @@
 //                                                   all-reduces until one fails (the test kills
 //                                                   a worker meanwhile); prints the error
 // Exit codes: 0 as expected, 1 wrong values or unexpected success, 3 a chorus error (printed).
-#include <chorus/cluster_resolver.h>
-#include <chorus/communicator.h>
-#include <chorus/dtype.h>
-#include <chorus/error.h>
-#include <chorus/multi_worker_mirrored_strategy.h>
-#include <chorus/rendezvous.h>
+#include <chorus/base/dtype.h>
+#include <chorus/base/error.h>
+#include <chorus/cluster_resolver/cluster_resolver.h>
+#include <chorus/collective/communicator.h>
+#include <chorus/distribute/multi_worker_mirrored_strategy.h>
+#include <chorus/rendezvous/rendezvous.h>
 #include <unistd.h>
 
 #include <chorus/plugin_sdk.hpp>

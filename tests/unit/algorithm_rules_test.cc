@@ -1,10 +1,10 @@
 // CHORUS_ALGORITHM: the rules' grammar and errors, and a Communicator that routes each operation
 // by size to the collective a rule names (ranks as threads over an in-process store).
-#include <chorus/algorithm_rules.h>
-#include <chorus/communicator.h>
-#include <chorus/error.h>
-#include <chorus/kv_store.h>
-#include <chorus/registry.h>
+#include <chorus/base/error.h>
+#include <chorus/collective/algorithm_rules.h>
+#include <chorus/collective/communicator.h>
+#include <chorus/rendezvous/kv_store.h>
+#include <chorus/runtime/registry.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

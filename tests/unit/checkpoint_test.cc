@@ -1,10 +1,10 @@
 // Checkpoints: round trips of variables, optimizer slots and iterations; restoring under another
 // strategy (or none); the file format; and the errors for missing keys, wrong shapes, corrupt,
 // truncated and foreign files.
-#include <chorus/checkpoint.h>
-#include <chorus/error.h>
-#include <chorus/registry.h>
-#include <chorus/strategies.h>
+#include <chorus/base/error.h>
+#include <chorus/distribute/strategies.h>
+#include <chorus/runtime/registry.h>
+#include <chorus/training/checkpoint.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 

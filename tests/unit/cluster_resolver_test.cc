@@ -1,7 +1,7 @@
 // Cluster resolvers: TF_CONFIG as TensorFlow reads and checks it, Slurm's node lists and
 // variables, torchrun's and Open MPI's variables, and the choice among them.
-#include <chorus/cluster_resolver.h>
-#include <chorus/error.h>
+#include <chorus/base/error.h>
+#include <chorus/cluster_resolver/cluster_resolver.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 

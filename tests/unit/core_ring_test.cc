@@ -2,9 +2,9 @@
 // transport), called through the builtin plugin's C table with ranks as threads over an
 // in-process rendezvous store: every operation, rank count, element count and dtype against
 // exact expected values, then failures (a lost rank, a time-out, abort, mismatched sizes).
-#include <chorus/dtype.h>
-#include <chorus/error.h>
-#include <chorus/kv_store.h>
+#include <chorus/base/dtype.h>
+#include <chorus/base/error.h>
+#include <chorus/rendezvous/kv_store.h>
 #include <gtest/gtest.h>
 
 #include <atomic>

@@ -1,6 +1,6 @@
-#include <chorus/device.h>
-#include <chorus/error.h>
-#include <chorus/registry.h>
+#include <chorus/base/error.h>
+#include <chorus/runtime/device.h>
+#include <chorus/runtime/registry.h>
 #include <gtest/gtest.h>
 
 #include <limits>

@@ -2,10 +2,10 @@
 // plugin (no plugin files are loaded), small tensors, and a check of an error's message.
 #pragma once
 
-#include <chorus/device.h>
-#include <chorus/error.h>
-#include <chorus/registry.h>
-#include <chorus/tensor.h>
+#include <chorus/base/error.h>
+#include <chorus/runtime/device.h>
+#include <chorus/runtime/registry.h>
+#include <chorus/runtime/tensor.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>

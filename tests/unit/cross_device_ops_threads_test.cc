@@ -1,7 +1,7 @@
 // The core used from several threads at once, as MirroredStrategy's replica threads do (run
 // under ThreadSanitizer by the tsan preset).
-#include <chorus/cross_device_ops.h>
-#include <chorus/registry.h>
+#include <chorus/collective/cross_device_ops.h>
+#include <chorus/runtime/registry.h>
 #include <gtest/gtest.h>
 
 #include <thread>

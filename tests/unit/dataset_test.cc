@@ -1,8 +1,8 @@
 // Dataset, InputContext and DistributedDataset: batching, shuffling, sharding, the split of a
 // global batch across replicas, and every error's message.
-#include <chorus/dataset.h>
-#include <chorus/error.h>
-#include <chorus/registry.h>
+#include <chorus/base/error.h>
+#include <chorus/distribute/dataset.h>
+#include <chorus/runtime/registry.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,5 +1,5 @@
-#include <chorus/dtype.h>
-#include <chorus/error.h>
+#include <chorus/base/dtype.h>
+#include <chorus/base/error.h>
 #include <gtest/gtest.h>
 
 namespace chorus {

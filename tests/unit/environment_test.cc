@@ -1,6 +1,6 @@
-#include <chorus/device.h>
-#include <chorus/environment.h>
-#include <chorus/error.h>
+#include <chorus/base/environment.h>
+#include <chorus/base/error.h>
+#include <chorus/runtime/device.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 

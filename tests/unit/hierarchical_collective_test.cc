@@ -3,10 +3,10 @@
 // operation against a reference, over layouts (hosts x ranks per host, ranks numbered host by
 // host or not) and sizes 0, 1, odd, and large enough to take the reduce-scatter path; and the
 // errors of a bad layout or name.
-#include <chorus/communicator.h>
-#include <chorus/error.h>
-#include <chorus/kv_store.h>
-#include <chorus/registry.h>
+#include <chorus/base/error.h>
+#include <chorus/collective/communicator.h>
+#include <chorus/rendezvous/kv_store.h>
+#include <chorus/runtime/registry.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The host's reduce kernel (chorus_host.reduce_host), for every dtype and op.
-#include <chorus/plugin_library.h>
+#include <chorus/runtime/plugin_library.h>
 #include <gtest/gtest.h>
 
 #include <chorus/plugin_sdk.hpp>

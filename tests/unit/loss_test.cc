@@ -1,9 +1,9 @@
 // ComputeAverageLoss and ScaleRegularizationLoss outside a replica context (one replica), in
 // the replicas of a MirroredStrategy, and in its cross-replica context (an error, as in tf).
-#include <chorus/error.h>
-#include <chorus/loss.h>
-#include <chorus/registry.h>
-#include <chorus/strategies.h>
+#include <chorus/base/error.h>
+#include <chorus/distribute/strategies.h>
+#include <chorus/runtime/registry.h>
+#include <chorus/training/loss.h>
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,10 +1,10 @@
 // Optimizers: SGD (plain, momentum, Nesterov) and Adam against hand-computed values, and
 // apply_gradients under strategies: gradients summed across replicas, every copy updated alike,
 // slots placed like their variables, and the errors for bad input.
-#include <chorus/error.h>
-#include <chorus/optimizer.h>
-#include <chorus/registry.h>
-#include <chorus/strategies.h>
+#include <chorus/base/error.h>
+#include <chorus/distribute/strategies.h>
+#include <chorus/runtime/registry.h>
+#include <chorus/training/optimizer.h>
 #include <gtest/gtest.h>
 
 #include <cmath>

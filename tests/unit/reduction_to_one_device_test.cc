@@ -1,8 +1,8 @@
 // ReductionToOneDevice through chorus::CrossDeviceOps, Gloo-style: parameterised over element
 // counts 0, 1, odd and large and over replica counts.
-#include <chorus/cross_device_ops.h>
-#include <chorus/error.h>
-#include <chorus/registry.h>
+#include <chorus/base/error.h>
+#include <chorus/collective/cross_device_ops.h>
+#include <chorus/runtime/registry.h>
 #include <gtest/gtest.h>
 
 #include <tuple>

@@ -2,9 +2,9 @@
 // the TCP store does (connecting before the leader serves, a lost leader, lost clients) and the
 // file store's key escaping.
 #include <arpa/inet.h>
-#include <chorus/error.h>
-#include <chorus/kv_store.h>
-#include <chorus/rendezvous.h>
+#include <chorus/base/error.h>
+#include <chorus/rendezvous/kv_store.h>
+#include <chorus/rendezvous/rendezvous.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>

@@ -1,8 +1,8 @@
 // The builtin plugin's "ring" algorithm run over a p2p that is not the core's tcp: an in-memory
 // fabric between threads. Shows that the algorithm needs nothing but chorus_p2p, and exercises
 // segment sizes down to one element without sockets in the way.
-#include <chorus/dtype.h>
-#include <chorus/error.h>
+#include <chorus/base/dtype.h>
+#include <chorus/base/error.h>
 #include <gtest/gtest.h>
 
 #include <condition_variable>

@@ -3,8 +3,8 @@
 #ifndef CHORUS_TESTS_UNIT_RING_TEST_UTIL_H_
 #define CHORUS_TESTS_UNIT_RING_TEST_UTIL_H_
 
-#include <chorus/plugin_library.h>
-#include <chorus/registry.h>
+#include <chorus/runtime/plugin_library.h>
+#include <chorus/runtime/registry.h>
 #include <gtest/gtest.h>
 
 #include <chorus/plugin_sdk.hpp>

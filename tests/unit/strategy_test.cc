@@ -1,8 +1,8 @@
 // Strategies: run, replica contexts, merge_call and its misuse, collectives in replica context,
 // reduce/gather across replicas, CommunicationOptions.
-#include <chorus/error.h>
-#include <chorus/registry.h>
-#include <chorus/strategies.h>
+#include <chorus/base/error.h>
+#include <chorus/distribute/strategies.h>
+#include <chorus/runtime/registry.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 

@@ -1,7 +1,7 @@
 // The core's tcp transport through the builtin plugin's C table, ranks as threads over an
 // in-process rendezvous store: delivery, FIFO order per (peer, tag), size mismatches, abort,
 // lost peers, time-outs, and set-up failures.
-#include <chorus/kv_store.h>
+#include <chorus/rendezvous/kv_store.h>
 #include <gtest/gtest.h>
 
 #include <atomic>

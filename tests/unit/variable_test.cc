@@ -1,8 +1,8 @@
 // Variables under each strategy: placement, and tf.distribute's read/write rules in replica and
 // cross-replica context.
-#include <chorus/error.h>
-#include <chorus/registry.h>
-#include <chorus/strategies.h>
+#include <chorus/base/error.h>
+#include <chorus/distribute/strategies.h>
+#include <chorus/runtime/registry.h>
 #include <gtest/gtest.h>
 
 #include "cpu_devices_for_tests.h"

@@ -4,7 +4,7 @@
 #ifndef CHORUS_TOOLS_BENCH_COLLECTIVE_RUN_H_
 #define CHORUS_TOOLS_BENCH_COLLECTIVE_RUN_H_
 
-#include <chorus/communicator.h>
+#include <chorus/collective/communicator.h>
 
 #include <cstdint>
 #include <vector>

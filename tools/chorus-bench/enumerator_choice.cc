@@ -1,6 +1,6 @@
 #include "enumerator_choice.h"
 
-#include <chorus/registry.h>
+#include <chorus/runtime/registry.h>
 
 #include <stdexcept>
 

@@ -2,7 +2,7 @@
 #ifndef CHORUS_TOOLS_BENCH_ENUMERATOR_CHOICE_H_
 #define CHORUS_TOOLS_BENCH_ENUMERATOR_CHOICE_H_
 
-#include <chorus/device.h>
+#include <chorus/runtime/device.h>
 
 #include <memory>
 #include <string>

@@ -1,10 +1,10 @@
 #include "in_process_bench.h"
 
-#include <chorus/cross_device_ops.h>
-#include <chorus/device.h>
-#include <chorus/dtype.h>
-#include <chorus/error.h>
-#include <chorus/registry.h>
+#include <chorus/base/dtype.h>
+#include <chorus/base/error.h>
+#include <chorus/collective/cross_device_ops.h>
+#include <chorus/runtime/device.h>
+#include <chorus/runtime/registry.h>
 
 #include <algorithm>
 #include <chrono>

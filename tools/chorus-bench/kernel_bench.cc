@@ -1,9 +1,9 @@
 #include "kernel_bench.h"
 
-#include <chorus/device.h>
-#include <chorus/dtype.h>
-#include <chorus/error.h>
-#include <chorus/registry.h>
+#include <chorus/base/dtype.h>
+#include <chorus/base/error.h>
+#include <chorus/runtime/device.h>
+#include <chorus/runtime/registry.h>
 
 #include <chrono>
 #include <cstdio>

@@ -1,9 +1,9 @@
 #include "multi_worker_bench.h"
 
-#include <chorus/communicator.h>
-#include <chorus/dtype.h>
-#include <chorus/error.h>
-#include <chorus/registry.h>
+#include <chorus/base/dtype.h>
+#include <chorus/base/error.h>
+#include <chorus/collective/communicator.h>
+#include <chorus/runtime/registry.h>
 
 #include <algorithm>
 #include <chrono>

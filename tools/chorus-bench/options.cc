@@ -1,7 +1,7 @@
 #include "options.h"
 
-#include <chorus/dtype.h>
-#include <chorus/error.h>
+#include <chorus/base/dtype.h>
+#include <chorus/base/error.h>
 
 #include <CLI/CLI.hpp>
 #include <iostream>

@@ -1,7 +1,7 @@
 #include "worker_job.h"
 
-#include <chorus/cluster_resolver.h>
-#include <chorus/error.h>
+#include <chorus/base/error.h>
+#include <chorus/cluster_resolver/cluster_resolver.h>
 
 #include <chrono>
 #include <cstdlib>

@@ -5,8 +5,8 @@
 #ifndef CHORUS_TOOLS_BENCH_WORKER_JOB_H_
 #define CHORUS_TOOLS_BENCH_WORKER_JOB_H_
 
-#include <chorus/kv_store.h>
-#include <chorus/rendezvous.h>
+#include <chorus/rendezvous/kv_store.h>
+#include <chorus/rendezvous/rendezvous.h>
 
 #include <memory>
 #include <string>

@@ -1,6 +1,6 @@
 // chorus-info: every plugin found, its path, ABI version, what it provides, the devices seen,
 // which backend the current variables select, and why each rejected candidate was rejected.
-#include <chorus/error.h>
+#include <chorus/base/error.h>
 #include <chorus/plugin.h>
 
 #include <CLI/CLI.hpp>

@@ -1,8 +1,8 @@
 #include "report.h"
 
-#include <chorus/cross_device_ops.h>
-#include <chorus/environment.h>
-#include <chorus/error.h>
+#include <chorus/base/environment.h>
+#include <chorus/base/error.h>
+#include <chorus/collective/cross_device_ops.h>
 
 #include <filesystem>
 #include <iomanip>

@@ -2,7 +2,7 @@
 #ifndef CHORUS_TOOLS_INFO_REPORT_H_
 #define CHORUS_TOOLS_INFO_REPORT_H_
 
-#include <chorus/registry.h>
+#include <chorus/runtime/registry.h>
 
 #include <ostream>
 

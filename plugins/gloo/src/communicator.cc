@@ -35,7 +35,11 @@ GlooCommunicator::GlooCommunicator(const chorus_communicator_create_args& a) {
            "' device enumerator's buffers");
     }
   }
-  const CommunicatorOptions options = ParseOptions(a.options, a.num_options);
+  CommunicatorOptions options = ParseOptions(a.options, a.num_options);
+  // Without an option, listen at the address the cluster spec gives this rank (1.1).
+  if (options.hostname.empty() && options.interface.empty()) {
+    options.hostname = std::string(sdk::CreateAddress(a));
+  }
   rank_ = a.rank;
   size_ = a.size;
   timeout_ms_ = a.timeout_ms;

@@ -1,8 +1,8 @@
 // Every collective of the gloo plugin, over 1 to 4 ranks (threads) and counts {0, 1, 1001,
 // 262147}, for every dtype and reduce op (typed_values.h: DtypeOpPairs), against exact expected
 // values.
-#include <chorus/dtype.h>
-#include <chorus/error.h>
+#include <chorus/base/dtype.h>
+#include <chorus/base/error.h>
 #include <gtest/gtest.h>
 
 #include <atomic>

@@ -1,6 +1,6 @@
 // How the gloo plugin fails: a rank that never arrives, bad arguments, abort, a lost peer, and a
 // communicator used after a failure. Every failure has a status and a message.
-#include <chorus/error.h>
+#include <chorus/base/error.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -194,7 +194,7 @@ TEST(GlooErrors, RequestFunctionsRejectEveryRequest) {
   const chorus_plugin& table = GlooLibrary().table();
   int done = 0;
   EXPECT_EQ(table.request_test(nullptr, &done), CHORUS_INVALID_ARGUMENT);
-  EXPECT_THAT(LastError(), HasSubstr("never creates a request"));
+  EXPECT_THAT(LastError(), HasSubstr("never hands out a request"));
   EXPECT_EQ(table.request_wait(nullptr, 10), CHORUS_INVALID_ARGUMENT);
   table.request_free(nullptr);
 }

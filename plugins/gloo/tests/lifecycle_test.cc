@@ -3,7 +3,7 @@
 // after it destroy closes the connections only after a barrier; without that, a slower rank fails
 // with "Connection closed by peer" about once in ten rounds here. Gloo's functions (ring, bcube)
 // wait for their sends and need no barrier.
-#include <chorus/error.h>
+#include <chorus/base/error.h>
 #include <gtest/gtest.h>
 
 #include <mutex>

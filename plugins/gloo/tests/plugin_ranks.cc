@@ -1,6 +1,6 @@
 #include "plugin_ranks.h"
 
-#include <chorus/error.h>
+#include <chorus/base/error.h>
 #include <gtest/gtest.h>
 
 #include <chrono>

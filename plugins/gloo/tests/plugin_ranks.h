@@ -3,9 +3,9 @@
 #ifndef CHORUS_PLUGINS_GLOO_TESTS_PLUGIN_RANKS_H_
 #define CHORUS_PLUGINS_GLOO_TESTS_PLUGIN_RANKS_H_
 
-#include <chorus/kv_store.h>
 #include <chorus/plugin.h>
-#include <chorus/plugin_library.h>
+#include <chorus/rendezvous/kv_store.h>
+#include <chorus/runtime/plugin_library.h>
 
 #include <cstdint>
 #include <functional>

@@ -285,18 +285,23 @@ void Abort(chorus_communicator* comm) {
 }  // namespace
 
 const chorus_collective_api* NcclCollectiveTable() {
-  static const chorus_collective_api table = {
-      .struct_size = sizeof(chorus_collective_api),
-      .name = "nccl",
-      .create = Create,
-      .destroy = Destroy,
-      .all_reduce = AllReduce,
-      .broadcast = Broadcast,
-      .all_gather = AllGather,
-      .reduce_scatter = ReduceScatter,
-      .barrier = Barrier,
-      .abort = Abort,
-  };
+  static const chorus_capabilities capabilities =
+      sdk::Capabilities(kCudaMemory, CHORUS_SHAPE_ANY, sdk::kAllCollectiveOps, NcclScore);
+  static const chorus_collective_api table = [] {
+    chorus_collective_api t{};
+    t.struct_size = sizeof(t);
+    t.name = "nccl";
+    t.create = Create;
+    t.destroy = Destroy;
+    t.all_reduce = AllReduce;
+    t.broadcast = Broadcast;
+    t.all_gather = AllGather;
+    t.reduce_scatter = ReduceScatter;
+    t.barrier = Barrier;
+    t.abort = Abort;
+    t.capabilities = &capabilities;
+    return t;
+  }();
   return &table;
 }
 

@@ -12,6 +12,10 @@ namespace chorus::nccl {
 
 using sdk::Fail;
 
+uint32_t NcclScore(const chorus_score_args* args) {
+  return args->request == CHORUS_REQUEST_RING ? 0 : 90;
+}
+
 ncclDataType_t NcclType(chorus_dtype dtype) {
   switch (dtype) {
     case CHORUS_F32:

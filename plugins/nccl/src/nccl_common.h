@@ -16,6 +16,11 @@
 
 namespace chorus::nccl {
 
+// What the cross-device ops and the collective serve: buffers of the cuda enumerator, scored as a
+// vendor's library on its hardware (AUTO and NCCL requests; never RING).
+inline constexpr const char* kCudaMemory[] = {"cuda", nullptr};
+uint32_t NcclScore(const chorus_score_args* args);
+
 ncclDataType_t NcclType(chorus_dtype dtype);  // throws INVALID_ARGUMENT
 ncclRedOp_t NcclOp(chorus_reduce_op op);      // throws (MEAN: UNSUPPORTED)
 // Throws sdk::Error for a failed NCCL call: PEER_LOST for ncclRemoteError (a peer died, a

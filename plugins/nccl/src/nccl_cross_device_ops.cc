@@ -580,16 +580,21 @@ chorus_status CrossDeviceOpsRequestWait(chorus_request* request, int64_t timeout
 void CrossDeviceOpsRequestFree(chorus_request* request) { delete request; }
 
 const chorus_cross_device_ops_api* NcclCrossDeviceOpsTable() {
-  static const chorus_cross_device_ops_api table = {
-      .struct_size = sizeof(chorus_cross_device_ops_api),
-      .name = "nccl",
-      .create = Create,
-      .destroy = Destroy,
-      .reduce = Reduce,
-      .batch_reduce = BatchReduce,
-      .broadcast = Broadcast,
-      .all_gather = AllGather,
-  };
+  static const chorus_capabilities capabilities =
+      sdk::Capabilities(kCudaMemory, CHORUS_SHAPE_ANY, sdk::kAllCrossDeviceOps, NcclScore);
+  static const chorus_cross_device_ops_api table = [] {
+    chorus_cross_device_ops_api t{};
+    t.struct_size = sizeof(t);
+    t.name = "nccl";
+    t.create = Create;
+    t.destroy = Destroy;
+    t.reduce = Reduce;
+    t.batch_reduce = BatchReduce;
+    t.broadcast = Broadcast;
+    t.all_gather = AllGather;
+    t.capabilities = &capabilities;
+    return t;
+  }();
   return &table;
 }
 

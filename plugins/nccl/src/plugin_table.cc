@@ -12,39 +12,19 @@
 namespace chorus::nccl {
 namespace {
 
-using sdk::Fail;
-
-chorus_status Init(const chorus_host* host) {
-  return sdk::Guard([&] {
-    sdk::RequireHost(host, "nccl");
-    sdk::SetHost(host);
-  });
-}
-
-void Shutdown() { sdk::SetHost(nullptr); }
-
-const char* LastError() { return sdk::LastError(); }
-
 const chorus_plugin& Table() {
-  static const chorus_plugin table = {
-      .struct_size = sizeof(chorus_plugin),
-      .abi_major = CHORUS_ABI_MAJOR,
-      .abi_minor = CHORUS_ABI_MINOR,
-      .name = "nccl",
-      .version = "1.0.0 (NCCL " CHORUS_NCCL_VERSION_TEXT ")",
-      .description = "CUDA devices and kernels, NCCL cross-device ops and NCCL collective",
-      .init = Init,
-      .shutdown = Shutdown,
-      .last_error = LastError,
-      .request_test = CrossDeviceOpsRequestTest,  // the collective hands out no requests
-      .request_wait = CrossDeviceOpsRequestWait,
-      .request_free = CrossDeviceOpsRequestFree,
-      .device_enumerator = CudaDevicesTable(),
-      .cross_device_ops = NcclCrossDeviceOpsTable(),
-      .collective = NcclCollectiveTable(),
-      .algorithm = nullptr,
-      .transport = nullptr,
-  };
+  static const chorus_plugin table = [] {
+    chorus_plugin t =
+        sdk::PluginTable("nccl", "1.1.0 (NCCL " CHORUS_NCCL_VERSION_TEXT ")",
+                         "CUDA devices and kernels, NCCL cross-device ops and NCCL collective");
+    t.request_test = CrossDeviceOpsRequestTest;  // the collective hands out no requests
+    t.request_wait = CrossDeviceOpsRequestWait;
+    t.request_free = CrossDeviceOpsRequestFree;
+    t.device_enumerator = CudaDevicesTable();
+    t.cross_device_ops = NcclCrossDeviceOpsTable();
+    t.collective = NcclCollectiveTable();
+    return t;
+  }();
   return table;
 }
 

@@ -6,9 +6,9 @@
 // conversions against the SDK's (the host reference rounds through the SDK's).
 #include "../src/cuda_element_ops.h"
 
-#include <chorus/device.h>
-#include <chorus/dtype.h>
-#include <chorus/registry.h>
+#include <chorus/base/dtype.h>
+#include <chorus/runtime/device.h>
+#include <chorus/runtime/registry.h>
 #include <gtest/gtest.h>
 
 #include <chorus/plugin_sdk.hpp>

@@ -4,13 +4,13 @@
 // the caller's stream), MirroredStrategy on the GPUs as a trainer gets it by default, and the
 // NCCL collective with one rank per communicator (NCCL allows one rank per GPU, so with one GPU
 // the communicator has size 1).
-#include <chorus/communicator.h>
-#include <chorus/cross_device_ops.h>
-#include <chorus/device.h>
-#include <chorus/kv_store.h>
-#include <chorus/optimizer.h>
-#include <chorus/registry.h>
-#include <chorus/strategies.h>
+#include <chorus/collective/communicator.h>
+#include <chorus/collective/cross_device_ops.h>
+#include <chorus/distribute/strategies.h>
+#include <chorus/rendezvous/kv_store.h>
+#include <chorus/runtime/device.h>
+#include <chorus/runtime/registry.h>
+#include <chorus/training/optimizer.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 

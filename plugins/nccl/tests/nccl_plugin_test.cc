@@ -1,12 +1,12 @@
 // The nccl plugin on any machine: it loads, provides its three interfaces, and without a GPU
 // enumerates zero devices and refuses NCCL objects with a message that says why.
-#include <chorus/communicator.h>
-#include <chorus/cross_device_ops.h>
-#include <chorus/device.h>
-#include <chorus/error.h>
-#include <chorus/kv_store.h>
-#include <chorus/plugin_library.h>
-#include <chorus/registry.h>
+#include <chorus/base/error.h>
+#include <chorus/collective/communicator.h>
+#include <chorus/collective/cross_device_ops.h>
+#include <chorus/rendezvous/kv_store.h>
+#include <chorus/runtime/device.h>
+#include <chorus/runtime/plugin_library.h>
+#include <chorus/runtime/registry.h>
 #include <cuda_runtime.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

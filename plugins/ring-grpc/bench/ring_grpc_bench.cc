@@ -4,8 +4,8 @@
 // and busbw = algbw * 2 (n - 1) / n.
 //
 //   chorus_ring_grpc_bench [ranks=2] [mib=64] [iters=5] [segment_bytes=1048576]
-#include <chorus/kv_store.h>
-#include <chorus/plugin_library.h>
+#include <chorus/rendezvous/kv_store.h>
+#include <chorus/runtime/plugin_library.h>
 
 #include <algorithm>
 #include <chrono>

@@ -14,8 +14,9 @@ inline constexpr uint64_t kDefaultSegmentBytes = uint64_t{1} << 20;
 inline constexpr uint64_t kMaxSegmentBytes = uint64_t{1} << 30;
 
 struct RingOptions {
-  // The address this rank's server listens on and publishes; neighbours must reach it.
-  std::string host = "127.0.0.1";
+  // The address this rank's server listens on and publishes; neighbours must reach it. Empty:
+  // the create args' address (the cluster spec's), else 127.0.0.1.
+  std::string host;
   // Bytes per message: a ring step's block is cut into segments of this size, pipelined.
   uint64_t segment_bytes = kDefaultSegmentBytes;
 };

@@ -93,6 +93,9 @@ chorus_status Create(const chorus_communicator_create_args* args, chorus_communi
     config.store = a.store;
     config.timeout_ms = a.timeout_ms;
     config.options = ParseOptions(a.options, a.num_options);
+    // Without the option, listen at the address the cluster spec gives this rank (1.1).
+    if (config.options.host.empty()) config.options.host = std::string(sdk::CreateAddress(a));
+    if (config.options.host.empty()) config.options.host = "127.0.0.1";
     try {
       *out = new chorus_communicator(config);
     } catch (const sdk::Error& e) {
@@ -190,58 +193,58 @@ void Abort(chorus_communicator* comm) {
 
 // ---- The plugin table -------------------------------------------------------------------------
 
-chorus_status Init(const chorus_host* host) {
-  return Guard([&] {
-    sdk::RequireHost(host, "ring-grpc");
-    if (!CHORUS_HAS_FIELD(host, chorus_host, reduce_host) || host->log == nullptr ||
-        host->log_enabled == nullptr || host->abort_requested == nullptr ||
-        host->reduce_host == nullptr) {
-      sdk::Fail(CHORUS_UNSUPPORTED,
-                "ring-grpc needs the host's log, abort_requested and reduce_host services "
-                "(chorus ABI 1.0); this core's chorus_host lacks one");
-    }
-    sdk::SetHost(host);
-  });
+void CheckHost(const chorus_host& host) {
+  if (!CHORUS_HAS_FIELD(&host, chorus_host, reduce_host) || host.log == nullptr ||
+      host.log_enabled == nullptr || host.abort_requested == nullptr ||
+      host.reduce_host == nullptr) {
+    Fail(CHORUS_UNSUPPORTED,
+         "ring-grpc needs the host's log, abort_requested and reduce_host services (chorus ABI "
+         "1.0); this core's chorus_host lacks one");
+  }
 }
 
-void Shutdown() { sdk::SetHost(nullptr); }
+// What tf.distribute's CommunicationImplementation.RING names: ring collectives over gRPC. For
+// AUTO it stays below the core's ring, which beat it at every size on loopback (README,
+// Benchmarks); a RING request prefers it to the core's ring.
+uint32_t Score(const chorus_score_args* args) {
+  switch (args->request) {
+    case CHORUS_REQUEST_AUTO:
+      return 4;
+    case CHORUS_REQUEST_RING:
+      return 60;
+    default:
+      return 0;
+  }
+}
+const chorus_capabilities kCapabilities =
+    sdk::Capabilities(sdk::kHostMemory, CHORUS_SHAPE_ANY, sdk::kAllCollectiveOps, Score);
 
-const char* LastError() { return sdk::LastError(); }
+const chorus_collective_api kCollective = [] {
+  chorus_collective_api t{};
+  t.struct_size = sizeof(t);
+  t.name = kName;  // CHORUS_COMMUNICATION=ring_grpc (or RING) selects it
+  t.create = Create;
+  t.destroy = Destroy;
+  t.all_reduce = AllReduce;
+  t.broadcast = Broadcast;
+  t.all_gather = AllGather;
+  t.reduce_scatter = ReduceScatter;
+  t.barrier = Barrier;
+  t.abort = Abort;
+  t.capabilities = &kCapabilities;
+  return t;
+}();
 
-const chorus_collective_api kCollective = {
-    .struct_size = sizeof(chorus_collective_api),
-    .name = kName,  // CHORUS_COMMUNICATION=ring_grpc (or RING) selects it
-    .create = Create,
-    .destroy = Destroy,
-    .all_reduce = AllReduce,
-    .broadcast = Broadcast,
-    .all_gather = AllGather,
-    .reduce_scatter = ReduceScatter,
-    .barrier = Barrier,
-    .abort = Abort,
-};
-
-const chorus_plugin kPlugin = {
-    .struct_size = sizeof(chorus_plugin),
-    .abi_major = CHORUS_ABI_MAJOR,
-    .abi_minor = CHORUS_ABI_MINOR,
-    .name = "ring-grpc",  // libchorus-ring-grpc.so
-    .version = "1.0.0",
-    .description =
-        "CommunicationImplementation.RING: ring collectives over gRPC streams, "
-        "chunked and pipelined",
-    .init = Init,
-    .shutdown = Shutdown,
-    .last_error = LastError,
-    .request_test = sdk::NoRequestTest,
-    .request_wait = sdk::NoRequestWait,
-    .request_free = sdk::NoRequestFree,
-    .device_enumerator = nullptr,
-    .cross_device_ops = nullptr,
-    .collective = &kCollective,
-    .algorithm = nullptr,
-    .transport = nullptr,
-};
+const chorus_plugin kPlugin = [] {
+  chorus_plugin t = sdk::PluginTable(
+      "ring-grpc",  // libchorus-ring-grpc.so
+      "1.1.0",
+      "CommunicationImplementation.RING: ring collectives over gRPC streams, chunked and "
+      "pipelined",
+      CheckHost);
+  t.collective = &kCollective;
+  return t;
+}();
 
 }  // namespace
 }  // namespace chorus::ring_grpc

@@ -1,6 +1,6 @@
 // Every collective against exact expected values: rings of 1 to 4 ranks as threads, counts
 // 0, 1, 1001 and 262147, every dtype, every reduce op, in and out of place.
-#include <chorus/dtype.h>
+#include <chorus/base/dtype.h>
 #include <gtest/gtest.h>
 
 #include <atomic>

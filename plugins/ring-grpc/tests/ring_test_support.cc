@@ -1,7 +1,7 @@
 #include "ring_test_support.h"
 
-#include <chorus/kv_store.h>
-#include <chorus/plugin_library.h>
+#include <chorus/rendezvous/kv_store.h>
+#include <chorus/runtime/plugin_library.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>

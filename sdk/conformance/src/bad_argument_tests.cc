@@ -2,7 +2,7 @@
 // (UNSUPPORTED where noted), set a last_error() message, leak nothing (ASan checks, under
 // CHORUS_SANITIZE) and crash nothing; the cross-device ops must still work afterwards. One test
 // per case, so that a crash names its case.
-#include <chorus/error.h>
+#include <chorus/base/error.h>
 
 #include <functional>
 

@@ -3,9 +3,9 @@
 // over an in-process store (as Gloo's tests do); or, when the kit is given a job's store
 // (chorus-conformance --ranks-from-environment under mpirun, torchrun or TF_CONFIG), with this
 // process as one rank of that job. Then bad arguments, repeated create/destroy and abort.
-#include <chorus/dtype.h>
-#include <chorus/error.h>
-#include <chorus/kv_store.h>
+#include <chorus/base/dtype.h>
+#include <chorus/base/error.h>
+#include <chorus/rendezvous/kv_store.h>
 
 #include <algorithm>
 #include <atomic>

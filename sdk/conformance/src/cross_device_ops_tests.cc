@@ -4,8 +4,8 @@
 //
 // One test per (operation, dtype), e.g. CrossDeviceOps.AllReduceInPlace/f16, so a filter picks
 // one; a test stops after kMaxFailures failing cases and names each case it failed.
-#include <chorus/dtype.h>
-#include <chorus/error.h>
+#include <chorus/base/dtype.h>
+#include <chorus/base/error.h>
 
 #include <cstring>
 #include <sstream>

@@ -1,8 +1,8 @@
 // The plugin's device enumerator: device listing, memory, copies and the reduce and divide
 // kernels on every device, against the host reference. A plugin may find no device here (no GPU
 // on this machine): the per-device checks then skip and say so.
-#include <chorus/dtype.h>
-#include <chorus/error.h>
+#include <chorus/base/dtype.h>
+#include <chorus/base/error.h>
 
 #include <cmath>
 #include <cstring>

@@ -1,6 +1,6 @@
 // Lifecycle: init after shutdown, and contexts created and destroyed many times over. Leaks
 // show up under ASan (CHORUS_SANITIZE=address,undefined), a stale global as a crash or failure.
-#include <chorus/error.h>
+#include <chorus/base/error.h>
 
 #include "ops_driver.h"
 #include "suite.h"

@@ -6,12 +6,12 @@
 //
 // Exit status: 0 when every check passed, 1 when one failed, 2 when the plugin could not be
 // loaded or the command line is wrong.
-#include <chorus/cluster_resolver.h>
+#include <chorus/base/error.h>
+#include <chorus/cluster_resolver/cluster_resolver.h>
 #include <chorus/conformance.h>
-#include <chorus/error.h>
-#include <chorus/loader.h>
-#include <chorus/registry.h>
-#include <chorus/rendezvous.h>
+#include <chorus/rendezvous/rendezvous.h>
+#include <chorus/runtime/loader.h>
+#include <chorus/runtime/registry.h>
 #include <gtest/gtest.h>
 
 #include <chrono>

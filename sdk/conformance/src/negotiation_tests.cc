@@ -1,6 +1,6 @@
 // Negotiation: the plugin table and every interface table it hands out, as plugin.h defines
 // them for ABI 1.0. Checked on the table chorus_plugin_get() returned, not the core's copy.
-#include <chorus/loader.h>
+#include <chorus/runtime/loader.h>
 
 #include <filesystem>
 #include <regex>

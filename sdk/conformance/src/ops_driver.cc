@@ -1,6 +1,6 @@
 #include "ops_driver.h"
 
-#include <chorus/error.h>
+#include <chorus/base/error.h>
 
 namespace chorus::conformance::internal {
 

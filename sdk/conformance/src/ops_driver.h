@@ -5,7 +5,7 @@
 #ifndef CHORUS_CONFORMANCE_OPS_DRIVER_H_
 #define CHORUS_CONFORMANCE_OPS_DRIVER_H_
 
-#include <chorus/device.h>
+#include <chorus/runtime/device.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 #include "reference.h"
 
-#include <chorus/dtype.h>
+#include <chorus/base/dtype.h>
 
 #include <algorithm>
 #include <chorus/plugin_sdk.hpp>

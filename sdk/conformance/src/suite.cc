@@ -1,7 +1,7 @@
 #include "suite.h"
 
-#include <chorus/error.h>
-#include <chorus/loader.h>
+#include <chorus/base/error.h>
+#include <chorus/runtime/loader.h>
 #include <dlfcn.h>
 
 #include <algorithm>

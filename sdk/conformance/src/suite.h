@@ -4,8 +4,8 @@
 #define CHORUS_CONFORMANCE_SUITE_H_
 
 #include <chorus/conformance.h>
-#include <chorus/device.h>
-#include <chorus/registry.h>
+#include <chorus/runtime/device.h>
+#include <chorus/runtime/registry.h>
 #include <gtest/gtest.h>
 
 #include <functional>

@@ -14,6 +14,15 @@
 //   static const chorus_collective_api kCollective =
 //   chorus::sdk::HostCollectiveTable<MyComm>("my");
 //
+// A plugin that provides nothing but such a collective gets its whole table from
+// HostCollectivePlugin<MyComm>(info) (the life cycle of sdk::PluginTable around it):
+//
+//   extern "C" CHORUS_PLUGIN_EXPORT const chorus_plugin* chorus_plugin_get(const chorus_host*) {
+//     return chorus::sdk::HostCollectivePlugin<MyComm>(
+//         {.plugin_name = "my", .version = "1.0.0", .description = "...",
+//          .capabilities = &kCapabilities});
+//   }
+//
 // The wrappers check handles, out-pointers and struct sizes (a create_args from an older minor is
 // copied into a zeroed struct of this header's size), reject streams with UNSUPPORTED (host memory
 // has none), and turn exceptions into statuses with sdk::Guard. The class checks everything else.
@@ -108,7 +117,7 @@ class HostCollective {
 };
 
 // The collective table for `Impl`; `name` (static) is what CHORUS_COMMUNICATION selects and what
-// messages start with.
+// messages start with. Its capabilities (1.1) are NULL: set them on the result.
 template <typename Impl>
 chorus_collective_api HostCollectiveTable(const char* name) {
   HostCollective<Impl>::Name() = name;
@@ -124,6 +133,38 @@ chorus_collective_api HostCollectiveTable(const char* name) {
   table.barrier = HostCollective<Impl>::Barrier;
   table.abort = HostCollective<Impl>::Abort;
   return table;
+}
+
+struct HostCollectivePluginInfo {
+  const char* plugin_name = nullptr;  // [a-z0-9_-]+: the file is libchorus-<plugin_name>.so
+  const char* version = "";
+  const char* description = "";
+  const char* collective_name = nullptr;  // what CHORUS_COMMUNICATION selects; NULL: plugin_name
+#if CHORUS_ABI_MINOR >= 1
+  const chorus_capabilities* capabilities = nullptr;  // static; NULL: chosen by name only
+#endif
+  void (*check_host)(const chorus_host& host) = nullptr;  // as in sdk::PluginTable
+};
+
+// The whole table of a plugin whose one interface is the host collective `Impl`. Static
+// storage: call it from chorus_plugin_get, with the same info every time.
+template <typename Impl>
+const chorus_plugin* HostCollectivePlugin(const HostCollectivePluginInfo& info) {
+  static const chorus_collective_api collective = [&] {
+    chorus_collective_api t = HostCollectiveTable<Impl>(
+        info.collective_name != nullptr ? info.collective_name : info.plugin_name);
+#if CHORUS_ABI_MINOR >= 1
+    t.capabilities = info.capabilities;
+#endif
+    return t;
+  }();
+  static const chorus_plugin table = [&] {
+    chorus_plugin t =
+        PluginTable(info.plugin_name, info.version, info.description, info.check_host);
+    t.collective = &collective;
+    return t;
+  }();
+  return &table;
 }
 
 }  // namespace chorus::sdk

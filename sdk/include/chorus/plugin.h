@@ -1,5 +1,5 @@
 /*
- * chorus plugin ABI, version 1.0.
+ * chorus plugin ABI, version 1.1 (what each minor added: sdk/CHANGELOG.md).
  *
  * The only header a chorus plugin needs. C99, no other chorus header, no C++ type crosses it.
  *
@@ -30,6 +30,9 @@
  *  - Out-pointers (chorus_request**, the `out` of create calls) are never NULL.
  *  - Time-outs are in milliseconds; a negative value means "no time-out" and is used only where
  *    a comment allows it. Every blocking call takes one.
+ *  - Fields and tables marked "1.1" are absent when the other side was built against 1.0: a
+ *    plugin checks CHORUS_HAS_FIELD (or the host's abi_minor) before it reads one, and the core
+ *    does the same with a plugin's tables.
  */
 #ifndef CHORUS_PLUGIN_H_
 #define CHORUS_PLUGIN_H_
@@ -42,7 +45,7 @@ extern "C" {
 #endif
 
 #define CHORUS_ABI_MAJOR 1
-#define CHORUS_ABI_MINOR 0
+#define CHORUS_ABI_MINOR 1
 
 /* Name of the one symbol every plugin exports. */
 #define CHORUS_PLUGIN_ENTRY_SYMBOL "chorus_plugin_get"
@@ -103,6 +106,19 @@ typedef enum chorus_reduce_op {
   CHORUS_REDUCE_OP_COUNT = 5,
   CHORUS_REDUCE_OP_MAX_ENUM = 0x7fffffff
 } chorus_reduce_op;
+
+/* A collective operation: what an algorithm runs, what a score is asked for. Cross-device ops
+   map reduce and batch_reduce to ALL_REDUCE. */
+typedef enum chorus_collective_op {
+  CHORUS_OP_ALL_REDUCE = 0,
+  CHORUS_OP_BROADCAST = 1,
+  CHORUS_OP_ALL_GATHER = 2,
+  CHORUS_OP_REDUCE_SCATTER = 3,
+  CHORUS_OP_BARRIER = 4,
+  CHORUS_COLLECTIVE_OP_MAX_ENUM = 0x7fffffff
+} chorus_collective_op;
+
+#define CHORUS_OP_BIT(op) (1u << (op))
 
 /* Bytes per element; 0 for a value that is not a chorus_dtype. */
 static inline size_t chorus_dtype_size(chorus_dtype dtype) {
@@ -186,6 +202,8 @@ typedef struct chorus_reduce_kernel_args {
   chorus_stream* stream; /* borrowed; NULL = default */
 } chorus_reduce_kernel_args;
 
+typedef struct chorus_host_collectives chorus_host_collectives; /* 1.1, below */
+
 /* The core's services. The pointer handed to init() stays valid until shutdown() returns. */
 typedef struct chorus_host {
   size_t struct_size;
@@ -196,8 +214,12 @@ typedef struct chorus_host {
   void (*log)(void* ctx, chorus_log_level level, const char* message);
   /* Nonzero when a line of this level would be written (skip formatting otherwise). */
   int (*log_enabled)(void* ctx, chorus_log_level level);
-  /* Nonzero once the core has asked every operation to stop (process shutting down, a peer
-     lost). Long waits in a plugin poll it and return CHORUS_ABORTED. Thread-safe. */
+  /* Nonzero once the core has asked the work of the calling thread to stop: the communicator or
+     cross-device ops whose function this thread is in lost a peer, timed out or is being
+     destroyed with work pending (from 1.1), or the whole process is stopping
+     (chorus::RequestAbort). Long waits in a plugin poll it and return CHORUS_ABORTED.
+     Thread-safe; a thread the plugin started itself sees only the process-wide flag, so the core
+     also calls the object's abort() where it has one. */
   int (*abort_requested)(void* ctx);
   /* Host memory from the core's allocator; alignment is a power of two. NULL when out of
      memory. Free with deallocate. Thread-safe. */
@@ -206,6 +228,9 @@ typedef struct chorus_host {
   /* The core's elementwise reduce on host memory, for every dtype (args->device is ignored).
      Lets an algorithm or transport plugin reduce without its own f16/bf16 arithmetic. */
   chorus_status (*reduce_host)(void* ctx, const chorus_reduce_kernel_args* args);
+  /* 1.1: collectives of other plugins, created for this one (composition; see
+     chorus_host_collectives). */
+  const chorus_host_collectives* collectives;
 } chorus_host;
 
 /* A key-value store shared by all ranks of one job (the rendezvous). The core hands one to each
@@ -230,6 +255,70 @@ typedef struct chorus_kv_store {
   /* Removes the key; CHORUS_NOT_FOUND if it was absent. */
   chorus_status (*remove)(void* ctx, const char* key);
 } chorus_kv_store;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Capabilities and scores (1.1): what a collective or cross-device ops can serve, how well   */
+/* ------------------------------------------------------------------------------------------ */
+
+/* How the ranks of a job sit on hosts. */
+typedef enum chorus_job_shape {
+  CHORUS_SHAPE_ANY = 0,      /* any number of ranks on any number of hosts */
+  CHORUS_SHAPE_ONE_HOST = 1, /* every rank on one host (shared memory) */
+  CHORUS_SHAPE_UNIFORM = 2,  /* the same number of ranks on every host (one host too) */
+  CHORUS_JOB_SHAPE_MAX_ENUM = 0x7fffffff
+} chorus_job_shape;
+
+/* What the user asked for: tf.distribute's CommunicationImplementation. */
+typedef enum chorus_implementation_request {
+  CHORUS_REQUEST_AUTO = 0, /* the best for this job */
+  CHORUS_REQUEST_RING = 1, /* ring collectives (tf.distribute: over gRPC) */
+  CHORUS_REQUEST_NCCL = 2, /* NVIDIA's NCCL, or a library that stands for it on the devices */
+  CHORUS_IMPLEMENTATION_REQUEST_MAX_ENUM = 0x7fffffff
+} chorus_implementation_request;
+
+/* One operation of one job, for a score. */
+typedef struct chorus_score_args {
+  size_t struct_size;
+  chorus_collective_op op;
+  chorus_dtype dtype;
+  /* nccl-tests' size: one rank's buffer for all_reduce and broadcast, the whole receive buffer
+     of all_gather and send buffer of reduce_scatter, 0 for barrier. Cross-device ops: one
+     device's buffer (a batch_reduce: the sum over its reduces). */
+  uint64_t bytes;
+  int32_t ranks;          /* ranks of the communicator; cross-device ops: devices */
+  int32_t hosts;          /* hosts they run on; 1 for cross-device ops */
+  int32_t ranks_per_host; /* 0 when hosts run different numbers of ranks */
+  const char* memory;     /* "host", or the platform of the devices' enumerator ("cpu", "cuda") */
+  chorus_implementation_request request;
+} chorus_score_args;
+
+/* Scores run from 0 (cannot, or must not be chosen) to CHORUS_SCORE_MAX; AUTO takes the
+   highest per operation and size. The bands chorus's own plugins keep (sdk/README.md):
+   1-9 works everywhere (the core's references score 5; slower general ones score below them),
+   10-49 general purpose and faster than the references, 50-89 specialists for a shape or
+   memory (shared memory on one host: 80), 90-100 a vendor's library on its own hardware. */
+#define CHORUS_SCORE_MAX 100u
+
+/* Flags of chorus_capabilities. */
+/* Composes two other collectives by host: takes options local=<collective> and
+   cross=<collective>, and the name "local+cross" (e.g. shm+gloo) selects it. */
+#define CHORUS_CAPABILITY_COMPOSES_BY_HOST 0x1u
+
+typedef struct chorus_capabilities {
+  size_t struct_size;
+  /* Memory it serves, a NULL-terminated array of static strings: "host" (plain host memory,
+     which is also the cpu enumerator's), a device platform ("cuda", "tpu"), or "*" (the memory
+     of any enumerator, through that enumerator's kernels). */
+  const char* const* memory;
+  chorus_job_shape shape;
+  uint32_t ops;   /* CHORUS_OP_BIT of every operation it implements */
+  uint32_t flags; /* CHORUS_CAPABILITY_* */
+  /* The score of one operation, 0..CHORUS_SCORE_MAX. Called only for an operation in `ops`, on
+     memory in `memory`, for a job of `shape`. Pure and cheap: the core calls it while it
+     selects, from any thread, and every rank must get the same answer for the same args. It
+     may call the host's chorus_host_collectives.best_score. */
+  uint32_t (*score)(const chorus_score_args* args);
+} chorus_capabilities;
 
 /* ------------------------------------------------------------------------------------------ */
 /* Interface 1: device enumerator                                                             */
@@ -387,6 +476,8 @@ typedef struct chorus_cross_device_ops_api {
                              chorus_request** request);
   chorus_status (*all_gather)(chorus_cross_device_ops* ops, const chorus_all_gather_args* args,
                               chorus_request** request);
+  /* 1.1: what it serves and how well; static. NULL: it is chosen only by name, never by AUTO. */
+  const chorus_capabilities* capabilities;
 } chorus_cross_device_ops_api;
 
 /* ------------------------------------------------------------------------------------------ */
@@ -407,6 +498,11 @@ typedef struct chorus_communicator_create_args {
   chorus_device_context* devices;
   uint32_t device;
   const char* (*devices_last_error)(void); /* as in chorus_cross_device_ops_create_args */
+  /* 1.1: where the other ranks reach this one (a host name or address from the cluster spec;
+     NULL: 127.0.0.1), and which machine it runs on (ranks with equal host_id share memory:
+     CHORUS_HOST_ID, else host name and boot id). Both borrowed for the call. */
+  const char* address;
+  const char* host_id;
 } chorus_communicator_create_args;
 
 /* recv may equal send (in place). Every rank passes the same count, dtype and op; a plugin that
@@ -470,6 +566,8 @@ typedef struct chorus_collective_api {
   /* Makes every pending and later operation fail with CHORUS_ABORTED. Safe to call from any
      thread, while other threads are inside the communicator's functions. */
   void (*abort)(chorus_communicator* comm);
+  /* 1.1: what it serves and how well; static. NULL: it is chosen only by name, never by AUTO. */
+  const chorus_capabilities* capabilities;
 } chorus_collective_api;
 
 /* ------------------------------------------------------------------------------------------ */
@@ -484,6 +582,9 @@ typedef struct chorus_transport_create_args {
   int64_t timeout_ms;
   const chorus_option* options; /* borrowed for the call; e.g. {"interface", "lo"} */
   size_t num_options;
+  /* 1.1: as in chorus_communicator_create_args. */
+  const char* address;
+  const char* host_id;
 } chorus_transport_create_args;
 
 /* Messages between one pair of ranks with the same tag arrive in the order sent. A receive
@@ -533,17 +634,6 @@ typedef struct chorus_p2p {
   void (*free)(void* ctx, chorus_p2p_request* request);
 } chorus_p2p;
 
-typedef enum chorus_collective_op {
-  CHORUS_OP_ALL_REDUCE = 0,
-  CHORUS_OP_BROADCAST = 1,
-  CHORUS_OP_ALL_GATHER = 2,
-  CHORUS_OP_REDUCE_SCATTER = 3,
-  CHORUS_OP_BARRIER = 4,
-  CHORUS_COLLECTIVE_OP_MAX_ENUM = 0x7fffffff
-} chorus_collective_op;
-
-#define CHORUS_OP_BIT(op) (1u << (op))
-
 /* One collective on host memory. Fields as in the collective's argument structs: for
    ALL_REDUCE count elements; BROADCAST uses recv as data and root; ALL_GATHER count per rank;
    REDUCE_SCATTER count = recv_count. */
@@ -570,6 +660,83 @@ typedef struct chorus_algorithm_api {
      Thread-safe across different p2p contexts. */
   chorus_status (*run)(const chorus_algorithm_run_args* args);
 } chorus_algorithm_api;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Composition (1.1): collectives the host creates for a plugin                                */
+/* ------------------------------------------------------------------------------------------ */
+
+/* A communicator of another collective, created by the core for the plugin that asked. */
+typedef struct chorus_host_communicator chorus_host_communicator;
+
+typedef struct chorus_host_communicator_create_args {
+  size_t struct_size;
+  /* A collective's name as CHORUS_COMMUNICATION takes it (its own name or its plugin's), or
+     NULL or "AUTO" for the one the core's selection picks for this sub-job (never one of the
+     asking plugin's own collectives). */
+  const char* collective;
+  int32_t rank;
+  int32_t size;
+  /* The asking plugin's store; the sub-communicator keeps its keys under store_prefix in it.
+     Borrowed: must live until destroy returns. */
+  const chorus_kv_store* store;
+  const char* store_prefix;
+  int64_t timeout_ms;           /* for the set-up and every operation */
+  const chorus_option* options; /* handed to the collective's create; borrowed for the call */
+  size_t num_options;
+  int32_t hosts; /* the sub-job's shape, for AUTO (see chorus_score_args) */
+  int32_t ranks_per_host;
+  const char* address; /* as in chorus_communicator_create_args; borrowed for the call */
+  const char* host_id;
+} chorus_host_communicator_create_args;
+
+/* Host services for composing collectives: a plugin's communicator runs some of its work on
+   communicators of other collectives (hierarchical: one within each host, one across hosts). The
+   core finds and creates them, so no plugin links another. Every function takes the host's ctx
+   first; operations complete (or fail) before they return, within the communicator's time-out,
+   on host memory; MEAN is allowed. A failure's message is the calling thread's last_error(). */
+struct chorus_host_collectives {
+  size_t struct_size;
+  chorus_status (*create)(void* ctx, const chorus_host_communicator_create_args* args,
+                          chorus_host_communicator** out);
+  void (*destroy)(void* ctx, chorus_host_communicator* comm);
+  /* The collective's name (for AUTO: the one chosen); owned by comm. */
+  const char* (*name)(void* ctx, chorus_host_communicator* comm);
+  chorus_status (*all_reduce)(void* ctx, chorus_host_communicator* comm,
+                              const chorus_all_reduce_args* args);
+  chorus_status (*broadcast)(void* ctx, chorus_host_communicator* comm,
+                             const chorus_collective_broadcast_args* args);
+  chorus_status (*all_gather)(void* ctx, chorus_host_communicator* comm,
+                              const chorus_collective_all_gather_args* args);
+  chorus_status (*reduce_scatter)(void* ctx, chorus_host_communicator* comm,
+                                  const chorus_reduce_scatter_args* args);
+  chorus_status (*barrier)(void* ctx, chorus_host_communicator* comm);
+  /* As chorus_collective_api.abort. */
+  void (*abort)(void* ctx, chorus_host_communicator* comm);
+  /* The highest score any collective but the asking plugin's declares for `args`, and its name
+     (static; "" when none scores above 0). For a composing plugin's own score function. */
+  chorus_status (*best_score)(void* ctx, const chorus_score_args* args, uint32_t* score,
+                              const char** name);
+  /* Message of the last failed call of this thread into these services; owned by the core,
+     valid until the thread's next call. Never NULL. */
+  const char* (*last_error)(void* ctx);
+};
+
+/* ------------------------------------------------------------------------------------------ */
+/* Extensions (1.1): optional interfaces added later without growing the plugin table         */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Every extension struct begins with this base (as PJRT's PJRT_Extension_Base); `type` says
+   which struct it is. The core walks the chain from chorus_plugin.extensions and skips every
+   type it does not know, so a plugin may offer extensions that only newer cores use. Types
+   below 0x10000 are chorus's (none is defined in 1.1; a tuner and a profiler are planned);
+   0x10000 and above are free for a vendor's private agreements. */
+typedef struct chorus_extension {
+  size_t struct_size;
+  uint32_t type;
+  const struct chorus_extension* next; /* NULL ends the chain */
+} chorus_extension;
+
+#define CHORUS_EXTENSION_VENDOR_FIRST 0x10000u
 
 /* ------------------------------------------------------------------------------------------ */
 /* The plugin table                                                                           */
@@ -603,6 +770,23 @@ typedef struct chorus_plugin {
   const chorus_collective_api* collective;
   const chorus_algorithm_api* algorithm;
   const chorus_transport_api* transport;
+  /* 1.1: every implementation of each interface, for a library that ships several (three
+     algorithms, say): arrays of num_* pointers to static tables; NULL/0 where it has none. When
+     an array is given, the core uses it and ignores the single pointer of that interface above;
+     set that pointer to the array's first table anyway, so that a 1.0 core sees one. Names are
+     unique within an interface (the core keeps the first table of a name it has seen). */
+  const chorus_device_enumerator_api* const* device_enumerator_list;
+  size_t num_device_enumerators;
+  const chorus_cross_device_ops_api* const* cross_device_ops_list;
+  size_t num_cross_device_ops;
+  const chorus_collective_api* const* collective_list;
+  size_t num_collectives;
+  const chorus_algorithm_api* const* algorithm_list;
+  size_t num_algorithms;
+  const chorus_transport_api* const* transport_list;
+  size_t num_transports;
+  /* 1.1: the first of a chain of extensions; NULL for none. Static. */
+  const chorus_extension* extensions;
 } chorus_plugin;
 
 /* Fields a table must hold for the core to use the plugin at all. */

@@ -8,6 +8,7 @@
 #include <chorus/plugin.h>
 
 #include <atomic>
+#include <chorus/error.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -21,18 +22,9 @@
 
 namespace chorus::sdk {
 
-// An error a plugin function reports: the status to return and the message for last_error().
-class Error : public std::exception {
- public:
-  Error(chorus_status status, std::string message)
-      : status_(status), message_(std::move(message)) {}
-  chorus_status status() const noexcept { return status_; }
-  const char* what() const noexcept override { return message_.c_str(); }
-
- private:
-  chorus_status status_;
-  std::string message_;
-};
+// The error a plugin function reports: the status to return and the message for last_error().
+// The same type the core throws (chorus/error.hpp); the name sdk::Error stays for plugins.
+using Error = chorus::Error;
 
 // Builds a message from any streamable parts: Fail(CHORUS_INVALID_ARGUMENT, "count ", n).
 template <typename... Parts>
@@ -211,6 +203,107 @@ inline uint64_t IntegerOption(const chorus_option* options, size_t count, std::s
   }
   return result;
 }
+
+// ---- The plugin table -------------------------------------------------------------------------
+// What every plugin built with these helpers shares: init checks the host (RequireHost), runs
+// the plugin's own check when it has one, and keeps the host (SetHost); shutdown forgets it;
+// last_error is LastError(); requests are NoRequest* (a plugin that hands out requests sets its
+// own three). Fill the result's interface pointers and return it from chorus_plugin_get:
+//
+//   extern "C" CHORUS_PLUGIN_EXPORT const chorus_plugin* chorus_plugin_get(const chorus_host*) {
+//     static const chorus_plugin table = [] {
+//       chorus_plugin t = chorus::sdk::PluginTable("mine", "1.0.0", "what it does");
+//       t.collective = &kCollective;
+//       return t;
+//     }();
+//     return &table;
+//   }
+
+struct PluginIdentity {
+  const char* name = "plugin";
+  // Extra checks at init, after RequireHost (a host service the plugin cannot do without);
+  // throws Error. NULL: none.
+  void (*check_host)(const chorus_host& host) = nullptr;
+};
+inline PluginIdentity& PluginIdentitySlot() {
+  static PluginIdentity identity;
+  return identity;
+}
+
+inline chorus_status StandardInit(const chorus_host* host) {
+  return Guard([&] {
+    const PluginIdentity& identity = PluginIdentitySlot();
+    const chorus_host& checked = RequireHost(host, identity.name);
+    if (identity.check_host != nullptr) identity.check_host(checked);
+    SetHost(host);
+  });
+}
+inline void StandardShutdown() { SetHost(nullptr); }
+inline const char* StandardLastError() { return LastError(); }
+
+// `name`, `version` and `description` are static strings.
+inline chorus_plugin PluginTable(const char* name, const char* version, const char* description,
+                                 void (*check_host)(const chorus_host&) = nullptr) {
+  PluginIdentitySlot() = PluginIdentity{name, check_host};
+  chorus_plugin table{};
+  table.struct_size = sizeof(table);
+  table.abi_major = CHORUS_ABI_MAJOR;
+  table.abi_minor = CHORUS_ABI_MINOR;
+  table.name = name;
+  table.version = version;
+  table.description = description;
+  table.init = StandardInit;
+  table.shutdown = StandardShutdown;
+  table.last_error = StandardLastError;
+  table.request_test = NoRequestTest;
+  table.request_wait = NoRequestWait;
+  table.request_free = NoRequestFree;
+  return table;
+}
+
+#if CHORUS_ABI_MINOR >= 1
+// ---- Capabilities (1.1)
+// --------------------------------------------------------------------------
+
+// chorus_capabilities.memory lists.
+inline constexpr const char* kHostMemory[] = {"host", nullptr};
+inline constexpr const char* kAnyMemory[] = {"*", nullptr};
+// Every operation of a collective; every operation of cross-device ops.
+inline constexpr uint32_t kAllCollectiveOps =
+    CHORUS_OP_BIT(CHORUS_OP_ALL_REDUCE) | CHORUS_OP_BIT(CHORUS_OP_BROADCAST) |
+    CHORUS_OP_BIT(CHORUS_OP_ALL_GATHER) | CHORUS_OP_BIT(CHORUS_OP_REDUCE_SCATTER) |
+    CHORUS_OP_BIT(CHORUS_OP_BARRIER);
+inline constexpr uint32_t kAllCrossDeviceOps = CHORUS_OP_BIT(CHORUS_OP_ALL_REDUCE) |
+                                               CHORUS_OP_BIT(CHORUS_OP_BROADCAST) |
+                                               CHORUS_OP_BIT(CHORUS_OP_ALL_GATHER);
+
+// The capabilities of a plugin that scores the same for every operation it serves.
+inline chorus_capabilities Capabilities(const char* const* memory, chorus_job_shape shape,
+                                        uint32_t ops, uint32_t (*score)(const chorus_score_args*),
+                                        uint32_t flags = 0) {
+  chorus_capabilities capabilities{};
+  capabilities.struct_size = sizeof(capabilities);
+  capabilities.memory = memory;
+  capabilities.shape = shape;
+  capabilities.ops = ops;
+  capabilities.flags = flags;
+  capabilities.score = score;
+  return capabilities;
+}
+
+// The address at which the other ranks reach this one, and the id of the machine it runs on,
+// from communicator or transport create args (1.1 fields): "" when the core did not pass them.
+template <typename CreateArgs>
+std::string_view CreateAddress(const CreateArgs& args) {
+  if (!CHORUS_HAS_FIELD(&args, CreateArgs, address) || args.address == nullptr) return {};
+  return args.address;
+}
+template <typename CreateArgs>
+std::string_view CreateHostId(const CreateArgs& args) {
+  if (!CHORUS_HAS_FIELD(&args, CreateArgs, host_id) || args.host_id == nullptr) return {};
+  return args.host_id;
+}
+#endif
 
 // ---- 16-bit floating point conversions (round to nearest even) -------------------------------
 

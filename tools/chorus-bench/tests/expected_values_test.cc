@@ -1,7 +1,7 @@
 // The inputs and expected results behind #wrong, and the buffers of one operation.
 #include "expected_values.h"
 
-#include <chorus/dtype.h>
+#include <chorus/base/dtype.h>
 #include <gtest/gtest.h>
 
 #include <chorus/plugin_sdk.hpp>

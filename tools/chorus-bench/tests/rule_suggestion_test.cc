@@ -2,7 +2,7 @@
 // own parser accepts, neighbours with one winner merge, wrong results never win.
 #include "rule_suggestion.h"
 
-#include <chorus/algorithm_rules.h>
+#include <chorus/collective/algorithm_rules.h>
 #include <gtest/gtest.h>
 
 #include <string>

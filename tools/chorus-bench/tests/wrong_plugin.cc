@@ -71,43 +71,28 @@ chorus_status Barrier(chorus_communicator*, chorus_request** request) {
 
 void Abort(chorus_communicator*) {}
 
-chorus_status Init(const chorus_host*) { return CHORUS_OK; }
-void Shutdown() {}
-chorus_status RequestTest(chorus_request*, int* done) {
-  *done = 1;
-  return CHORUS_OK;
-}
-chorus_status RequestWait(chorus_request*, int64_t) { return CHORUS_OK; }
-void RequestFree(chorus_request*) {}
+// No capabilities: it is chosen only by name, never by AUTO.
+const chorus_collective_api kCollective = [] {
+  chorus_collective_api t{};
+  t.struct_size = sizeof(t);
+  t.name = "bench_wrong";
+  t.create = Create;
+  t.destroy = Destroy;
+  t.all_reduce = AllReduce;
+  t.broadcast = Broadcast;
+  t.all_gather = AllGather;
+  t.reduce_scatter = ReduceScatter;
+  t.barrier = Barrier;
+  t.abort = Abort;
+  return t;
+}();
 
-const chorus_collective_api kCollective = {sizeof(chorus_collective_api),
-                                           "bench_wrong",
-                                           Create,
-                                           Destroy,
-                                           AllReduce,
-                                           Broadcast,
-                                           AllGather,
-                                           ReduceScatter,
-                                           Barrier,
-                                           Abort};
-
-const chorus_plugin kPlugin = {sizeof(chorus_plugin),
-                               CHORUS_ABI_MAJOR,
-                               CHORUS_ABI_MINOR,
-                               "bench_wrong",
-                               "test",
-                               "chorus-bench test plugin: a collective that returns wrong results",
-                               Init,
-                               Shutdown,
-                               chorus::sdk::LastError,
-                               RequestTest,
-                               RequestWait,
-                               RequestFree,
-                               nullptr,
-                               nullptr,
-                               &kCollective,
-                               nullptr,
-                               nullptr};
+const chorus_plugin kPlugin = [] {
+  chorus_plugin t = chorus::sdk::PluginTable(
+      "bench_wrong", "test", "chorus-bench test plugin: a collective that returns wrong results");
+  t.collective = &kCollective;
+  return t;
+}();
 
 }  // namespace
 

@@ -11,9 +11,9 @@
 #ifndef CHORUS_CONFORMANCE_H_
 #define CHORUS_CONFORMANCE_H_
 
-#include <chorus/device.h>
-#include <chorus/kv_store.h>
-#include <chorus/plugin_library.h>
+#include <chorus/rendezvous/kv_store.h>
+#include <chorus/runtime/device.h>
+#include <chorus/runtime/plugin_library.h>
 
 #include <memory>
 #include <string>

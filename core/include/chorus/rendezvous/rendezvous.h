@@ -1,0 +1,48 @@
+// Rendezvous stores that cross processes: a TCP store served by the leader (worker 0 or the
+// chief) that every worker connects to, and a file store in a shared directory.
+#ifndef CHORUS_RENDEZVOUS_H_
+#define CHORUS_RENDEZVOUS_H_
+
+#include <chorus/rendezvous/kv_store.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace chorus {
+
+// Serves a KvStore over TCP on host:port (port 0 = any free port) from a background thread.
+// Stops, closing every connection, when destroyed.
+class TcpStoreServer {
+ public:
+  static std::unique_ptr<TcpStoreServer> Start(const std::string& host, uint16_t port);
+  virtual ~TcpStoreServer() = default;
+  virtual uint16_t port() const = 0;
+};
+
+// Connects to a TcpStoreServer, retrying until `timeout` (the leader may start later). Throws
+// Error(CHORUS_TIMEOUT) naming the address when it cannot connect in time. Operations on a
+// connection the server closed throw Error(CHORUS_PEER_LOST) naming the address.
+// The store keeps one connection and sends one request at a time, so a thread blocked in Get
+// holds up the others using the same store object (connect again for a second lane). Requests
+// that do not wait (Set, Add, Check, Remove) fail with PEER_LOST when the server has not answered
+// in 60 s; a Get or Wait gets its own time-out plus 2 s. Destroying the store says goodbye to the
+// server (see AnnounceTcpStoreClient).
+std::shared_ptr<KvStore> ConnectTcpStore(const std::string& host, uint16_t port,
+                                         std::chrono::milliseconds timeout);
+
+// Names this client to the server (e.g. "worker 2") for the health check: when its connection
+// closes without the goodbye that destroying the store sends (the process died), the server sets
+// "chorus/lost/<name>" = "1" and appends the name to "chorus/lost" (a comma list), which every
+// other client can wait on. Throws Error(CHORUS_INVALID_ARGUMENT) when `store` is not a store
+// ConnectTcpStore returned (a WithPrefix view of one is not).
+void AnnounceTcpStoreClient(KvStore& store, const std::string& name);
+
+// A store kept as files in `directory` (created if missing), which every worker must see (a
+// shared file system). Writes are atomic (write, then rename); waits poll.
+std::shared_ptr<KvStore> MakeFileStore(const std::string& directory);
+
+}  // namespace chorus
+
+#endif  // CHORUS_RENDEZVOUS_H_

@@ -1,0 +1,129 @@
+#include "builtin/collective_p2p.h"
+
+#include <chorus/plugin_sdk.hpp>
+#include <vector>
+
+namespace chorus::internal {
+namespace {
+
+CollectiveP2p& Self(void* ctx) { return *static_cast<CollectiveP2p*>(ctx); }
+
+chorus_request* AsRequest(chorus_p2p_request* request) {
+  return reinterpret_cast<chorus_request*>(request);
+}
+
+}  // namespace
+
+CollectiveP2p::CollectiveP2p(const chorus_plugin& plugin, const chorus_transport_api& transport,
+                             chorus_transport_endpoint* endpoint, int rank, int size)
+    : plugin_(plugin), transport_(transport), endpoint_(endpoint) {
+  p2p_.struct_size = sizeof(p2p_);
+  p2p_.ctx = this;
+  p2p_.rank = rank;
+  p2p_.size = size;
+  p2p_.isend = Isend;
+  p2p_.irecv = Irecv;
+  p2p_.wait = Wait;
+  p2p_.test = Test;
+  p2p_.free = Free;
+}
+
+CollectiveP2p::~CollectiveP2p() { FreeLeftovers(); }
+
+bool CollectiveP2p::failed() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failure_status_ != CHORUS_OK;
+}
+
+chorus_status CollectiveP2p::failure_status() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failure_status_;
+}
+
+std::string CollectiveP2p::failure_message() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failure_message_;
+}
+
+void CollectiveP2p::FreeLeftovers() {
+  std::vector<chorus_request*> leftovers;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (live_.empty()) return;
+    leftovers.assign(live_.begin(), live_.end());
+    live_.clear();
+  }
+  // plugin.h allows freeing a request whose endpoint was aborted; abort first in case no
+  // failure did (a destroy after a run that returned early).
+  transport_.abort(endpoint_);
+  for (chorus_request* request : leftovers) plugin_.request_free(request);
+}
+
+chorus_status CollectiveP2p::Failed(chorus_status status, const char* what) {
+  const char* detail = plugin_.last_error();
+  std::string message = detail != nullptr && *detail != '\0'
+                            ? std::string(detail)
+                            : std::string("the transport's ") + what + " failed";
+  if (status == CHORUS_TIMEOUT) message = std::string(what) + " timed out";
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failure_status_ == CHORUS_OK) {
+      failure_status_ = status;
+      failure_message_ = message;
+      first = true;
+    }
+  }
+  if (first) transport_.abort(endpoint_);
+  // The algorithm (when it is the core's own) reads the message from here.
+  return sdk::SetError(status, std::move(message));
+}
+
+chorus_status CollectiveP2p::Start(bool send, const chorus_p2p_args* args,
+                                   chorus_p2p_request** out) {
+  if (out == nullptr) return sdk::SetError(CHORUS_INVALID_ARGUMENT, "p2p: request is NULL");
+  *out = nullptr;
+  chorus_request* request = nullptr;
+  const chorus_status status = send ? transport_.isend(endpoint_, args, &request)
+                                    : transport_.irecv(endpoint_, args, &request);
+  if (status != CHORUS_OK) return Failed(status, send ? "isend" : "irecv");
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    live_.insert(request);
+  }
+  *out = reinterpret_cast<chorus_p2p_request*>(request);
+  return CHORUS_OK;
+}
+
+chorus_status CollectiveP2p::Isend(void* ctx, const chorus_p2p_args* args,
+                                   chorus_p2p_request** out) {
+  return Self(ctx).Start(true, args, out);
+}
+
+chorus_status CollectiveP2p::Irecv(void* ctx, const chorus_p2p_args* args,
+                                   chorus_p2p_request** out) {
+  return Self(ctx).Start(false, args, out);
+}
+
+chorus_status CollectiveP2p::Wait(void* ctx, chorus_p2p_request* request, int64_t timeout_ms) {
+  CollectiveP2p& self = Self(ctx);
+  const chorus_status status = self.plugin_.request_wait(AsRequest(request), timeout_ms);
+  return status == CHORUS_OK ? status : self.Failed(status, "wait");
+}
+
+chorus_status CollectiveP2p::Test(void* ctx, chorus_p2p_request* request, int* done) {
+  CollectiveP2p& self = Self(ctx);
+  const chorus_status status = self.plugin_.request_test(AsRequest(request), done);
+  return status == CHORUS_OK ? status : self.Failed(status, "test");
+}
+
+void CollectiveP2p::Free(void* ctx, chorus_p2p_request* request) {
+  CollectiveP2p& self = Self(ctx);
+  {
+    std::lock_guard<std::mutex> lock(self.mutex_);
+    self.live_.erase(AsRequest(request));
+  }
+  self.plugin_.request_free(AsRequest(request));
+}
+
+}  // namespace chorus::internal

@@ -1,0 +1,229 @@
+// ClusterResolver's derived queries (as tf.distribute's multi_worker_util), the validation every
+// resolver's spec goes through, and the choice of resolver from the environment.
+#include <chorus/base/environment.h>
+#include <chorus/base/error.h>
+#include <chorus/cluster_resolver/cluster_resolver.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <limits>
+#include <set>
+
+#include "cluster_resolver/cluster_resolver_internal.h"
+
+namespace chorus {
+namespace {
+
+const char* const kChief = "chief";
+const char* const kWorker = "worker";
+
+int JobSize(const ClusterSpec& spec, const std::string& job) {
+  auto it = spec.find(job);
+  return it == spec.end() ? 0 : static_cast<int>(it->second.size());
+}
+
+std::string Quoted(const std::string& text) { return "'" + text + "'"; }
+
+std::string JoinJobNames(const ClusterSpec& spec) {
+  std::string names;
+  for (const auto& [job, addresses] : spec) names += (names.empty() ? "" : ", ") + job;
+  return names.empty() ? "no jobs" : names;
+}
+
+// What is wrong with `address` as "host:port" (port 1..65535, an IPv6 host in brackets), or "".
+std::string AddressProblem(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return "has no port";
+  const std::string host = address.substr(0, colon);
+  const std::string port = address.substr(colon + 1);
+  if (host.empty() || host == "[]") return "has no host";
+  if (host.find_first_of(" \t\r\n") != std::string::npos) return "has white space in its host";
+  const bool bracketed = host.front() == '[' && host.back() == ']';
+  if (!bracketed && host.find(':') != std::string::npos) {
+    return "has an IPv6 host without brackets (write it as '[::1]:2222')";
+  }
+  long long number = 0;
+  if (port.empty()) return "has an empty port";
+  if (port.find_first_not_of("0123456789") != std::string::npos ||
+      !cluster_internal::ParseInteger(port, &number)) {
+    return "has a port " + Quoted(port) + " that is not a number";
+  }
+  if (number < 1 || number > 65535) return "has a port " + port + " outside 1..65535";
+  return "";
+}
+
+void Fail(const std::string& message) { throw Error(CHORUS_INVALID_ARGUMENT, message); }
+
+// The checks of multi_worker_util.validate_cluster_spec, plus well-formed, distinct addresses.
+void ValidateCluster(const ClusterSpec& spec, const std::string& task_type, int task_id) {
+  static const std::set<std::string> kTaskTypes = {"chief", "worker", "ps", "evaluator"};
+  auto unknown_type = [](const std::string& type, const std::string& where) {
+    if (type == "master") {
+      return "unknown task type 'master' " + where +
+             "; TensorFlow 2 calls the coordinating task 'chief': rename 'master' to 'chief'";
+    }
+    return "unknown task type " + Quoted(type) + " " + where +
+           "; the task types are chief, worker, ps and evaluator";
+  };
+  for (const auto& [job, addresses] : spec) {
+    if (!kTaskTypes.count(job)) Fail(unknown_type(job, "in the cluster"));
+  }
+  std::map<std::string, std::string> owner_of_address;
+  for (const auto& [job, addresses] : spec) {
+    for (size_t i = 0; i < addresses.size(); ++i) {
+      const std::string task = job + " " + std::to_string(i);
+      const std::string problem = AddressProblem(addresses[i]);
+      if (!problem.empty()) {
+        Fail("address " + Quoted(addresses[i]) + " of " + task + " " + problem +
+             "; write every address as \"host:port\" with a port in 1..65535, e.g. "
+             "\"localhost:2222\"");
+      }
+      auto [it, inserted] = owner_of_address.emplace(addresses[i], task);
+      if (!inserted) {
+        Fail("address " + Quoted(addresses[i]) + " is used by both " + it->second + " and " + task +
+             "; give every task its own host:port");
+      }
+    }
+  }
+  if (JobSize(spec, kChief) > 1) {
+    Fail("the cluster has " + std::to_string(JobSize(spec, kChief)) +
+         " chief tasks; there must be at most one: make the others workers");
+  }
+  if (JobSize(spec, "evaluator") > 1) {
+    Fail("the cluster has " + std::to_string(JobSize(spec, "evaluator")) +
+         " evaluator tasks; there must be at most one");
+  }
+  if (!kTaskTypes.count(task_type)) Fail(unknown_type(task_type, "for this task"));
+  auto job = spec.find(task_type);
+  // As in TensorFlow, a side-car evaluator need not be listed: it joins no collective.
+  if (job == spec.end() && task_type == "evaluator") {
+    if (task_id != 0) {
+      Fail("task index " + std::to_string(task_id) +
+           " of an evaluator that is not in the cluster must be 0: there is at most one "
+           "evaluator");
+    }
+    return;
+  }
+  if (job == spec.end()) {
+    Fail("this task's type " + Quoted(task_type) + " is not a job of the cluster (it has " +
+         JoinJobNames(spec) + "); set the task type to one of them or add the job");
+  }
+  const int size = static_cast<int>(job->second.size());
+  if (task_id < 0 || task_id >= size) {
+    Fail("task index " + std::to_string(task_id) + " is out of range: the cluster has " +
+         std::to_string(size) + " " + task_type + " task" + (size == 1 ? "" : "s") +
+         (size > 0 ? " (indices 0.." + std::to_string(size - 1) + ")" : "") +
+         "; set the task index within it");
+  }
+}
+
+}  // namespace
+
+namespace cluster_internal {
+
+bool ParseInteger(const std::string& text, long long* value) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text.front()))) return false;
+  errno = 0;
+  char* end = nullptr;
+  const long long parsed = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str() || *end != '\0') return false;
+  *value = parsed;
+  return true;
+}
+
+long long OptionalEnvInteger(const char* name, long long fallback, long long min, long long max,
+                             const std::string& resolver) {
+  const std::optional<std::string> text = GetEnv(name);
+  if (!text) return fallback;
+  long long value = 0;
+  if (!ParseInteger(*text, &value) || value < min || value > max) {
+    Fail(std::string(name) + "=" + Quoted(*text) + " is not an integer in [" + std::to_string(min) +
+         ", " + std::to_string(max) + "], which " + resolver +
+         " needs; fix the launcher's variable or unset it");
+  }
+  return value;
+}
+
+long long RequiredEnvInteger(const char* name, long long min, long long max,
+                             const std::string& resolver) {
+  if (!GetEnv(name)) {
+    Fail(std::string(name) + " is not set, and " + resolver +
+         " needs it; start the process through its launcher or set the variable");
+  }
+  return OptionalEnvInteger(name, 0, min, max, resolver);
+}
+
+}  // namespace cluster_internal
+
+int ClusterResolver::num_workers() const {
+  return JobSize(cluster_spec(), kChief) + JobSize(cluster_spec(), kWorker);
+}
+
+int ClusterResolver::id_in_cluster() const {
+  if (task_type() == kChief) return 0;
+  if (task_type() == kWorker) return task_id() + (JobSize(cluster_spec(), kChief) > 0 ? 1 : 0);
+  throw Error(CHORUS_INVALID_ARGUMENT,
+              task_name() + " has no id in the cluster: only the chief and the workers take part " +
+                  "in collectives; ask for the id of a chief or worker task");
+}
+
+bool ClusterResolver::is_leader() const {
+  if (task_type() == kChief) return true;
+  return task_type() == kWorker && task_id() == 0 && JobSize(cluster_spec(), kChief) == 0;
+}
+
+std::string ClusterResolver::leader_address() const {
+  if (num_workers() == 0) {
+    throw Error(CHORUS_INVALID_ARGUMENT,
+                "the cluster has neither a chief nor a worker task, so it has no leader; add a "
+                "chief or worker job");
+  }
+  return AddressOf(0);
+}
+
+std::string ClusterResolver::task_name() const {
+  return task_type() + " " + std::to_string(task_id());
+}
+
+std::string ClusterResolver::TaskNameOf(int id) const {
+  const int workers = num_workers();
+  if (id < 0 || id >= workers) {
+    throw Error(CHORUS_INVALID_ARGUMENT,
+                "collective worker id " + std::to_string(id) +
+                    " is out of range: the cluster has " + std::to_string(workers) +
+                    " chief and worker tasks" +
+                    (workers > 0 ? " (ids 0.." + std::to_string(workers - 1) + ")" : "") +
+                    "; ask for an id in that range");
+  }
+  const bool has_chief = JobSize(cluster_spec(), kChief) > 0;
+  if (has_chief && id == 0) return "chief 0";
+  return "worker " + std::to_string(has_chief ? id - 1 : id);
+}
+
+std::string ClusterResolver::AddressOf(int id) const {
+  TaskNameOf(id);  // throws for an id out of range
+  const bool has_chief = JobSize(cluster_spec(), kChief) > 0;
+  if (has_chief && id == 0) return cluster_spec().at(kChief)[0];
+  return cluster_spec().at(kWorker)[has_chief ? id - 1 : id];
+}
+
+SimpleClusterResolver::SimpleClusterResolver(ClusterSpec spec, std::string task_type, int task_id,
+                                             std::string rpc_layer)
+    : spec_(std::move(spec)),
+      task_type_(std::move(task_type)),
+      task_id_(task_id),
+      rpc_layer_(std::move(rpc_layer)) {
+  ValidateCluster(spec_, task_type_, task_id_);
+}
+
+std::unique_ptr<ClusterResolver> ResolveClusterFromEnvironment() {
+  if (GetEnv("TF_CONFIG")) return std::make_unique<TFConfigClusterResolver>();
+  for (const char* name : {"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}) {
+    if (GetEnv(name)) return std::make_unique<LauncherClusterResolver>();
+  }
+  if (GetEnv("SLURM_PROCID")) return std::make_unique<SlurmClusterResolver>();
+  return nullptr;
+}
+
+}  // namespace chorus

@@ -1,0 +1,220 @@
+// SlurmClusterResolver: the workers of a Slurm step from SLURM_* variables, with the node list
+// expanded here (no scontrol) and tasks laid out on the nodes in block order, as srun does.
+#include <chorus/base/environment.h>
+#include <chorus/base/error.h>
+#include <chorus/cluster_resolver/cluster_resolver.h>
+
+#include <limits>
+
+#include "cluster_resolver/cluster_resolver_internal.h"
+
+namespace chorus {
+namespace {
+
+const char* const kResolver = "SlurmClusterResolver";
+// Far more nodes than any cluster has; bounds what a typo like "n[1-999999999]" costs.
+constexpr size_t kMaxHosts = 1 << 20;
+
+[[noreturn]] void Fail(const std::string& message) {
+  throw Error(CHORUS_INVALID_ARGUMENT, message);
+}
+
+[[noreturn]] void FailHostList(const std::string& list, const std::string& problem) {
+  Fail("Slurm node list '" + list + "' " + problem +
+       "; write it as Slurm does, e.g. \"node[01-03,07],gpu5\"");
+}
+
+// Splits on commas that are not inside brackets.
+std::vector<std::string> SplitOutsideBrackets(const std::string& list) {
+  std::vector<std::string> parts(1);
+  int depth = 0;
+  for (char c : list) {
+    if (c == '[') ++depth;
+    if (c == ']') --depth;
+    if (c == ',' && depth == 0) {
+      parts.emplace_back();
+    } else {
+      parts.back() += c;
+    }
+  }
+  return parts;
+}
+
+// "01-03,7" -> {"01","02","03","7"}: each range keeps the width of its first number.
+std::vector<std::string> ExpandRanges(const std::string& list, const std::string& ranges) {
+  std::vector<std::string> numbers;
+  for (const std::string& range : SplitOutsideBrackets(ranges)) {
+    const size_t dash = range.find('-');
+    const std::string low = range.substr(0, dash);
+    const std::string high = dash == std::string::npos ? low : range.substr(dash + 1);
+    long long first = 0;
+    long long last = 0;
+    const auto is_number = [](const std::string& text) {
+      return !text.empty() && text.size() <= 18 &&
+             text.find_first_not_of("0123456789") == std::string::npos;
+    };
+    if (!is_number(low) || !is_number(high) || !cluster_internal::ParseInteger(low, &first) ||
+        !cluster_internal::ParseInteger(high, &last)) {
+      FailHostList(list, "has a range '" + range + "' that is not N or N-M");
+    }
+    if (first > last) FailHostList(list, "has a range '" + range + "' that runs backwards");
+    if (static_cast<size_t>(last - first) >= kMaxHosts) {
+      FailHostList(
+          list, "has a range '" + range + "' of more than " + std::to_string(kMaxHosts) + " hosts");
+    }
+    for (long long n = first; n <= last; ++n) {
+      std::string digits = std::to_string(n);
+      if (digits.size() < low.size()) digits.insert(0, low.size() - digits.size(), '0');
+      numbers.push_back(std::move(digits));
+    }
+  }
+  return numbers;
+}
+
+// One host expression, "a[1-2]b[3,5]c": the product of its bracket groups, first group slowest.
+void ExpandHost(const std::string& list, const std::string& pattern,
+                std::vector<std::string>* hosts) {
+  std::vector<std::string> names = {""};
+  size_t pos = 0;
+  while (pos < pattern.size()) {
+    const size_t open = pattern.find('[', pos);
+    const std::string literal = pattern.substr(pos, open - pos);
+    if (literal.find(']') != std::string::npos) FailHostList(list, "has a ']' without a '['");
+    for (std::string& name : names) name += literal;
+    if (open == std::string::npos) break;
+    const size_t close = pattern.find(']', open);
+    if (close == std::string::npos) FailHostList(list, "has a '[' without a ']'");
+    const std::string ranges = pattern.substr(open + 1, close - open - 1);
+    if (ranges.find('[') != std::string::npos) FailHostList(list, "has nested brackets");
+    const std::vector<std::string> numbers = ExpandRanges(list, ranges);
+    if (names.size() * numbers.size() + hosts->size() > kMaxHosts) {
+      FailHostList(list, "names more than " + std::to_string(kMaxHosts) + " hosts");
+    }
+    std::vector<std::string> product;
+    product.reserve(names.size() * numbers.size());
+    for (const std::string& name : names) {
+      for (const std::string& number : numbers) product.push_back(name + number);
+    }
+    names = std::move(product);
+    pos = close + 1;
+  }
+  hosts->insert(hosts->end(), names.begin(), names.end());
+}
+
+// SLURM_TASKS_PER_NODE, e.g. "2(x3),1" -> {2, 2, 2, 1}.
+std::vector<int> ExpandTasksPerNode(const std::string& text) {
+  const auto fail = [&text](const std::string& item) {
+    Fail("SLURM_TASKS_PER_NODE='" + text + "' has an item '" + item +
+         "' that is not N or N(xM); write it as Slurm does, e.g. \"2(x3),1\"");
+  };
+  std::vector<int> counts;
+  for (const std::string& item : SplitOutsideBrackets(text)) {
+    long long count = 0;
+    long long repeat = 1;
+    const size_t paren = item.find("(x");
+    const std::string count_text = item.substr(0, paren);
+    if (count_text.find_first_not_of("0123456789") != std::string::npos ||
+        !cluster_internal::ParseInteger(count_text, &count) || count < 1 || count > 65535) {
+      fail(item);
+    }
+    if (paren != std::string::npos) {
+      const std::string repeat_text = item.substr(paren + 2);
+      if (repeat_text.size() < 2 || repeat_text.back() != ')' ||
+          repeat_text.find_first_not_of("0123456789") != repeat_text.size() - 1 ||
+          !cluster_internal::ParseInteger(repeat_text.substr(0, repeat_text.size() - 1), &repeat) ||
+          repeat < 1 || static_cast<size_t>(repeat) > kMaxHosts) {
+        fail(item);
+      }
+    }
+    counts.insert(counts.end(), static_cast<size_t>(repeat), static_cast<int>(count));
+    if (counts.size() > kMaxHosts) fail(item);
+  }
+  return counts;
+}
+
+// How many tasks run on each node: SLURM_TASKS_PER_NODE, else SLURM_NTASKS_PER_NODE on every
+// node, else an even split of SLURM_NTASKS.
+std::vector<int> TasksPerNode(size_t nodes, long long tasks) {
+  if (std::optional<std::string> text = GetEnv("SLURM_TASKS_PER_NODE")) {
+    return ExpandTasksPerNode(*text);
+  }
+  if (GetEnv("SLURM_NTASKS_PER_NODE")) {
+    const auto per_node =
+        cluster_internal::RequiredEnvInteger("SLURM_NTASKS_PER_NODE", 1, 65535, kResolver);
+    return std::vector<int>(nodes, static_cast<int>(per_node));
+  }
+  if (tasks % static_cast<long long>(nodes) != 0) {
+    Fail("SLURM_NTASKS=" + std::to_string(tasks) + " tasks do not split evenly over " +
+         std::to_string(nodes) +
+         " nodes, and neither SLURM_TASKS_PER_NODE nor SLURM_NTASKS_PER_NODE is set; set "
+         "SLURM_TASKS_PER_NODE, e.g. \"2(x3),1\"");
+  }
+  return std::vector<int>(nodes, static_cast<int>(tasks / static_cast<long long>(nodes)));
+}
+
+SimpleClusterResolver SlurmFromEnvironment(uint16_t port_base) {
+  if (port_base == 0) Fail("SlurmClusterResolver's port base 0 is not a port; use 1..65535");
+  const int max_tasks = std::numeric_limits<int>::max();
+  const long long tasks =
+      cluster_internal::RequiredEnvInteger("SLURM_NTASKS", 1, max_tasks, kResolver);
+  const long long rank =
+      cluster_internal::RequiredEnvInteger("SLURM_PROCID", 0, tasks - 1, kResolver);
+  std::optional<std::string> node_list = GetEnv("SLURM_NODELIST");
+  const char* node_list_name = "SLURM_NODELIST";
+  if (!node_list) {
+    node_list = GetEnv("SLURM_JOB_NODELIST");
+    node_list_name = "SLURM_JOB_NODELIST";
+  }
+  if (!node_list) {
+    Fail(
+        "SLURM_NODELIST is not set, and SlurmClusterResolver needs it; start the process with "
+        "srun or set the variable");
+  }
+  const std::vector<std::string> nodes = ExpandSlurmHostList(*node_list);
+  const std::vector<int> per_node = TasksPerNode(nodes.size(), tasks);
+  if (per_node.size() != nodes.size()) {
+    Fail("SLURM_TASKS_PER_NODE='" + *GetEnv("SLURM_TASKS_PER_NODE") + "' gives counts for " +
+         std::to_string(per_node.size()) + " nodes, but " + node_list_name + "='" + *node_list +
+         "' has " + std::to_string(nodes.size()) + "; make them describe the same nodes");
+  }
+  std::vector<std::string> workers;
+  for (size_t node = 0; node < nodes.size(); ++node) {
+    if (port_base + per_node[node] - 1 > 65535) {
+      Fail(std::to_string(per_node[node]) + " tasks on node " + nodes[node] + " need ports up to " +
+           std::to_string(port_base + per_node[node] - 1) + " from port base " +
+           std::to_string(port_base) + "; use a lower port base");
+    }
+    for (int local = 0; local < per_node[node]; ++local) {
+      workers.push_back(nodes[node] + ":" + std::to_string(port_base + local));
+    }
+  }
+  if (static_cast<long long>(workers.size()) != tasks) {
+    Fail("the Slurm tasks per node add up to " + std::to_string(workers.size()) +
+         " tasks, but SLURM_NTASKS=" + std::to_string(tasks) +
+         "; make SLURM_TASKS_PER_NODE and SLURM_NTASKS agree");
+  }
+  return SimpleClusterResolver({{"worker", std::move(workers)}}, "worker", static_cast<int>(rank));
+}
+
+}  // namespace
+
+std::vector<std::string> ExpandSlurmHostList(const std::string& list) {
+  const size_t first = list.find_first_not_of(" \t\n");
+  const size_t last = list.find_last_not_of(" \t\n");
+  if (first == std::string::npos) FailHostList(list, "is empty");
+  const std::string trimmed = list.substr(first, last - first + 1);
+  std::vector<std::string> hosts;
+  for (const std::string& pattern : SplitOutsideBrackets(trimmed)) {
+    if (pattern.empty()) FailHostList(list, "has an empty host name");
+    if (pattern.find_first_of(" \t\n") != std::string::npos) {
+      FailHostList(list, "has white space in '" + pattern + "'");
+    }
+    ExpandHost(list, pattern, &hosts);
+  }
+  return hosts;
+}
+
+SlurmClusterResolver::SlurmClusterResolver(uint16_t port_base)
+    : SimpleClusterResolver(SlurmFromEnvironment(port_base)) {}
+
+}  // namespace chorus

@@ -1,0 +1,193 @@
+#include <chorus/base/environment.h>
+#include <chorus/base/error.h>
+#include <chorus/distribute/multi_worker_mirrored_strategy.h>
+#include <chorus/rendezvous/rendezvous.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "base/logging.h"
+#include "cluster_resolver/host_identity.h"
+
+namespace chorus {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr const char* kLostKey = "chorus/lost";   // written by the TCP store server
+constexpr const char* kByeKey = "mwms/finished";  // workers that left cleanly
+
+std::vector<Device> OrDefaultDevices(std::vector<Device> devices) {
+  return devices.empty() ? Registry::Global().DefaultDevices() : devices;
+}
+
+std::pair<std::string, uint16_t> SplitAddress(const std::string& address) {
+  const auto colon = address.rfind(':');
+  if (colon == std::string::npos) {
+    throw Error(CHORUS_INVALID_ARGUMENT, "address '" + address + "' has no port (host:port)");
+  }
+  const int port = std::stoi(address.substr(colon + 1));
+  return {address.substr(0, colon), static_cast<uint16_t>(port)};
+}
+
+milliseconds TimeoutOf(const CommunicationOptions& options) {
+  return milliseconds(static_cast<int64_t>(*options.timeout_seconds * 1000));
+}
+
+}  // namespace
+
+MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
+    std::shared_ptr<ClusterResolver> cluster_resolver, const CommunicationOptions& options,
+    std::vector<Device> local_devices, std::string_view cross_device_ops)
+    : Strategy(OrDefaultDevices(std::move(local_devices)), cross_device_ops, options),
+      resolver_(std::move(cluster_resolver)) {
+  if (!resolver_) resolver_ = ResolveClusterFromEnvironment();
+  if (!resolver_) {
+    Log().info(
+        "MultiWorkerMirroredStrategy: no cluster (TF_CONFIG, torchrun, Open MPI or Slurm "
+        "variables); one worker");
+    return;
+  }
+  const int workers = resolver_->num_workers();
+  const int id = resolver_->id_in_cluster();  // throws for a ps or evaluator task
+  is_leader_ = resolver_->is_leader();
+  if (workers == 1) return;
+
+  const milliseconds timeout = TimeoutOf(communication_options());
+  const auto [host, port] = SplitAddress(resolver_->leader_address());
+  if (is_leader_) server_ = TcpStoreServer::Start(host, port);
+  store_ = ConnectTcpStore(host, port, timeout);
+
+  // Every worker must have as many replicas, or the global replica ids and MEAN go wrong.
+  const auto local = static_cast<int64_t>(devices().size());
+  store_->Set("mwms/local_replicas/" + std::to_string(id), ToBytes(std::to_string(local)));
+  for (int w = 0; w < workers; ++w) {
+    const std::string theirs =
+        ToString(store_->Get("mwms/local_replicas/" + std::to_string(w), timeout));
+    if (theirs != std::to_string(local)) {
+      throw Error(CHORUS_INVALID_ARGUMENT,
+                  "MultiWorkerMirroredStrategy: " + resolver_->TaskNameOf(w) + " has " + theirs +
+                      " local devices but " + resolver_->task_name() + " has " +
+                      std::to_string(local) +
+                      "; give every worker the same number (CHORUS_CPU_DEVICES, --replicas)");
+    }
+  }
+
+  // How the workers sit on hosts (host name and boot id, or CHORUS_HOST_ID): AUTO prefers the
+  // shared-memory collective on one host, and shm within hosts with another across them.
+  const std::string machine = internal::HostIdentity();
+  store_->Set("mwms/machine/" + std::to_string(id), ToBytes(machine));
+  std::map<std::string, int> per_host;
+  for (int w = 0; w < workers; ++w) {
+    ++per_host[ToString(store_->Get("mwms/machine/" + std::to_string(w), timeout))];
+  }
+  HostLayout layout{static_cast<int>(per_host.size()), per_host.begin()->second};
+  for (const auto& [host, count] : per_host) {
+    if (count != layout.workers_per_host) layout.workers_per_host = 0;
+  }
+  collective_ = SelectCollective(Registry::Global(), communication_options().implementation,
+                                 devices(), layout);
+  CommunicatorConfig config;
+  config.rank = id;
+  config.size = workers;
+  config.store = store_;
+  config.name = "mwms";
+  config.timeout_seconds = *communication_options().timeout_seconds;
+  // Peers reach this worker at the host of its own cluster address.
+  const std::string my_host = SplitAddress(resolver_->AddressOf(id)).first;
+  config.options_for = [my_host](const std::string& collective) {
+    return AddressOptionsFor(collective, my_host);
+  };
+  config.options = config.options_for(collective_.name);
+  config.routes = AlgorithmRulesFromEnvironment();
+  for (int w = 0; w < workers; ++w) config.task_names.push_back(resolver_->TaskNameOf(w));
+  // The store's server records a worker whose connection closed without a goodbye; a backend
+  // usually notices the loss a moment earlier, through a neighbour: wait briefly for the name.
+  config.lost_peers = [this]() -> std::string {
+    if (!health_store_) return "";
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (health_store_->Check(kLostKey)) {
+        return ToString(health_store_->Get(kLostKey, milliseconds(1000)));
+      }
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    return "";
+  };
+  Log().info("MultiWorkerMirroredStrategy: {} of {} workers, {} local replicas, collective {} ({})",
+             resolver_->task_name(), workers, local, collective_.name, collective_.source);
+  AttachCommunicator(Communicator::Create(Registry::Global(), collective_.name, config));
+  StartHealthMonitor(host, port);
+}
+
+void MultiWorkerMirroredStrategy::StartHealthMonitor(const std::string& host, uint16_t port) {
+  health_store_ = ConnectTcpStore(host, port, TimeoutOf(communication_options()));
+  AnnounceTcpStoreClient(*health_store_, resolver_->task_name());
+  monitor_ = std::thread([this] { WatchPeers(); });
+}
+
+// Polls the store for workers whose connection closed without a goodbye, and for the store
+// itself going away (the leader died). Either aborts the communicator, so that a pending
+// collective fails with PEER_LOST naming the task instead of waiting out its time-out.
+void MultiWorkerMirroredStrategy::WatchPeers() {
+  const std::string leader = resolver_->TaskNameOf(0) + " at " + resolver_->leader_address();
+  while (!stopping_.load()) {
+    try {
+      if (health_store_->Check(kLostKey)) {
+        const std::string lost = ToString(health_store_->Get(kLostKey, milliseconds(1000)));
+        communicator()->Abort(CHORUS_PEER_LOST,
+                              "lost " + lost +
+                                  ": its connection to the rendezvous store closed (the process "
+                                  "exited or was killed); the job cannot continue without it");
+        return;
+      }
+    } catch (const Error& e) {
+      if (stopping_.load()) return;
+      communicator()->Abort(CHORUS_PEER_LOST, "lost the leader (" + leader +
+                                                  "): the rendezvous store it serves is gone (" +
+                                                  e.what() + ")");
+      return;
+    } catch (const std::exception& e) {
+      Log().error("MultiWorkerMirroredStrategy health check: {}", e.what());
+      return;
+    }
+    for (int i = 0; i < 4 && !stopping_.load(); ++i) std::this_thread::sleep_for(milliseconds(50));
+  }
+}
+
+MultiWorkerMirroredStrategy::~MultiWorkerMirroredStrategy() {
+  stopping_.store(true);
+  if (monitor_.joinable()) monitor_.join();
+  if (!store_) return;
+  try {
+    // The leader's store must outlive every worker's last use of it: the others say they are
+    // done, and the leader waits for them (bounded) before its server goes. After a loss too:
+    // a survivor asks the store which worker was lost, to name it in its error.
+    const int others = resolver_->num_workers() - 1;
+    if (!is_leader_) {
+      store_->Add(kByeKey, 1);
+    } else {
+      const auto lost = [&]() -> int64_t {
+        if (!health_store_ || !health_store_->Check(kLostKey)) return 0;
+        const std::string list = ToString(health_store_->Get(kLostKey, milliseconds(1000)));
+        return 1 + std::count(list.begin(), list.end(), ',');
+      };
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (store_->Add(kByeKey, 0) + lost() < others &&
+             std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(milliseconds(20));
+      }
+    }
+  } catch (const std::exception& e) {
+    Log().debug("MultiWorkerMirroredStrategy shutdown: {}", e.what());
+  }
+}
+
+VariableKind MultiWorkerMirroredStrategy::PlacementFor(
+    VariableSynchronization synchronization) const {
+  return synchronization == VariableSynchronization::kOnRead ? VariableKind::kSyncOnRead
+                                                             : VariableKind::kMirrored;
+}
+
+}  // namespace chorus

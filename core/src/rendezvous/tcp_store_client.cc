@@ -1,0 +1,211 @@
+// The TCP store's client: one connection, requests serialised by a mutex. Waits happen on the
+// server (the request carries the time-out); the client only bounds how long it listens, so a
+// dead or hung server cannot hold it.
+#include <chorus/base/error.h>
+#include <chorus/rendezvous/rendezvous.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <mutex>
+#include <thread>
+
+#include "base/logging.h"
+#include "base/socket_util.h"
+#include "rendezvous/kv_store_internal.h"
+#include "rendezvous/tcp_store_protocol.h"
+
+namespace chorus {
+namespace {
+
+using std::chrono::milliseconds;
+using tcp_store::Op;
+using tcp_store::Request;
+using tcp_store::Response;
+
+// How long a request that does not wait may go unanswered.
+constexpr milliseconds kRequestTimeout{60000};
+// How much longer than a wait's own time-out the client listens for the server's answer.
+constexpr milliseconds kWaitGrace{2000};
+
+std::string Quoted(const std::vector<std::string>& keys) {
+  std::string names;
+  for (const std::string& key : keys) names += (names.empty() ? "'" : ", '") + key + "'";
+  return names;
+}
+
+class TcpStoreClient : public KvStore {
+ public:
+  TcpStoreClient(std::string address, UniqueFd fd)
+      : address_(std::move(address)), fd_(std::move(fd)) {}
+
+  ~TcpStoreClient() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!fd_.valid()) return;
+    // A clean goodbye, so the server does not record this client as lost. Best effort and
+    // non-blocking: a few bytes always fit in an idle socket's buffer.
+    try {
+      const Bytes bye = tcp_store::EncodeRequest({Op::kBye, {}, {}, 0});
+      (void)::send(fd_.get(), bye.data(), bye.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    } catch (...) {
+    }
+    fd_.reset();
+  }
+
+  void Set(const std::string& key, const Bytes& value) override {
+    Call({Op::kSet, {key}, value, 0}, DeadlineAfter(kRequestTimeout), "Set", {key});
+  }
+
+  Bytes Get(const std::string& key, milliseconds timeout) override {
+    Response response =
+        Call({Op::kGet, {key}, {}, Clamp(timeout)}, WaitDeadline(timeout), "Get", {key});
+    if (response.status == CHORUS_TIMEOUT) ThrowStoreTimeout(*this, {key}, timeout);
+    return std::move(response.payload);
+  }
+
+  void Wait(const std::vector<std::string>& keys, milliseconds timeout) override {
+    const Response response =
+        Call({Op::kWait, keys, {}, Clamp(timeout)}, WaitDeadline(timeout), "Wait", keys);
+    if (response.status == CHORUS_TIMEOUT) ThrowStoreTimeout(*this, keys, timeout);
+  }
+
+  int64_t Add(const std::string& key, int64_t delta) override {
+    const Response response =
+        Call({Op::kAdd, {key}, {}, delta}, DeadlineAfter(kRequestTimeout), "Add", {key});
+    return tcp_store::DecodeInt64(response.payload);
+  }
+
+  bool Check(const std::string& key) override {
+    return Flag(Call({Op::kCheck, {key}, {}, 0}, DeadlineAfter(kRequestTimeout), "Check", {key}));
+  }
+
+  bool Remove(const std::string& key) override {
+    return Flag(Call({Op::kRemove, {key}, {}, 0}, DeadlineAfter(kRequestTimeout), "Remove", {key}));
+  }
+
+  std::string Describe() const override { return "tcp store " + address_; }
+
+  void Announce(const std::string& name) {
+    Call({Op::kHello, {name}, {}, 0}, DeadlineAfter(kRequestTimeout), "Hello", {name});
+  }
+
+ private:
+  static int64_t Clamp(milliseconds timeout) { return std::max<int64_t>(timeout.count(), 0); }
+
+  static Clock::time_point WaitDeadline(milliseconds timeout) {
+    if (timeout > milliseconds::max() - kWaitGrace) return Clock::time_point::max();
+    return DeadlineAfter(std::max(timeout, milliseconds(0)) + kWaitGrace);
+  }
+
+  static bool Flag(const Response& response) {
+    return !response.payload.empty() && response.payload[0] != 0;
+  }
+
+  // Sends `request` and returns the server's response: OK, or TIMEOUT for a wait. Any other
+  // status is thrown. A failed exchange closes the connection, since a late answer would pair
+  // with the next request, and throws PEER_LOST.
+  Response Call(const Request& request, Clock::time_point deadline, const char* what,
+                const std::vector<std::string>& keys) {
+    const Bytes frame = tcp_store::EncodeRequest(request);
+    const std::string during = std::string(" (during ") + what + " of " + Quoted(keys) + ")";
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!fd_.valid()) throw Error(CHORUS_PEER_LOST, broken_ + during);
+
+    int err = 0;
+    IoResult result = SendAll(fd_.get(), frame.data(), frame.size(), deadline, &err);
+    uint8_t header[tcp_store::kFrameHeaderBytes];
+    if (result == IoResult::kOk)
+      result = RecvAll(fd_.get(), header, sizeof(header), deadline, &err);
+    Response response;
+    if (result == IoResult::kOk) {
+      uint32_t length = 0;
+      Bytes body;
+      try {
+        length = tcp_store::DecodeFrameLength(header);
+        body.resize(length);
+        result = RecvAll(fd_.get(), body.data(), length, deadline, &err);
+        if (result == IoResult::kOk) response = tcp_store::DecodeResponse(body.data(), length);
+      } catch (const Error& e) {
+        Break(std::string("rendezvous: the tcp store at ") + address_ + " sent " + e.what());
+        throw Error(CHORUS_INTERNAL, broken_ + during);
+      }
+    }
+    if (result != IoResult::kOk) {
+      Break(Failure(result, err));
+      throw Error(CHORUS_PEER_LOST, broken_ + during);
+    }
+    if (response.status != CHORUS_OK && response.status != CHORUS_TIMEOUT) {
+      throw Error(response.status, ToString(response.payload));
+    }
+    return response;
+  }
+
+  std::string Failure(IoResult result, int err) const {
+    const std::string leader = " (the leader, " + address_ + ", may have exited)";
+    switch (result) {
+      case IoResult::kClosed:
+        return "rendezvous: the rendezvous store at " + address_ + " closed the connection" +
+               leader;
+      case IoResult::kTimedOut:
+        return "rendezvous: the rendezvous store at " + address_ +
+               " did not answer in time, so the connection was dropped (the leader, " + address_ +
+               ", may be hung or unreachable)";
+      default:
+        return "rendezvous: the connection to the rendezvous store at " + address_ +
+               " failed: " + ErrnoText(err) + leader;
+    }
+  }
+
+  // Closes the connection; every later request throws PEER_LOST with `reason`.
+  void Break(std::string reason) {
+    broken_ = std::move(reason);
+    fd_.reset();
+  }
+
+  const std::string address_;
+  std::mutex mutex_;
+  UniqueFd fd_;         // invalid once broken
+  std::string broken_;  // why the connection was closed
+};
+
+}  // namespace
+
+std::shared_ptr<KvStore> ConnectTcpStore(const std::string& host, uint16_t port,
+                                         milliseconds timeout) {
+  const std::string address = host + ":" + std::to_string(port);
+  const Clock::time_point deadline = DeadlineAfter(timeout);
+  std::string error;
+  for (int attempt = 0;; ++attempt) {
+    UniqueFd fd = ConnectTcp(host, port, deadline, &error);
+    if (fd.valid()) {
+      if (attempt > 0)
+        Log().debug("rendezvous: connected to {} after {} retries", address, attempt);
+      return std::make_shared<TcpStoreClient>(address, std::move(fd));
+    }
+    const auto left = deadline - Clock::now();
+    if (left <= Clock::duration::zero()) break;
+    // The leader may not listen yet: try again soon, 50 ms at first, then every 100 ms.
+    const milliseconds pause(attempt < 4 ? 50 : 100);
+    std::this_thread::sleep_for(std::min<Clock::duration>(pause, left));
+  }
+  throw Error(CHORUS_TIMEOUT, "rendezvous: could not connect to the tcp store at " + address +
+                                  " within " + std::to_string(timeout.count()) +
+                                  " ms (last error: " + error +
+                                  "); is the leader (worker 0 or the chief) started and serving "
+                                  "there? raise CHORUS_TIMEOUT_SECONDS if it starts slowly");
+}
+
+void AnnounceTcpStoreClient(KvStore& store, const std::string& name) {
+  auto* client = dynamic_cast<TcpStoreClient*>(&store);
+  if (client == nullptr) {
+    throw Error(CHORUS_INVALID_ARGUMENT,
+                "AnnounceTcpStoreClient: the store given (" + store.Describe() +
+                    ") is not a connection ConnectTcpStore returned (a WithPrefix view of one is "
+                    "not either)");
+  }
+  if (name.empty()) {
+    throw Error(CHORUS_INVALID_ARGUMENT, "AnnounceTcpStoreClient: the name is empty");
+  }
+  client->Announce(name);
+}
+
+}  // namespace chorus

@@ -1,0 +1,72 @@
+// The TCP store's wire format. Every message is a frame: a 4-byte big-endian body length, then
+// the body. A request body is
+//   op (1 byte) | key count (u32) | keys (u32 length + bytes each) | value (u32 length + bytes)
+//   | number (i64: SET/ADD's delta, GET/WAIT's time-out in ms)
+// (one layout for every op, so one encoder; unused fields are empty or 0). A response body is
+//   status (u32, a chorus_status) | payload (u32 length + bytes)
+// where the payload is GET's value, ADD's new value (8 bytes), CHECK/REMOVE's answer (1 byte),
+// or the message of a failed status. Every request but BYE gets exactly one response, in order.
+#ifndef CHORUS_TCP_STORE_PROTOCOL_H_
+#define CHORUS_TCP_STORE_PROTOCOL_H_
+
+#include <chorus/plugin.h>
+#include <chorus/rendezvous/kv_store.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace chorus::tcp_store {
+
+enum class Op : uint8_t {
+  kSet = 1,
+  kGet = 2,   // waits server-side up to `number` ms
+  kWait = 3,  // waits server-side up to `number` ms for every key
+  kAdd = 4,   // adds `number`
+  kCheck = 5,
+  kRemove = 6,
+  kHello = 7,  // keys[0] names this client for the lost-peer record
+  kBye = 8,    // a clean goodbye; no response
+};
+
+constexpr size_t kFrameHeaderBytes = 4;
+// Larger frames are refused, so a corrupt length cannot make the peer allocate gigabytes.
+constexpr uint32_t kMaxFrameBodyBytes = 512u << 20;
+
+// The key the server sets to "1" when a client that said HELLO(name) disconnects without BYE,
+// and the comma list of every such name.
+inline std::string LostKey(const std::string& name) { return "chorus/lost/" + name; }
+inline constexpr const char* kLostListKey = "chorus/lost";
+
+struct Request {
+  Op op = Op::kSet;
+  std::vector<std::string> keys;
+  Bytes value;
+  int64_t number = 0;
+};
+
+struct Response {
+  chorus_status status = CHORUS_OK;
+  Bytes payload;
+};
+
+// Whole frames, header included.
+Bytes EncodeRequest(const Request& request);
+Bytes EncodeResponse(const Response& response);
+
+// Decode a frame's body. Throw Error(CHORUS_INTERNAL) on a malformed body.
+Request DecodeRequest(const uint8_t* body, size_t size);
+Response DecodeResponse(const uint8_t* body, size_t size);
+
+// The body length in a frame header. Throws Error(CHORUS_INTERNAL) above kMaxFrameBodyBytes.
+uint32_t DecodeFrameLength(const uint8_t header[kFrameHeaderBytes]);
+
+// ADD's payload.
+Bytes EncodeInt64(int64_t value);
+int64_t DecodeInt64(const Bytes& payload);
+
+}  // namespace chorus::tcp_store
+
+#endif  // CHORUS_TCP_STORE_PROTOCOL_H_

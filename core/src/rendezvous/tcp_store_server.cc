@@ -1,0 +1,402 @@
+// The TCP store's server. One background thread serves every connection with poll(): the store
+// is a plain map that only this thread touches, so a SET can answer the GETs waiting on its key
+// at once, with no locks and no thread per worker (a job has up to a few thousand workers, which
+// poll() handles well). A request that must wait (GET, WAIT) parks its connection until the key
+// arrives or the request's deadline passes; later requests on that connection stay buffered, so
+// answers keep their order, while every other connection is served meanwhile.
+#include <chorus/base/error.h>
+#include <chorus/rendezvous/rendezvous.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <deque>
+#include <map>
+#include <optional>
+#include <thread>
+
+#include "base/logging.h"
+#include "base/socket_util.h"
+#include "rendezvous/kv_store_internal.h"
+#include "rendezvous/tcp_store_protocol.h"
+
+namespace chorus {
+namespace {
+
+using tcp_store::Op;
+using tcp_store::Request;
+using tcp_store::Response;
+
+// A GET or WAIT that parked its connection.
+struct Waiter {
+  Request request;
+  Clock::time_point deadline;
+};
+
+struct Connection {
+  UniqueFd fd;
+  Bytes input;   // received bytes not yet parsed into requests
+  Bytes output;  // responses not yet sent
+  size_t output_sent = 0;
+  std::string name;  // from HELLO; empty when it never said hello
+  bool said_bye = false;
+  bool closing = false;  // to be closed at the end of this loop turn
+  std::optional<Waiter> waiter;
+};
+
+class Server : public TcpStoreServer {
+ public:
+  Server(UniqueFd listener, UniqueFd wake_read, UniqueFd wake_write, std::string where)
+      : listener_(std::move(listener)),
+        wake_read_(std::move(wake_read)),
+        wake_write_(std::move(wake_write)),
+        port_(LocalPort(listener_.get())),
+        where_(std::move(where)) {
+    thread_ = std::thread([this] { Run(); });
+  }
+
+  ~Server() override {
+    stop_.store(true);
+    const char byte = 1;
+    // The pipe holds 64 KiB, so this cannot block; EAGAIN means a wake-up is already pending.
+    while (::write(wake_write_.get(), &byte, 1) < 0 && errno == EINTR) {
+    }
+    thread_.join();
+    // Run() closed every connection and the listener on its way out.
+  }
+
+  uint16_t port() const override { return port_; }
+
+ private:
+  void Run() noexcept {
+    try {
+      Loop();
+    } catch (const std::exception& e) {
+      Log().error("rendezvous: the tcp store on {} stopped: {}", where_, e.what());
+    } catch (...) {
+      Log().error("rendezvous: the tcp store on {} stopped", where_);
+    }
+    // Close everything, so clients learn at once that the store is gone.
+    connections_.clear();
+    listener_.reset();
+  }
+
+  void Loop() {
+    std::vector<pollfd> fds;
+    std::vector<uint64_t> ids;  // ids[i] is the connection of fds[i + 2]
+    while (!stop_.load()) {
+      fds.clear();
+      ids.clear();
+      fds.push_back({wake_read_.get(), POLLIN, 0});
+      fds.push_back({listener_.get(), POLLIN, 0});
+      for (auto& [id, connection] : connections_) {
+        short events = POLLIN;
+        if (connection.output_sent < connection.output.size()) events |= POLLOUT;
+        fds.push_back({connection.fd.get(), events, 0});
+        ids.push_back(id);
+      }
+      const int n = ::poll(fds.data(), fds.size(), PollTimeoutMs(NextDeadline()));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw Error(CHORUS_INTERNAL, "poll: " + ErrnoText(errno));
+      }
+      if (fds[0].revents != 0) DrainWakePipe();
+      if (stop_.load()) break;
+      if (fds[1].revents != 0) AcceptAll();
+      for (size_t i = 0; i < ids.size(); ++i) {
+        const short revents = fds[i + 2].revents;
+        if (revents == 0) continue;
+        Connection& connection = connections_.at(ids[i]);
+        if (connection.closing) continue;
+        if (revents & (POLLIN | POLLHUP | POLLERR)) ReadAndServe(ids[i], connection);
+        if (!connection.closing && (revents & POLLOUT)) Flush(connection);
+      }
+      ExpireWaiters();
+      // Closing records lost clients, which can answer waiters, whose connections may then
+      // serve requests they had queued, which can close connections...
+      for (;;) {
+        CloseFinished();
+        if (runnable_.empty()) break;
+        ServeRunnable();
+      }
+    }
+  }
+
+  Clock::time_point NextDeadline() const {
+    Clock::time_point next = Clock::time_point::max();
+    for (const auto& [id, connection] : connections_) {
+      if (connection.waiter && connection.waiter->deadline < next) {
+        next = connection.waiter->deadline;
+      }
+    }
+    return next;
+  }
+
+  void DrainWakePipe() {
+    char buffer[64];
+    while (::read(wake_read_.get(), buffer, sizeof(buffer)) > 0) {
+    }
+  }
+
+  void AcceptAll() {
+    for (;;) {
+      const int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+          Log().warn("rendezvous: the tcp store on {} cannot accept: {}", where_, ErrnoText(errno));
+        }
+        return;
+      }
+      SetNoDelay(fd);
+      connections_[next_id_++].fd.reset(fd);
+    }
+  }
+
+  void ReadAndServe(uint64_t id, Connection& connection) {
+    uint8_t buffer[64 * 1024];
+    for (;;) {
+      const ssize_t n = ::recv(connection.fd.get(), buffer, sizeof(buffer), 0);
+      if (n > 0) {
+        connection.input.insert(connection.input.end(), buffer, buffer + n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      // 0: the client closed its end; anything else: the connection broke. Either way it is
+      // gone, though requests it sent before (BYE among them) are still served below.
+      connection.closing = true;
+      break;
+    }
+    Serve(id, connection);
+  }
+
+  // Serves the complete requests in the connection's input until one must wait.
+  void Serve(uint64_t id, Connection& connection) {
+    size_t consumed = 0;
+    try {
+      while (!connection.waiter) {
+        const size_t left = connection.input.size() - consumed;
+        if (left < tcp_store::kFrameHeaderBytes) break;
+        const uint8_t* frame = connection.input.data() + consumed;
+        const uint32_t length = tcp_store::DecodeFrameLength(frame);
+        if (left < tcp_store::kFrameHeaderBytes + length) break;
+        Request request = tcp_store::DecodeRequest(frame + tcp_store::kFrameHeaderBytes, length);
+        consumed += tcp_store::kFrameHeaderBytes + length;
+        Handle(id, connection, std::move(request));
+      }
+    } catch (const std::exception& e) {
+      Log().warn("rendezvous: the tcp store on {} drops a client: {}", where_, e.what());
+      connection.closing = true;
+      connection.input.clear();
+      return;
+    }
+    connection.input.erase(connection.input.begin(), connection.input.begin() + consumed);
+  }
+
+  void Handle(uint64_t id, Connection& connection, Request request) {
+    switch (request.op) {
+      case Op::kSet:
+        values_[Key(request, 0)] = std::move(request.value);
+        Reply(connection, {CHORUS_OK, {}});
+        Changed();
+        return;
+      case Op::kGet:
+        Key(request, 0);  // a GET names its key
+        [[fallthrough]];
+      case Op::kWait:
+        if (Ready(request)) {
+          Answer(connection, request);
+        } else if (request.number <= 0) {
+          Reply(connection, {CHORUS_TIMEOUT, {}});
+        } else {
+          const auto deadline = DeadlineAfter(std::chrono::milliseconds(request.number));
+          connection.waiter = Waiter{std::move(request), deadline};
+          waiting_ids_.push_back(id);
+        }
+        return;
+      case Op::kAdd:
+        Reply(connection, AddTo(Key(request, 0), request.number));
+        return;
+      case Op::kCheck:
+        Reply(connection,
+              {CHORUS_OK, {values_.count(Key(request, 0)) != 0 ? uint8_t{1} : uint8_t{0}}});
+        return;
+      case Op::kRemove:
+        Reply(connection,
+              {CHORUS_OK, {values_.erase(Key(request, 0)) != 0 ? uint8_t{1} : uint8_t{0}}});
+        return;
+      case Op::kHello:
+        connection.name = Key(request, 0);
+        Reply(connection, {CHORUS_OK, {}});
+        return;
+      case Op::kBye:
+        connection.said_bye = true;
+        return;
+    }
+  }
+
+  static const std::string& Key(const Request& request, size_t i) {
+    if (request.keys.size() <= i) {
+      throw Error(CHORUS_INTERNAL, "rendezvous: a tcp store request without its key");
+    }
+    return request.keys[i];
+  }
+
+  Response AddTo(const std::string& key, int64_t delta) {
+    int64_t value = 0;
+    try {
+      if (auto it = values_.find(key); it != values_.end()) {
+        value = ParseStoredCounter(it->second, key, "tcp store " + where_);
+      }
+      if (__builtin_add_overflow(value, delta, &value)) {
+        throw Error(CHORUS_INVALID_ARGUMENT, "rendezvous: Add on '" + key + "' overflows");
+      }
+    } catch (const Error& e) {
+      return {e.status(), ToBytes(e.what())};
+    }
+    values_[key] = ToBytes(std::to_string(value));
+    Changed();
+    return {CHORUS_OK, tcp_store::EncodeInt64(value)};
+  }
+
+  bool Ready(const Request& request) const {
+    for (const std::string& key : request.keys) {
+      if (values_.count(key) == 0) return false;
+    }
+    return true;
+  }
+
+  // Answers a GET or WAIT whose keys all exist.
+  void Answer(Connection& connection, const Request& request) {
+    if (request.op == Op::kGet) {
+      Reply(connection, {CHORUS_OK, values_.at(request.keys[0])});
+    } else {
+      Reply(connection, {CHORUS_OK, {}});
+    }
+  }
+
+  // A key was set: answers the waiters it completes; their connections may serve more.
+  void Changed() {
+    std::erase_if(waiting_ids_, [&](uint64_t id) {
+      auto it = connections_.find(id);
+      if (it == connections_.end() || !it->second.waiter) return true;
+      Connection& connection = it->second;
+      if (!Ready(connection.waiter->request)) return false;
+      Answer(connection, connection.waiter->request);
+      connection.waiter.reset();
+      runnable_.push_back(id);
+      return true;
+    });
+  }
+
+  void ExpireWaiters() {
+    const Clock::time_point now = Clock::now();
+    std::erase_if(waiting_ids_, [&](uint64_t id) {
+      auto it = connections_.find(id);
+      if (it == connections_.end() || !it->second.waiter) return true;
+      Connection& connection = it->second;
+      if (connection.waiter->deadline > now) return false;
+      // The client words the error: it knows the keys and the time-out it asked for.
+      Reply(connection, {CHORUS_TIMEOUT, {}});
+      connection.waiter.reset();
+      runnable_.push_back(id);
+      return true;
+    });
+  }
+
+  void ServeRunnable() {
+    while (!runnable_.empty()) {
+      const uint64_t id = runnable_.front();
+      runnable_.pop_front();
+      auto it = connections_.find(id);
+      if (it != connections_.end() && !it->second.closing) Serve(id, it->second);
+    }
+  }
+
+  void Reply(Connection& connection, const Response& response) {
+    const Bytes frame = tcp_store::EncodeResponse(response);
+    connection.output.insert(connection.output.end(), frame.begin(), frame.end());
+    Flush(connection);
+  }
+
+  // Sends what the socket takes now; poll() reports when it takes more.
+  void Flush(Connection& connection) {
+    while (connection.output_sent < connection.output.size()) {
+      const ssize_t n =
+          ::send(connection.fd.get(), connection.output.data() + connection.output_sent,
+                 connection.output.size() - connection.output_sent, MSG_NOSIGNAL);
+      if (n > 0) {
+        connection.output_sent += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      connection.closing = true;  // the client went away; nobody to answer
+      return;
+    }
+    connection.output.clear();
+    connection.output_sent = 0;
+  }
+
+  // Closes the connections marked closing, recording the clients lost without a goodbye.
+  void CloseFinished() {
+    std::vector<std::string> lost;
+    std::erase_if(connections_, [&](const auto& entry) {
+      const Connection& connection = entry.second;
+      if (!connection.closing) return false;
+      if (!connection.name.empty() && !connection.said_bye) lost.push_back(connection.name);
+      return true;
+    });
+    for (const std::string& name : lost) {
+      Log().warn(
+          "rendezvous: '{}' closed its connection to the tcp store on {} without saying goodbye; "
+          "recording it as lost under '{}'",
+          name, where_, tcp_store::LostKey(name));
+      values_[tcp_store::LostKey(name)] = ToBytes("1");
+      Bytes& list = values_[tcp_store::kLostListKey];
+      if (!list.empty()) list.push_back(',');
+      list.insert(list.end(), name.begin(), name.end());
+    }
+    if (!lost.empty()) Changed();
+  }
+
+  UniqueFd listener_;
+  UniqueFd wake_read_;
+  UniqueFd wake_write_;
+  const uint16_t port_;
+  const std::string where_;
+  std::atomic<bool> stop_{false};
+
+  // Touched only by the serving thread.
+  std::map<std::string, Bytes> values_;
+  std::map<uint64_t, Connection> connections_;
+  uint64_t next_id_ = 0;
+  std::vector<uint64_t> waiting_ids_;  // connections with a waiter
+  std::deque<uint64_t> runnable_;      // connections whose waiter was answered
+
+  std::thread thread_;  // started in the constructor's body, once every member exists
+};
+
+}  // namespace
+
+std::unique_ptr<TcpStoreServer> TcpStoreServer::Start(const std::string& host, uint16_t port) {
+  UniqueFd listener = ListenTcp(host, port);
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_NONBLOCK | O_CLOEXEC) != 0) {
+    throw Error(CHORUS_INTERNAL, "rendezvous: pipe2: " + ErrnoText(errno));
+  }
+  UniqueFd wake_read(pipe_fds[0]);
+  UniqueFd wake_write(pipe_fds[1]);
+  const uint16_t bound = LocalPort(listener.get());
+  const std::string where =
+      (host.empty() ? std::string("0.0.0.0") : host) + ":" + std::to_string(bound);
+  Log().debug("rendezvous: serving the tcp store on {}", where);
+  return std::make_unique<Server>(std::move(listener), std::move(wake_read), std::move(wake_write),
+                                  where);
+}
+
+}  // namespace chorus

@@ -1,0 +1,63 @@
+// Keras Adam: bias-corrected first and second moments.
+#include <chorus/base/error.h>
+#include <chorus/training/optimizer.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "training/optimizer_host_view.h"
+
+namespace chorus {
+namespace {
+
+void RequireInRange(const char* name, float value, bool include_one) {
+  const bool ok = value >= 0.0f && (include_one ? value <= 1.0f : value < 1.0f);
+  if (!ok) {
+    throw Error(CHORUS_INVALID_ARGUMENT, std::string("Adam: ") + name + " must be in [0, 1" +
+                                             (include_one ? "]" : ")") + ", got " +
+                                             std::to_string(value));
+  }
+}
+
+}  // namespace
+
+Adam::Adam(float learning_rate, float beta_1, float beta_2, float epsilon)
+    : learning_rate_(learning_rate), beta_1_(beta_1), beta_2_(beta_2), epsilon_(epsilon) {
+  if (!std::isfinite(learning_rate)) {
+    throw Error(CHORUS_INVALID_ARGUMENT,
+                "Adam: learning_rate must be finite, got " + std::to_string(learning_rate));
+  }
+  RequireInRange("beta_1", beta_1, false);
+  RequireInRange("beta_2", beta_2, true);
+  if (!(epsilon >= 0.0f) || !std::isfinite(epsilon)) {
+    throw Error(CHORUS_INVALID_ARGUMENT,
+                "Adam: epsilon must be finite and >= 0, got " + std::to_string(epsilon));
+  }
+}
+
+std::vector<std::string> Adam::slot_names() const { return {"m", "v"}; }
+
+void Adam::UpdateComponent(const Tensor& variable, const Tensor& gradient,
+                           const std::vector<Tensor>& slots, int64_t step) {
+  const double t = static_cast<double>(step);
+  const double b1 = beta_1_, b2 = beta_2_;
+  const float lr_t = static_cast<float>(learning_rate_ * std::sqrt(1.0 - std::pow(b2, t)) /
+                                        (1.0 - std::pow(b1, t)));
+  const float one_minus_b1 = static_cast<float>(1.0 - b1);
+  const float one_minus_b2 = static_cast<float>(1.0 - b2);
+  const internal::HostFloats w(variable);
+  const internal::HostFloats g(gradient);
+  const internal::HostFloats m(slots.at(0));
+  const internal::HostFloats v(slots.at(1));
+  for (size_t i = 0; i < w.size(); ++i) {
+    m[i] = beta_1_ * m[i] + one_minus_b1 * g[i];
+    v[i] = beta_2_ * v[i] + one_minus_b2 * g[i] * g[i];
+    w[i] -= lr_t * m[i] / (std::sqrt(v[i]) + epsilon_);
+  }
+  m.Commit();
+  v.Commit();
+  w.Commit();
+}
+
+}  // namespace chorus

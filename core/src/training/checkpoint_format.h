@@ -1,0 +1,60 @@
+// The on-disk format of chorus::Checkpoint (private to the core).
+//
+//   magic       12 bytes  "CHORUSCKPT1\n"
+//   count       u64       number of entries
+//   count times:
+//     key_len   u32       bytes of the key
+//     key       key_len bytes, UTF-8, no terminator
+//     dtype     u32       chorus_dtype value (CHORUS_F32 = 0, CHORUS_I64 = 5, ...)
+//     rank      u32
+//     dims      rank x i64
+//     nbytes    u64       = product(dims) * chorus_dtype_size(dtype)
+//     data      nbytes bytes, the elements in row-major order, each little-endian
+//   checksum    u64       64-bit FNV-1a of every byte before it (magic included)
+//
+// Every integer is little-endian. Entries are written in the order they were tracked; readers
+// look them up by key and ignore keys they do not know.
+#ifndef CHORUS_CORE_SRC_CHECKPOINT_FORMAT_H_
+#define CHORUS_CORE_SRC_CHECKPOINT_FORMAT_H_
+
+#include <chorus/plugin.h>
+#include <chorus/runtime/tensor.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace chorus::internal {
+
+inline constexpr std::string_view kCheckpointMagic = "CHORUSCKPT1\n";
+
+struct CheckpointEntry {
+  std::string key;
+  chorus_dtype dtype = CHORUS_F32;
+  Shape shape;
+  std::vector<uint8_t> data;  // little-endian elements
+};
+
+uint64_t Fnv1a64(const uint8_t* data, size_t size);
+
+// The whole file, checksum included.
+std::vector<uint8_t> EncodeCheckpoint(const std::vector<CheckpointEntry>& entries);
+// Parses a whole file. Throws Error(INVALID_ARGUMENT) naming `path` and the problem: "not a
+// chorus checkpoint", "truncated", "checksum mismatch" or a malformed entry.
+std::vector<CheckpointEntry> DecodeCheckpoint(const std::vector<uint8_t>& file,
+                                              const std::string& path);
+
+// Writes `path` + ".tmp", syncs it, renames it over `path`. Throws Error naming the file.
+void WriteFileAtomically(const std::string& path, const std::vector<uint8_t>& bytes);
+// Throws Error(NOT_FOUND) when the file cannot be opened.
+std::vector<uint8_t> ReadWholeFile(const std::string& path);
+
+// A tensor's elements as little-endian bytes, and back (into a tensor of that dtype and shape).
+std::vector<uint8_t> TensorBytes(const Tensor& tensor);
+void AssignBytes(const Tensor& tensor, const std::vector<uint8_t>& data);
+
+}  // namespace chorus::internal
+
+#endif  // CHORUS_CORE_SRC_CHECKPOINT_FORMAT_H_

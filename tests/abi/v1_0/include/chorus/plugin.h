@@ -1,0 +1,622 @@
+/*
+ * chorus plugin ABI, version 1.0.
+ *
+ * The only header a chorus plugin needs. C99, no other chorus header, no C++ type crosses it.
+ *
+ * Rules (see sdk/README.md for the long form):
+ *  - A plugin exports exactly one symbol, chorus_plugin_get(), returning a const chorus_plugin
+ *    table that lives as long as the library is loaded. Everything else is hidden.
+ *  - Every table and every argument struct begins with `size_t struct_size`. The one who fills
+ *    the struct sets it to sizeof(its struct). The reader checks it (CHORUS_HAS_FIELD) before it
+ *    touches a field: a field beyond struct_size is absent, and an absent slot means
+ *    "unsupported". A minor version only appends fields; a major version changes anything else.
+ *  - Element structs stored in arrays (chorus_buffer, chorus_option) are frozen: they never grow.
+ *    A later minor that needs more adds a new struct and a new field pointing to it.
+ *  - Functions return a chorus_status. On anything other than CHORUS_OK the plugin records a
+ *    message for the calling thread, which plugin->last_error() returns (like dlerror()).
+ *  - Ownership: whoever creates destroys. Inputs are borrowed for the call (for asynchronous
+ *    operations: until the request completes). Strings a plugin returns are owned by the plugin
+ *    or by the handle that returned them, as written beside each one.
+ *  - Every enum ends with a *_MAX_ENUM = 0x7fffffff member: it fixes the enum at 32 bits and makes
+ *    every value 0..INT32_MAX a valid value of the type, so a value from a newer minor (a new
+ *    dtype, say) read by older C++ code is not undefined behaviour. Reject values you do not
+ *    know. Negative values are never valid; a caller must not pass them.
+ *  - Streams: a chorus_stream belongs to the enumerator in use and orders work on every device
+ *    an operation touches (for cuda: one cudaStream_t; an operation over several devices starts
+ *    each device's part after the stream's earlier work and makes the stream wait for every
+ *    part, through events). With a non-NULL stream, "completes" means "is enqueued in stream
+ *    order"; with NULL it means "has finished". batch_reduce uses the batch's stream and ignores
+ *    its reduces' own.
+ *  - Out-pointers (chorus_request**, the `out` of create calls) are never NULL.
+ *  - Time-outs are in milliseconds; a negative value means "no time-out" and is used only where
+ *    a comment allows it. Every blocking call takes one.
+ */
+#ifndef CHORUS_PLUGIN_H_
+#define CHORUS_PLUGIN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CHORUS_ABI_MAJOR 1
+#define CHORUS_ABI_MINOR 0
+
+/* Name of the one symbol every plugin exports. */
+#define CHORUS_PLUGIN_ENTRY_SYMBOL "chorus_plugin_get"
+
+#if defined(__GNUC__)
+#define CHORUS_PLUGIN_EXPORT __attribute__((visibility("default")))
+#else
+#define CHORUS_PLUGIN_EXPORT
+#endif
+
+/* Bytes from the start of `type` up to and including `field`. */
+#define CHORUS_STRUCT_SIZE(type, field) (offsetof(type, field) + sizeof(((type*)0)->field))
+
+/* Nonzero when the struct at `ptr` (of type `type`, with struct_size first) holds `field`. */
+#define CHORUS_HAS_FIELD(ptr, type, field) ((ptr)->struct_size >= CHORUS_STRUCT_SIZE(type, field))
+
+/* ------------------------------------------------------------------------------------------ */
+/* Status, data types, reduce operations                                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef enum chorus_status {
+  CHORUS_OK = 0,
+  CHORUS_INVALID_ARGUMENT = 1, /* the caller's fault: a null pointer, a size, a mismatch */
+  CHORUS_UNSUPPORTED = 2,      /* valid request this plugin does not implement (dtype, op, ...) */
+  CHORUS_TIMEOUT = 3,          /* a wait ran past its time-out; the operation may still be live */
+  CHORUS_PEER_LOST = 4,        /* another rank died or closed its connection */
+  CHORUS_ABORTED = 5,          /* abort() was called, or the host's abort flag was raised */
+  CHORUS_OUT_OF_MEMORY = 6,
+  CHORUS_INTERNAL = 7,    /* a bug or a failure of a library underneath */
+  CHORUS_NOT_FOUND = 8,   /* a key, device or name that does not exist */
+  CHORUS_UNAVAILABLE = 9, /* a resource that exists but cannot be used now (no GPU, no NIC) */
+  CHORUS_STATUS_MAX_ENUM = 0x7fffffff
+} chorus_status;
+
+/* Values are part of the ABI: never renumbered. */
+typedef enum chorus_dtype {
+  CHORUS_F32 = 0,
+  CHORUS_F64 = 1,
+  CHORUS_F16 = 2,  /* IEEE 754 binary16 */
+  CHORUS_BF16 = 3, /* bfloat16: the upper half of an f32 */
+  CHORUS_I32 = 4,
+  CHORUS_I64 = 5,
+  CHORUS_U8 = 6,
+  CHORUS_I8 = 7,
+  CHORUS_DTYPE_COUNT = 8, /* one past the last; grows with minor versions */
+  CHORUS_DTYPE_MAX_ENUM = 0x7fffffff
+} chorus_dtype;
+
+typedef enum chorus_reduce_op {
+  CHORUS_REDUCE_SUM = 0,
+  CHORUS_REDUCE_PROD = 1,
+  CHORUS_REDUCE_MIN = 2,
+  CHORUS_REDUCE_MAX = 3,
+  /* MEAN is resolved by the core (SUM, then a divide by n). The core never passes it to a
+     plugin's cross-device ops, collective or algorithm; a plugin that gets it may answer
+     CHORUS_UNSUPPORTED. Device enumerators' kernels never see it either. */
+  CHORUS_REDUCE_MEAN = 4,
+  CHORUS_REDUCE_OP_COUNT = 5,
+  CHORUS_REDUCE_OP_MAX_ENUM = 0x7fffffff
+} chorus_reduce_op;
+
+/* Bytes per element; 0 for a value that is not a chorus_dtype. */
+static inline size_t chorus_dtype_size(chorus_dtype dtype) {
+  switch (dtype) {
+    case CHORUS_F64:
+    case CHORUS_I64:
+      return 8;
+    case CHORUS_F32:
+    case CHORUS_I32:
+      return 4;
+    case CHORUS_F16:
+    case CHORUS_BF16:
+      return 2;
+    case CHORUS_U8:
+    case CHORUS_I8:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+typedef enum chorus_log_level {
+  CHORUS_LOG_TRACE = 0,
+  CHORUS_LOG_DEBUG = 1,
+  CHORUS_LOG_INFO = 2,
+  CHORUS_LOG_WARN = 3,
+  CHORUS_LOG_ERROR = 4,
+  CHORUS_LOG_LEVEL_MAX_ENUM = 0x7fffffff
+} chorus_log_level;
+
+/* A key=value setting handed to a create call (from a constructor argument or a variable).
+   Frozen element struct. Both strings are borrowed for the call. */
+typedef struct chorus_option {
+  const char* key;
+  const char* value;
+} chorus_option;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Opaque handles                                                                             */
+/* ------------------------------------------------------------------------------------------ */
+
+/* A device queue (a cudaStream_t, a TPU queue). NULL is the device's default, synchronous
+   order; host memory always uses NULL. Owned by whoever created it. */
+typedef struct chorus_stream chorus_stream;
+
+/* An operation in flight. Created by the plugin, freed by the core with request_free. */
+typedef struct chorus_request chorus_request;
+
+typedef struct chorus_device_context chorus_device_context;     /* device enumerator state */
+typedef struct chorus_cross_device_ops chorus_cross_device_ops; /* cross-device ops state */
+typedef struct chorus_communicator chorus_communicator;         /* collective state */
+typedef struct chorus_transport_endpoint chorus_transport_endpoint;
+typedef struct chorus_p2p_request chorus_p2p_request;
+
+/* Memory location meaning "host memory" wherever a device index is expected. */
+#define CHORUS_HOST_DEVICE UINT32_MAX
+
+/* One buffer on one device: `device` is an index of the device enumerator in use (or
+   CHORUS_HOST_DEVICE), `data` an address in that device's memory. Frozen element struct. The
+   memory is borrowed for the call, or until the request completes. */
+typedef struct chorus_buffer {
+  uint32_t device;
+  void* data;
+} chorus_buffer;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Host services: what the core hands a plugin                                                */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Arguments of an elementwise reduce kernel: dst[i] = a[i] op b[i] for i < count.
+   dst may equal a or b; other overlaps are not allowed. op is never MEAN. */
+typedef struct chorus_reduce_kernel_args {
+  size_t struct_size;
+  uint32_t device; /* where the three buffers live */
+  void* dst;       /* borrowed */
+  const void* a;   /* borrowed */
+  const void* b;   /* borrowed */
+  size_t count;
+  chorus_dtype dtype;
+  chorus_reduce_op op;
+  chorus_stream* stream; /* borrowed; NULL = default */
+} chorus_reduce_kernel_args;
+
+/* The core's services. The pointer handed to init() stays valid until shutdown() returns. */
+typedef struct chorus_host {
+  size_t struct_size;
+  uint32_t abi_major; /* the core's ABI */
+  uint32_t abi_minor;
+  void* ctx; /* first argument of every function below; owned by the core */
+  /* Writes one log line attributed to the plugin; `message` is borrowed. Thread-safe. */
+  void (*log)(void* ctx, chorus_log_level level, const char* message);
+  /* Nonzero when a line of this level would be written (skip formatting otherwise). */
+  int (*log_enabled)(void* ctx, chorus_log_level level);
+  /* Nonzero once the core has asked every operation to stop (process shutting down, a peer
+     lost). Long waits in a plugin poll it and return CHORUS_ABORTED. Thread-safe. */
+  int (*abort_requested)(void* ctx);
+  /* Host memory from the core's allocator; alignment is a power of two. NULL when out of
+     memory. Free with deallocate. Thread-safe. */
+  void* (*allocate)(void* ctx, size_t bytes, size_t alignment);
+  void (*deallocate)(void* ctx, void* pointer);
+  /* The core's elementwise reduce on host memory, for every dtype (args->device is ignored).
+     Lets an algorithm or transport plugin reduce without its own f16/bf16 arithmetic. */
+  chorus_status (*reduce_host)(void* ctx, const chorus_reduce_kernel_args* args);
+} chorus_host;
+
+/* A key-value store shared by all ranks of one job (the rendezvous). The core hands one to each
+   communicator and transport, already scoped to a prefix of its own. Thread-safe. Lives until
+   the destroy of the object it was handed to returns. */
+typedef struct chorus_kv_store {
+  size_t struct_size;
+  void* ctx; /* owned by the core */
+  /* Stores `size` bytes under `key` (overwrites). Both borrowed for the call. */
+  chorus_status (*set)(void* ctx, const char* key, const void* value, size_t size);
+  /* Waits up to timeout_ms for `key`, then copies min(capacity, size) bytes into `value` and
+     sets *size to the value's full size (call again with a larger buffer when it is bigger).
+     CHORUS_TIMEOUT if the key did not appear in time. */
+  chorus_status (*get)(void* ctx, const char* key, int64_t timeout_ms, void* value, size_t capacity,
+                       size_t* size);
+  /* Waits up to timeout_ms until every key exists. */
+  chorus_status (*wait)(void* ctx, const char* const* keys, size_t num_keys, int64_t timeout_ms);
+  /* Atomically adds delta to the integer stored under key (absent = 0); *result = new value. */
+  chorus_status (*add)(void* ctx, const char* key, int64_t delta, int64_t* result);
+  /* *exists = 1 if the key is present, else 0. Does not wait. */
+  chorus_status (*check)(void* ctx, const char* key, int* exists);
+  /* Removes the key; CHORUS_NOT_FOUND if it was absent. */
+  chorus_status (*remove)(void* ctx, const char* key);
+} chorus_kv_store;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Interface 1: device enumerator                                                             */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef enum chorus_device_kind {
+  CHORUS_DEVICE_CPU = 0,
+  CHORUS_DEVICE_GPU = 1,
+  CHORUS_DEVICE_TPU = 2,
+  CHORUS_DEVICE_OTHER = 3,
+  CHORUS_DEVICE_KIND_MAX_ENUM = 0x7fffffff
+} chorus_device_kind;
+
+/* Filled by device_info. The caller sets struct_size; the plugin fills what fits. Strings are
+   owned by the device context and live until its destroy. */
+typedef struct chorus_device_info {
+  size_t struct_size;
+  chorus_device_kind kind;
+  uint32_t index;         /* this device's index in the enumerator, 0..count-1 */
+  const char* name;       /* e.g. "CPU:0", "GPU:1 (NVIDIA H100)" */
+  uint64_t memory_bytes;  /* memory of the device; 0 if unknown */
+  int32_t numa_node;      /* -1 if unknown */
+  const char* pci_bus_id; /* "0000:17:00.0", or "" when it has none */
+  int32_t coords[4];      /* torus coordinates (TPU); -1 where unused */
+} chorus_device_info;
+
+typedef struct chorus_device_context_create_args {
+  size_t struct_size;
+  const chorus_option* options; /* borrowed for the call; e.g. {"count", "4"} for cpu */
+  size_t num_options;
+} chorus_device_context_create_args;
+
+/* dst and src may each be a device index or CHORUS_HOST_DEVICE. */
+typedef struct chorus_copy_args {
+  size_t struct_size;
+  uint32_t dst_device;
+  void* dst; /* borrowed */
+  uint32_t src_device;
+  const void* src; /* borrowed */
+  size_t bytes;
+  chorus_stream* stream; /* borrowed; NULL = default */
+} chorus_copy_args;
+
+/* data[i] /= divisor, for MEAN. Integer types round toward zero (as C division), so a mean of
+   integers is exact where a multiply by 1/n in floating point would not be. divisor > 0. */
+typedef struct chorus_divide_args {
+  size_t struct_size;
+  uint32_t device;
+  void* data; /* borrowed */
+  size_t count;
+  chorus_dtype dtype;
+  uint64_t divisor;
+  chorus_stream* stream;
+} chorus_divide_args;
+
+typedef struct chorus_device_enumerator_api {
+  size_t struct_size;
+  const char* platform; /* "cpu", "cuda", "tpu"; static */
+  chorus_status (*create)(const chorus_device_context_create_args* args,
+                          chorus_device_context** out);
+  void (*destroy)(chorus_device_context* ctx);
+  /* Number of devices; 0 is a valid answer (no GPU on this machine). */
+  chorus_status (*device_count)(chorus_device_context* ctx, uint32_t* count);
+  chorus_status (*device_info)(chorus_device_context* ctx, uint32_t index,
+                               chorus_device_info* info);
+  /* Memory on a device, freed with deallocate on the same device. */
+  chorus_status (*allocate)(chorus_device_context* ctx, uint32_t device, size_t bytes, void** out);
+  chorus_status (*deallocate)(chorus_device_context* ctx, uint32_t device, void* pointer);
+  /* Kernels. With a NULL stream they complete before returning. */
+  chorus_status (*copy)(chorus_device_context* ctx, const chorus_copy_args* args);
+  chorus_status (*reduce)(chorus_device_context* ctx, const chorus_reduce_kernel_args* args);
+  chorus_status (*divide)(chorus_device_context* ctx, const chorus_divide_args* args);
+  /* Waits until everything queued on `stream` of `device` has finished. */
+  chorus_status (*synchronize)(chorus_device_context* ctx, uint32_t device, chorus_stream* stream);
+} chorus_device_enumerator_api;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Interface 2: cross-device ops (local devices, what MirroredStrategy calls)                  */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Each context works over the devices of one enumerator, which the core hands it. The
+   enumerator table and context are borrowed and outlive the cross-device ops context. */
+typedef struct chorus_cross_device_ops_create_args {
+  size_t struct_size;
+  const chorus_device_enumerator_api* devices_api;
+  chorus_device_context* devices;
+  const uint32_t* device_indices; /* the replicas' devices, borrowed for the call */
+  size_t num_devices;
+  const chorus_option* options; /* borrowed for the call; e.g. {"num_packs", "2"} */
+  size_t num_options;
+  /* The enumerator plugin's last_error(), to quote its message when a kernel fails. */
+  const char* (*devices_last_error)(void);
+} chorus_cross_device_ops_create_args;
+
+/* Reduces num_inputs buffers of `count` elements elementwise and writes the result to every
+   output buffer. An all-reduce is a reduce whose outputs are its inputs (in place allowed). */
+typedef struct chorus_reduce_args {
+  size_t struct_size;
+  chorus_dtype dtype;
+  chorus_reduce_op op; /* never MEAN */
+  size_t count;        /* elements in every input and output */
+  const chorus_buffer* inputs;
+  size_t num_inputs;
+  const chorus_buffer* outputs;
+  size_t num_outputs;
+  chorus_stream* stream;
+} chorus_reduce_args;
+
+/* Several independent reduces in one call, so the plugin can fuse them (packing). */
+typedef struct chorus_batch_reduce_args {
+  size_t struct_size;
+  const chorus_reduce_args* const* reduces; /* borrowed array of borrowed pointers */
+  size_t num_reduces;
+  chorus_stream* stream;
+} chorus_batch_reduce_args;
+
+typedef struct chorus_broadcast_args {
+  size_t struct_size;
+  chorus_dtype dtype;
+  size_t count;
+  chorus_buffer source;
+  const chorus_buffer* outputs;
+  size_t num_outputs;
+  chorus_stream* stream;
+} chorus_broadcast_args;
+
+/* Concatenates the inputs in order (input i has counts[i] elements) into every output, which
+   holds the sum of counts. */
+typedef struct chorus_all_gather_args {
+  size_t struct_size;
+  chorus_dtype dtype;
+  const chorus_buffer* inputs;
+  const size_t* counts;
+  size_t num_inputs;
+  const chorus_buffer* outputs;
+  size_t num_outputs;
+  chorus_stream* stream;
+} chorus_all_gather_args;
+
+/* Each operation either completes before it returns and sets *request to NULL, or returns a
+   request the core waits on and frees. Buffers must stay valid until then. Every operation
+   needs at least one input and one output (INVALID_ARGUMENT otherwise); count 0 is valid and
+   does nothing. device_indices at create hold distinct devices (one per replica). */
+typedef struct chorus_cross_device_ops_api {
+  size_t struct_size;
+  const char* name; /* what CHORUS_CROSS_DEVICE_OPS selects, e.g. "hierarchical_copy"; static */
+  chorus_status (*create)(const chorus_cross_device_ops_create_args* args,
+                          chorus_cross_device_ops** out);
+  void (*destroy)(chorus_cross_device_ops* ops);
+  chorus_status (*reduce)(chorus_cross_device_ops* ops, const chorus_reduce_args* args,
+                          chorus_request** request);
+  chorus_status (*batch_reduce)(chorus_cross_device_ops* ops, const chorus_batch_reduce_args* args,
+                                chorus_request** request);
+  chorus_status (*broadcast)(chorus_cross_device_ops* ops, const chorus_broadcast_args* args,
+                             chorus_request** request);
+  chorus_status (*all_gather)(chorus_cross_device_ops* ops, const chorus_all_gather_args* args,
+                              chorus_request** request);
+} chorus_cross_device_ops_api;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Interface 3: collective (a communicator across workers)                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct chorus_communicator_create_args {
+  size_t struct_size;
+  int32_t rank;
+  int32_t size;
+  const chorus_kv_store* store; /* scoped to this communicator; lives until destroy returns */
+  int64_t timeout_ms;           /* for the set-up and the default for every operation */
+  const chorus_option* options; /* borrowed for the call; e.g. {"algorithm", "ring_chunked"} */
+  size_t num_options;
+  /* Where the buffers live: NULL devices_api means host memory. Borrowed; outlives the
+     communicator. */
+  const chorus_device_enumerator_api* devices_api;
+  chorus_device_context* devices;
+  uint32_t device;
+  const char* (*devices_last_error)(void); /* as in chorus_cross_device_ops_create_args */
+} chorus_communicator_create_args;
+
+/* recv may equal send (in place). Every rank passes the same count, dtype and op; a plugin that
+   detects a mismatch fails with CHORUS_INVALID_ARGUMENT naming it. */
+typedef struct chorus_all_reduce_args {
+  size_t struct_size;
+  const void* send;
+  void* recv;
+  size_t count;
+  chorus_dtype dtype;
+  chorus_reduce_op op;
+  chorus_stream* stream;
+} chorus_all_reduce_args;
+
+typedef struct chorus_collective_broadcast_args {
+  size_t struct_size;
+  void* data; /* root: the source; others: the destination */
+  size_t count;
+  chorus_dtype dtype;
+  int32_t root;
+  chorus_stream* stream;
+} chorus_collective_broadcast_args;
+
+/* recv holds size * count elements, rank r's block at r * count. */
+typedef struct chorus_collective_all_gather_args {
+  size_t struct_size;
+  const void* send;
+  void* recv;
+  size_t count; /* per rank */
+  chorus_dtype dtype;
+  chorus_stream* stream;
+} chorus_collective_all_gather_args;
+
+/* send holds size * recv_count elements; rank r receives the reduction of block r. */
+typedef struct chorus_reduce_scatter_args {
+  size_t struct_size;
+  const void* send;
+  void* recv;
+  size_t recv_count;
+  chorus_dtype dtype;
+  chorus_reduce_op op;
+  chorus_stream* stream;
+} chorus_reduce_scatter_args;
+
+typedef struct chorus_collective_api {
+  size_t struct_size;
+  const char* name; /* what CHORUS_COMMUNICATION selects, e.g. "gloo"; static */
+  chorus_status (*create)(const chorus_communicator_create_args* args, chorus_communicator** out);
+  void (*destroy)(chorus_communicator* comm);
+  chorus_status (*all_reduce)(chorus_communicator* comm, const chorus_all_reduce_args* args,
+                              chorus_request** request);
+  chorus_status (*broadcast)(chorus_communicator* comm,
+                             const chorus_collective_broadcast_args* args,
+                             chorus_request** request);
+  chorus_status (*all_gather)(chorus_communicator* comm,
+                              const chorus_collective_all_gather_args* args,
+                              chorus_request** request);
+  chorus_status (*reduce_scatter)(chorus_communicator* comm, const chorus_reduce_scatter_args* args,
+                                  chorus_request** request);
+  chorus_status (*barrier)(chorus_communicator* comm, chorus_request** request);
+  /* Makes every pending and later operation fail with CHORUS_ABORTED. Safe to call from any
+     thread, while other threads are inside the communicator's functions. */
+  void (*abort)(chorus_communicator* comm);
+} chorus_collective_api;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Interface 5: transport (point-to-point between ranks)                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct chorus_transport_create_args {
+  size_t struct_size;
+  int32_t rank;
+  int32_t size;
+  const chorus_kv_store* store; /* to publish and find addresses; lives until destroy */
+  int64_t timeout_ms;
+  const chorus_option* options; /* borrowed for the call; e.g. {"interface", "lo"} */
+  size_t num_options;
+} chorus_transport_create_args;
+
+/* Messages between one pair of ranks with the same tag arrive in the order sent. A receive
+   must name the exact byte count the sender sends; a different count fails with
+   CHORUS_INVALID_ARGUMENT on the receiver. */
+typedef struct chorus_p2p_args {
+  size_t struct_size;
+  int32_t peer;
+  uint64_t tag;
+  void* data; /* send: read from; recv: written to. Borrowed until the request completes */
+  size_t bytes;
+} chorus_p2p_args;
+
+typedef struct chorus_transport_api {
+  size_t struct_size;
+  const char* name; /* e.g. "tcp", "ucx"; static */
+  chorus_status (*create)(const chorus_transport_create_args* args,
+                          chorus_transport_endpoint** out);
+  void (*destroy)(chorus_transport_endpoint* endpoint);
+  /* Start a send or a receive; the request completes when the buffer may be reused. */
+  chorus_status (*isend)(chorus_transport_endpoint* endpoint, const chorus_p2p_args* args,
+                         chorus_request** request);
+  chorus_status (*irecv)(chorus_transport_endpoint* endpoint, const chorus_p2p_args* args,
+                         chorus_request** request);
+  /* As chorus_collective_api.abort. */
+  void (*abort)(chorus_transport_endpoint* endpoint);
+} chorus_transport_api;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Interface 4: algorithm (a collective written against point-to-point operations)            */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Point-to-point operations the core hands an algorithm: over a transport plugin or the core's
+   own TCP. Borrowed for the run. */
+typedef struct chorus_p2p {
+  size_t struct_size;
+  void* ctx; /* owned by the core */
+  int32_t rank;
+  int32_t size;
+  chorus_status (*isend)(void* ctx, const chorus_p2p_args* args, chorus_p2p_request** request);
+  chorus_status (*irecv)(void* ctx, const chorus_p2p_args* args, chorus_p2p_request** request);
+  /* Waits up to timeout_ms; CHORUS_TIMEOUT leaves the request live. */
+  chorus_status (*wait)(void* ctx, chorus_p2p_request* request, int64_t timeout_ms);
+  /* *done = 1 when finished (the return value is then the operation's status). */
+  chorus_status (*test)(void* ctx, chorus_p2p_request* request, int* done);
+  /* Frees a request that finished, or whose endpoint was aborted. */
+  void (*free)(void* ctx, chorus_p2p_request* request);
+} chorus_p2p;
+
+typedef enum chorus_collective_op {
+  CHORUS_OP_ALL_REDUCE = 0,
+  CHORUS_OP_BROADCAST = 1,
+  CHORUS_OP_ALL_GATHER = 2,
+  CHORUS_OP_REDUCE_SCATTER = 3,
+  CHORUS_OP_BARRIER = 4,
+  CHORUS_COLLECTIVE_OP_MAX_ENUM = 0x7fffffff
+} chorus_collective_op;
+
+#define CHORUS_OP_BIT(op) (1u << (op))
+
+/* One collective on host memory. Fields as in the collective's argument structs: for
+   ALL_REDUCE count elements; BROADCAST uses recv as data and root; ALL_GATHER count per rank;
+   REDUCE_SCATTER count = recv_count. */
+typedef struct chorus_algorithm_run_args {
+  size_t struct_size;
+  chorus_collective_op op;
+  const void* send;
+  void* recv;
+  size_t count;
+  chorus_dtype dtype;
+  chorus_reduce_op op_reduce; /* never MEAN */
+  int32_t root;
+  const chorus_p2p* p2p;
+  int64_t timeout_ms;
+  const chorus_option* options; /* borrowed for the call */
+  size_t num_options;
+} chorus_algorithm_run_args;
+
+typedef struct chorus_algorithm_api {
+  size_t struct_size;
+  const char* name;       /* e.g. "ring", "recursive_doubling"; static */
+  uint32_t supported_ops; /* CHORUS_OP_BIT(...) of every op run() implements */
+  /* Runs the collective to completion on the calling thread. Reduces with host->reduce_host.
+     Thread-safe across different p2p contexts. */
+  chorus_status (*run)(const chorus_algorithm_run_args* args);
+} chorus_algorithm_api;
+
+/* ------------------------------------------------------------------------------------------ */
+/* The plugin table                                                                           */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct chorus_plugin {
+  size_t struct_size;
+  uint32_t abi_major; /* CHORUS_ABI_MAJOR of the header the plugin was built with */
+  uint32_t abi_minor;
+  const char* name;        /* e.g. "hierarchical"; [a-z0-9_-]+, matches libchorus-<name>.so */
+  const char* version;     /* the plugin's own version, free form */
+  const char* description; /* one line */
+  /* Called once after the core accepts the table, before any other function; `host` lives
+     until shutdown returns. A failure (with last_error set) makes the core skip the plugin.
+     After shutdown the core may call init again. */
+  chorus_status (*init)(const chorus_host* host);
+  /* Called after every object the plugin created was destroyed. */
+  void (*shutdown)(void);
+  /* Message of the last failed call made by this thread into this plugin. Owned by the plugin;
+     valid until this thread's next call into it. Never NULL (an empty string at worst). */
+  const char* (*last_error)(void);
+  /* Requests of every interface below. test: *done = 1 when finished, and the return value is
+     then the operation's status. wait: up to timeout_ms; CHORUS_TIMEOUT leaves it live.
+     free: on a finished request, or one whose communicator/endpoint was aborted. */
+  chorus_status (*request_test)(chorus_request* request, int* done);
+  chorus_status (*request_wait)(chorus_request* request, int64_t timeout_ms);
+  void (*request_free)(chorus_request* request);
+  /* The interfaces this plugin provides; NULL where it provides none. Static tables. */
+  const chorus_device_enumerator_api* device_enumerator;
+  const chorus_cross_device_ops_api* cross_device_ops;
+  const chorus_collective_api* collective;
+  const chorus_algorithm_api* algorithm;
+  const chorus_transport_api* transport;
+} chorus_plugin;
+
+/* Fields a table must hold for the core to use the plugin at all. */
+#define CHORUS_PLUGIN_MIN_SIZE CHORUS_STRUCT_SIZE(chorus_plugin, request_free)
+
+/* The entry point. `host` is borrowed for the call (it is handed again to init). Returns a
+   table that lives as long as the library, or NULL when the plugin cannot run here. Must be
+   cheap and free of side effects: the core calls it to list plugins it will not use. */
+typedef const chorus_plugin* (*chorus_plugin_get_fn)(const chorus_host* host);
+
+CHORUS_PLUGIN_EXPORT const chorus_plugin* chorus_plugin_get(const chorus_host* host);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CHORUS_PLUGIN_H_ */

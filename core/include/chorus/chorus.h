@@ -11,6 +11,7 @@
 #include <chorus/collective/communication_options.h>
 #include <chorus/collective/communicator.h>
 #include <chorus/collective/cross_device_ops.h>
+#include <chorus/collective/transport_endpoint.h>
 #include <chorus/distribute/dataset.h>
 #include <chorus/distribute/multi_worker_mirrored_strategy.h>
 #include <chorus/distribute/replica_context.h>

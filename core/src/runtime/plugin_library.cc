@@ -5,9 +5,14 @@
 
 #include <algorithm>
 #include <boost/dll/shared_library.hpp>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <regex>
+#include <set>
+#include <type_traits>
 
 #include "base/logging.h"
 #include "runtime/host.h"
@@ -25,39 +30,169 @@ std::string Version(uint32_t major, uint32_t minor) {
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
-// Copies a table of the plugin's struct_size into the core's layout: fields the plugin did not
+// Copies a struct of the plugin's struct_size into the core's layout: fields the plugin did not
 // have stay zero (unsupported), fields the core does not know are not read.
-template <typename Table>
-bool CopyTable(const Table* source, Table* target, size_t required, const char* what,
-               std::vector<std::string>* notes) {
-  if (source == nullptr) return false;
-  if (source->struct_size < required) {
-    notes->push_back(std::string(what) + " table is " + std::to_string(source->struct_size) +
-                     " bytes, less than the " + std::to_string(required) +
-                     " a usable one needs; the interface is ignored");
-    return false;
-  }
-  std::memset(target, 0, sizeof(Table));
-  std::memcpy(target, source, std::min(source->struct_size, sizeof(Table)));
-  target->struct_size = sizeof(Table);
-  return true;
+template <typename Struct>
+std::unique_ptr<Struct> CopyStruct(const Struct* source) {
+  auto target = std::make_unique<Struct>();
+  std::memset(target.get(), 0, sizeof(Struct));
+  std::memcpy(target.get(), source, std::min(source->struct_size, sizeof(Struct)));
+  target->struct_size = sizeof(Struct);
+  return target;
 }
 
+// The name an implementation goes by: a device enumerator's platform, else its name.
+template <typename Api>
+const char*& NameOf(Api* table) {
+  if constexpr (std::is_same_v<Api, chorus_device_enumerator_api>) {
+    return table->platform;
+  } else {
+    return table->name;
+  }
+}
+
+// How many entries a NULL-terminated memory list may have before it is taken as unterminated.
+constexpr size_t kMaxMemoryKinds = 64;
+
 }  // namespace
+
+template <typename Api>
+void PluginLibrary::AcceptInterface(const Api* single, const Api* const* list, size_t count,
+                                    size_t required, const char* what, Copies<Api>* copies,
+                                    std::vector<const Api*>* accepted) {
+  std::vector<const Api*> offered;
+  if (list != nullptr && count > 0) {
+    offered.assign(list, list + count);
+  } else if (single != nullptr) {
+    offered.push_back(single);
+  }
+  std::set<std::string> names;
+  for (size_t i = 0; i < offered.size(); ++i) {
+    const std::string where =
+        std::string(what) + (offered.size() > 1 ? " #" + std::to_string(i) : "");
+    const Api* source = offered[i];
+    if (source == nullptr) {
+      notes_.push_back(where + " is NULL in its array; ignored");
+      continue;
+    }
+    if (source->struct_size < required) {
+      notes_.push_back(where + " table is " + std::to_string(source->struct_size) +
+                       " bytes, less than the " + std::to_string(required) +
+                       " a usable one needs; the interface is ignored");
+      continue;
+    }
+    auto copy = CopyStruct(source);
+    const char*& name = NameOf(copy.get());
+    if (name == nullptr) {
+      if (offered.size() > 1) {
+        notes_.push_back(where + " has no name; a library of several must name each; ignored");
+        continue;
+      }
+      name = std::is_same_v<Api, chorus_device_enumerator_api> ? "" : table_.name;
+    }
+    if (!names.insert(name).second) {
+      notes_.push_back(where + " '" + name + "' repeats an earlier one's name; ignored");
+      continue;
+    }
+    if constexpr (requires { copy->capabilities; }) AcceptCapabilities(copy.get(), what, copies);
+    accepted->push_back(copy.get());
+    copies->tables.push_back(std::move(copy));
+  }
+}
+
+template <typename Api>
+void PluginLibrary::AcceptCapabilities(Api* table, const char* what, Copies<Api>* copies) {
+  const chorus_capabilities* source = table->capabilities;
+  if (source == nullptr) return;
+  table->capabilities = nullptr;  // unless the checks below pass
+  const std::string where = std::string(what) + " '" + table->name + "'";
+  if (source->struct_size < CHORUS_STRUCT_SIZE(chorus_capabilities, score)) {
+    notes_.push_back(where + ": its capabilities are " + std::to_string(source->struct_size) +
+                     " bytes, too few for ABI 1.1's; it is chosen only by name");
+    return;
+  }
+  auto copy = CopyStruct(source);
+  size_t kinds = 0;
+  while (copy->memory != nullptr && kinds < kMaxMemoryKinds && copy->memory[kinds] != nullptr) {
+    ++kinds;
+  }
+  std::string problem;
+  if (copy->memory == nullptr || kinds == 0) {
+    problem = "name no memory";
+  } else if (kinds == kMaxMemoryKinds) {
+    problem = "list memory without the NULL that ends the list";
+  } else if (copy->score == nullptr) {
+    problem = "have no score function";
+  } else if (copy->shape != CHORUS_SHAPE_ANY && copy->shape != CHORUS_SHAPE_ONE_HOST &&
+             copy->shape != CHORUS_SHAPE_UNIFORM) {
+    problem = "name an unknown job shape " + std::to_string(copy->shape);
+  }
+  if (!problem.empty()) {
+    notes_.push_back(where + ": its capabilities " + problem + "; it is chosen only by name");
+    return;
+  }
+  table->capabilities = copy.get();
+  copies->capabilities.push_back(std::move(copy));
+}
+
+void PluginLibrary::AcceptExtensions(const chorus_plugin* table) {
+  if (table->struct_size < CHORUS_STRUCT_SIZE(chorus_plugin, extensions)) return;
+  constexpr size_t kMaxExtensions = 256;  // a longer chain is taken for a loop
+  for (const chorus_extension* e = table->extensions; e != nullptr; e = e->next) {
+    if (extension_types_.size() == kMaxExtensions) {
+      notes_.push_back("its extension chain is longer than " + std::to_string(kMaxExtensions) +
+                       " (a loop?); the rest is ignored");
+      break;
+    }
+    if (e->struct_size < sizeof(chorus_extension)) {
+      notes_.push_back("an extension of " + std::to_string(e->struct_size) +
+                       " bytes is smaller than chorus_extension; the chain ends there");
+      break;
+    }
+    extension_types_.push_back(e->type);
+  }
+  // No extension type is defined in 1.1: each is skipped, as a newer one is by an older core.
+  if (!extension_types_.empty()) {
+    std::string types;
+    for (uint32_t type : extension_types_) {
+      char hex[16];
+      std::snprintf(hex, sizeof hex, "0x%x", type);
+      types += (types.empty() ? "" : ", ") + std::string(hex);
+    }
+    notes_.push_back("extensions " + types + " are unknown to this core and skipped");
+  }
+}
 
 PluginLibrary::~PluginLibrary() {
   if (initialized_ && table_.shutdown != nullptr) table_.shutdown();
 }
 
 std::shared_ptr<PluginLibrary> PluginLibrary::Load(const std::string& path, std::string* reason) {
-  std::shared_ptr<PluginLibrary> plugin(new PluginLibrary());
-  plugin->path_ = path;
-  plugin->handle_ = std::make_unique<Handle>();
   std::error_code exists_error;
   if (!std::filesystem::is_regular_file(path, exists_error)) {
     *reason = "no such file (check the path in CHORUS_PLUGINS or CHORUS_PLUGIN_PATH)";
     return nullptr;
   }
+  // One PluginLibrary per file: dlopen would hand back the same library, whose init must not run
+  // twice (its host slot is one per library).
+  static std::mutex mutex;
+  static std::map<std::string, std::weak_ptr<PluginLibrary>> alive;
+  std::error_code canonical_error;
+  const std::string key = std::filesystem::canonical(path, canonical_error).string();
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!canonical_error) {
+    if (auto existing = alive[key].lock()) return existing;
+  }
+  auto plugin = LoadFile(path, reason);
+  if (plugin != nullptr && !canonical_error) alive[key] = plugin;
+  return plugin;
+}
+
+std::shared_ptr<PluginLibrary> PluginLibrary::LoadFile(const std::string& path,
+                                                       std::string* reason) {
+  std::shared_ptr<PluginLibrary> plugin(new PluginLibrary());
+  plugin->path_ = path;
+  plugin->handle_ = std::make_unique<Handle>();
   boost::dll::fs::error_code ec;
   dlerror();  // clear
   plugin->handle_->library.load(
@@ -185,33 +320,62 @@ bool PluginLibrary::Accept(const chorus_plugin* table, std::string* reason) {
                      "treated as unsupported");
   }
 
-  // Interfaces, each through the same size check. A table too small for its functions is
-  // ignored with a note, never called.
-  const bool have_enumerator = CopyTable(
-      table_.device_enumerator, &device_enumerator_,
-      CHORUS_STRUCT_SIZE(chorus_device_enumerator_api, device_info), "device_enumerator", &notes_);
-  const bool have_cdo = CopyTable(table_.cross_device_ops, &cross_device_ops_,
-                                  CHORUS_STRUCT_SIZE(chorus_cross_device_ops_api, reduce),
-                                  "cross_device_ops", &notes_);
-  const bool have_collective =
-      CopyTable(table_.collective, &collective_, CHORUS_STRUCT_SIZE(chorus_collective_api, destroy),
-                "collective", &notes_);
-  const bool have_algorithm =
-      CopyTable(table_.algorithm, &algorithm_, CHORUS_STRUCT_SIZE(chorus_algorithm_api, run),
-                "algorithm", &notes_);
-  const bool have_transport =
-      CopyTable(table_.transport, &transport_, CHORUS_STRUCT_SIZE(chorus_transport_api, irecv),
-                "transport", &notes_);
-  table_.device_enumerator = have_enumerator ? &device_enumerator_ : nullptr;
-  table_.cross_device_ops = have_cdo ? &cross_device_ops_ : nullptr;
-  table_.collective = have_collective ? &collective_ : nullptr;
-  table_.algorithm = have_algorithm ? &algorithm_ : nullptr;
-  table_.transport = have_transport ? &transport_ : nullptr;
-  if (have_enumerator && device_enumerator_.platform == nullptr) device_enumerator_.platform = "";
-  if (have_cdo && cross_device_ops_.name == nullptr) cross_device_ops_.name = table_.name;
-  if (have_collective && collective_.name == nullptr) collective_.name = table_.name;
-  if (have_algorithm && algorithm_.name == nullptr) algorithm_.name = table_.name;
-  if (have_transport && transport_.name == nullptr) transport_.name = table_.name;
+  // Interfaces, each through the same size check: one table per implementation, from the 1.1
+  // arrays when the plugin gives them, else from the single pointer. A table too small for its
+  // functions is ignored with a note, never called.
+  const auto has = [&](size_t field_end) { return table->struct_size >= field_end; };
+  AcceptInterface(
+      table_.device_enumerator,
+      has(CHORUS_STRUCT_SIZE(chorus_plugin, num_device_enumerators)) ? table->device_enumerator_list
+                                                                     : nullptr,
+      has(CHORUS_STRUCT_SIZE(chorus_plugin, num_device_enumerators)) ? table->num_device_enumerators
+                                                                     : 0,
+      CHORUS_STRUCT_SIZE(chorus_device_enumerator_api, device_info), "device_enumerator",
+      &device_enumerator_copies_, &device_enumerator_list_);
+  AcceptInterface(
+      table_.cross_device_ops,
+      has(CHORUS_STRUCT_SIZE(chorus_plugin, num_cross_device_ops)) ? table->cross_device_ops_list
+                                                                   : nullptr,
+      has(CHORUS_STRUCT_SIZE(chorus_plugin, num_cross_device_ops)) ? table->num_cross_device_ops
+                                                                   : 0,
+      CHORUS_STRUCT_SIZE(chorus_cross_device_ops_api, reduce), "cross_device_ops",
+      &cross_device_ops_copies_, &cross_device_ops_list_);
+  AcceptInterface(
+      table_.collective,
+      has(CHORUS_STRUCT_SIZE(chorus_plugin, num_collectives)) ? table->collective_list : nullptr,
+      has(CHORUS_STRUCT_SIZE(chorus_plugin, num_collectives)) ? table->num_collectives : 0,
+      CHORUS_STRUCT_SIZE(chorus_collective_api, destroy), "collective", &collective_copies_,
+      &collective_list_);
+  AcceptInterface(
+      table_.algorithm,
+      has(CHORUS_STRUCT_SIZE(chorus_plugin, num_algorithms)) ? table->algorithm_list : nullptr,
+      has(CHORUS_STRUCT_SIZE(chorus_plugin, num_algorithms)) ? table->num_algorithms : 0,
+      CHORUS_STRUCT_SIZE(chorus_algorithm_api, run), "algorithm", &algorithm_copies_,
+      &algorithm_list_);
+  AcceptInterface(
+      table_.transport,
+      has(CHORUS_STRUCT_SIZE(chorus_plugin, num_transports)) ? table->transport_list : nullptr,
+      has(CHORUS_STRUCT_SIZE(chorus_plugin, num_transports)) ? table->num_transports : 0,
+      CHORUS_STRUCT_SIZE(chorus_transport_api, irecv), "transport", &transport_copies_,
+      &transport_list_);
+  // The table as the core knows it points at the first accepted implementation of each, and
+  // its arrays at the accepted ones.
+  table_.device_enumerator = device_enumerator_list_.empty() ? nullptr : device_enumerator_list_[0];
+  table_.cross_device_ops = cross_device_ops_list_.empty() ? nullptr : cross_device_ops_list_[0];
+  table_.collective = collective_list_.empty() ? nullptr : collective_list_[0];
+  table_.algorithm = algorithm_list_.empty() ? nullptr : algorithm_list_[0];
+  table_.transport = transport_list_.empty() ? nullptr : transport_list_[0];
+  table_.device_enumerator_list = device_enumerator_list_.data();
+  table_.num_device_enumerators = device_enumerator_list_.size();
+  table_.cross_device_ops_list = cross_device_ops_list_.data();
+  table_.num_cross_device_ops = cross_device_ops_list_.size();
+  table_.collective_list = collective_list_.data();
+  table_.num_collectives = collective_list_.size();
+  table_.algorithm_list = algorithm_list_.data();
+  table_.num_algorithms = algorithm_list_.size();
+  table_.transport_list = transport_list_.data();
+  table_.num_transports = transport_list_.size();
+  AcceptExtensions(table);
 
   handle_->host = std::make_unique<internal::PluginHost>(name_);
   chorus_status status = CHORUS_INTERNAL;
@@ -242,12 +406,15 @@ const chorus_transport_api* PluginLibrary::transport() const { return table_.tra
 
 std::vector<std::string> PluginLibrary::Provides() const {
   std::vector<std::string> out;
-  if (auto* t = device_enumerator())
+  for (auto* t : device_enumerator_list_) {
     out.push_back(std::string("device_enumerator(") + t->platform + ")");
-  if (auto* t = cross_device_ops()) out.push_back(std::string("cross_device_ops(") + t->name + ")");
-  if (auto* t = collective()) out.push_back(std::string("collective(") + t->name + ")");
-  if (auto* t = algorithm()) out.push_back(std::string("algorithm(") + t->name + ")");
-  if (auto* t = transport()) out.push_back(std::string("transport(") + t->name + ")");
+  }
+  for (auto* t : cross_device_ops_list_) {
+    out.push_back(std::string("cross_device_ops(") + t->name + ")");
+  }
+  for (auto* t : collective_list_) out.push_back(std::string("collective(") + t->name + ")");
+  for (auto* t : algorithm_list_) out.push_back(std::string("algorithm(") + t->name + ")");
+  for (auto* t : transport_list_) out.push_back(std::string("transport(") + t->name + ")");
   return out;
 }
 

@@ -1,6 +1,7 @@
 // One loaded plugin: a shared library (or a table compiled into the core) whose chorus_plugin
 // table was accepted. Keeps the library loaded while any shared_ptr to it lives; every object
-// made from a plugin holds one.
+// made from a plugin holds one. A library is loaded and initialised once per process: loading
+// the same file again gives the same PluginLibrary while one is alive.
 #ifndef CHORUS_PLUGIN_LIBRARY_H_
 #define CHORUS_PLUGIN_LIBRARY_H_
 
@@ -14,8 +15,9 @@ namespace chorus {
 
 class PluginLibrary {
  public:
-  // Loads `path` (RTLD_NOW | RTLD_LOCAL), negotiates the ABI and calls init. On failure returns
-  // nullptr and sets *reason to a sentence that names the problem and the fix.
+  // Loads `path` (RTLD_NOW | RTLD_LOCAL), negotiates the ABI and calls init, or returns the
+  // PluginLibrary of that file already alive in this process. On failure returns nullptr and
+  // sets *reason to a sentence that names the problem and the fix.
   static std::shared_ptr<PluginLibrary> Load(const std::string& path, std::string* reason);
 
   // Wraps a table compiled into the core ("builtin"); it goes through the same negotiation.
@@ -34,18 +36,32 @@ class PluginLibrary {
   const std::string& version() const { return version_; }
   const std::string& description() const { return description_; }
 
-  // The plugin's table as the core knows it (ABI 1.0 layout): fields the plugin's struct_size
-  // did not cover are zero. The interface getters return such copies too, or nullptr when the
-  // plugin does not provide the interface.
+  // The plugin's table as the core knows it (this core's ABI layout): fields the plugin's
+  // struct_size did not cover are zero. Every implementation of an interface is such a copy too,
+  // with its capabilities (1.1) copied and checked: a table whose capabilities are unusable keeps
+  // none (it is then chosen only by name), with a note saying why.
   const chorus_plugin& table() const { return table_; }
+  const std::vector<const chorus_device_enumerator_api*>& device_enumerators() const {
+    return device_enumerator_list_;
+  }
+  const std::vector<const chorus_cross_device_ops_api*>& cross_device_ops_list() const {
+    return cross_device_ops_list_;
+  }
+  const std::vector<const chorus_collective_api*>& collectives() const { return collective_list_; }
+  const std::vector<const chorus_algorithm_api*>& algorithms() const { return algorithm_list_; }
+  const std::vector<const chorus_transport_api*>& transports() const { return transport_list_; }
+  // The first implementation of each interface, or nullptr when it provides none.
   const chorus_device_enumerator_api* device_enumerator() const;
   const chorus_cross_device_ops_api* cross_device_ops() const;
   const chorus_collective_api* collective() const;
   const chorus_algorithm_api* algorithm() const;
   const chorus_transport_api* transport() const;
 
+  // The types of the extensions on its chain (1.1), in order; this core knows none of them yet.
+  const std::vector<uint32_t>& extension_types() const { return extension_types_; }
+
   // What the plugin provides, e.g. {"device_enumerator(cpu)",
-  // "cross_device_ops(hierarchical_copy)"}.
+  // "cross_device_ops(hierarchical_copy)"}, one entry per implementation.
   std::vector<std::string> Provides() const;
 
   // The calling thread's last error in this plugin ("" if none).
@@ -56,7 +72,22 @@ class PluginLibrary {
 
  private:
   PluginLibrary() = default;
+  static std::shared_ptr<PluginLibrary> LoadFile(const std::string& path, std::string* reason);
   bool Accept(const chorus_plugin* table, std::string* reason);
+
+  // Copies of the plugin's interface tables and capabilities, in the core's layout; stable
+  // addresses (the lists point into them).
+  template <typename Api>
+  struct Copies {
+    std::vector<std::unique_ptr<Api>> tables;
+    std::vector<std::unique_ptr<chorus_capabilities>> capabilities;
+  };
+  template <typename Api>
+  void AcceptInterface(const Api* single, const Api* const* list, size_t count, size_t required,
+                       const char* what, Copies<Api>* copies, std::vector<const Api*>* accepted);
+  template <typename Api>
+  void AcceptCapabilities(Api* table, const char* what, Copies<Api>* copies);
+  void AcceptExtensions(const chorus_plugin* table);
 
   struct Handle;
   std::unique_ptr<Handle> handle_;  // the loaded library; null for builtins
@@ -64,11 +95,17 @@ class PluginLibrary {
   bool builtin_ = false;
   bool initialized_ = false;
   chorus_plugin table_{};
-  chorus_device_enumerator_api device_enumerator_{};
-  chorus_cross_device_ops_api cross_device_ops_{};
-  chorus_collective_api collective_{};
-  chorus_algorithm_api algorithm_{};
-  chorus_transport_api transport_{};
+  Copies<chorus_device_enumerator_api> device_enumerator_copies_;
+  Copies<chorus_cross_device_ops_api> cross_device_ops_copies_;
+  Copies<chorus_collective_api> collective_copies_;
+  Copies<chorus_algorithm_api> algorithm_copies_;
+  Copies<chorus_transport_api> transport_copies_;
+  std::vector<const chorus_device_enumerator_api*> device_enumerator_list_;
+  std::vector<const chorus_cross_device_ops_api*> cross_device_ops_list_;
+  std::vector<const chorus_collective_api*> collective_list_;
+  std::vector<const chorus_algorithm_api*> algorithm_list_;
+  std::vector<const chorus_transport_api*> transport_list_;
+  std::vector<uint32_t> extension_types_;
   std::vector<std::string> notes_;
 };
 

@@ -35,7 +35,10 @@ bool Rejected(const Discovery& discovery, const std::string& file_part) {
 TEST(Discovery, LoadsTheGoodAndRejectsEachBrokenCandidateWithAReason) {
   const Discovery discovery = DiscoverPlugins(Options(std::nullopt));
   const auto names = LoadedNames(discovery);
-  EXPECT_EQ(names, (std::vector<std::string>{"fake_good", "fake_newer_minor", "fake_older_minor"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"fake_abi_1_0", "fake_bad_capabilities", "fake_blocking",
+                                      "fake_duplicate_names", "fake_good", "fake_newer_minor",
+                                      "fake_older_minor", "fake_scored"}));
   for (const char* broken :
        {"fake_other_major", "fake_no_entry", "fake_init_fails", "fake_entry_throws",
         "fake_entry_null", "fake_tiny_table", "fake_null_init", "fake_misnamed", "not_a_library"}) {
@@ -57,7 +60,9 @@ TEST(Discovery, AnAllowListLoadsOnlyThoseNames) {
 }
 
 TEST(Discovery, CaretExcludesAName) {
-  const Discovery discovery = DiscoverPlugins(Options("^fake_good,^fake_older_minor"));
+  const Discovery discovery = DiscoverPlugins(
+      Options("^fake_good,^fake_older_minor,^fake_abi_1_0,^fake_bad_capabilities,^fake_blocking,"
+              "^fake_duplicate_names,^fake_scored"));
   EXPECT_EQ(LoadedNames(discovery), std::vector<std::string>{"fake_newer_minor"});
 }
 
@@ -111,10 +116,12 @@ class Selection : public ::testing::Test {
   Registry registry_{Options("fake_good")};
 };
 
-TEST_F(Selection, DefaultRuleOnCpuIsReductionToOneDevice) {
+// fake_good_ops declares no capabilities (the fake is a 1.0-style table): AUTO never picks it.
+TEST_F(Selection, AutoOnCpuIsReductionToOneDevice) {
   const auto selection = SelectCrossDeviceOps(registry_, "", registry_.DefaultDevices());
   EXPECT_EQ(selection.name, "reduction_to_one_device");
-  EXPECT_NE(selection.source.find("default rule"), std::string::npos);
+  EXPECT_EQ(selection.source.rfind("AUTO: reduction_to_one_device scores 5", 0), 0u)
+      << selection.source;
 }
 
 TEST_F(Selection, TheVariableBeatsTheDefault) {
@@ -153,11 +160,9 @@ TEST_F(Selection, AnUnknownNameInTheVariableListsTheAvailableNames) {
 TEST_F(Selection, TheBuiltinIsAlwaysThereEvenWithNoPlugins) {
   Registry bare(Options("none"));
   EXPECT_EQ(bare.CrossDeviceOpsNames(), std::vector<std::string>{"reduction_to_one_device"});
-  // The core and its hierarchical collective.
-  ASSERT_EQ(bare.plugins().size(), 2u);
+  ASSERT_EQ(bare.plugins().size(), 1u);
   EXPECT_TRUE(bare.plugins()[0]->builtin());
-  EXPECT_TRUE(bare.plugins()[1]->builtin());
-  EXPECT_EQ(CollectiveNames(bare), (std::vector<std::string>{"core_ring", "hierarchical"}));
+  EXPECT_EQ(bare.CollectiveNames(), std::vector<std::string>{"core_ring"});
 }
 
 }  // namespace

@@ -1,10 +1,15 @@
 // One fake plugin, built as many variants (Vulkan-Loader style). Each FAKE_* macro set by
-// tests/loader/CMakeLists.txt turns it into one kind of broken or unusual plugin.
+// tests/loader/CMakeLists.txt turns it into one kind of broken or unusual plugin. It compiles
+// against the 1.1 header and against the frozen 1.0 one (tests/abi/v1_0), which is how the
+// loader tests prove that a plugin built for 1.0 keeps loading.
 #include <chorus/plugin.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
+#include <thread>
 
 #ifndef FAKE_NAME
 #error "FAKE_NAME must be defined"
@@ -19,8 +24,10 @@
 namespace {
 
 const char* g_error = "";
+const chorus_host* g_host = nullptr;
 
-chorus_status Init(const chorus_host*) {
+chorus_status Init(const chorus_host* host) {
+  g_host = host;
 #ifdef FAKE_INIT_FAILS
   g_error = "no fake device on this machine";
   return CHORUS_UNAVAILABLE;
@@ -28,7 +35,7 @@ chorus_status Init(const chorus_host*) {
   return CHORUS_OK;
 #endif
 }
-void Shutdown() {}
+void Shutdown() { g_host = nullptr; }
 const char* LastError() { return g_error; }
 chorus_status RequestTest(chorus_request*, int* done) {
   *done = 1;
@@ -45,22 +52,129 @@ chorus_status OpsCreate(const chorus_cross_device_ops_create_args*, chorus_cross
   return CHORUS_OK;
 }
 void OpsDestroy(chorus_cross_device_ops*) {}
+// Waits up to `timeout_ms` for the host's abort flag (FAKE_BLOCKING): ABORTED when it rises.
+chorus_status BlockUntilAborted(int64_t timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (g_host != nullptr && g_host->abort_requested(g_host->ctx)) {
+      g_error = FAKE_NAME ": the host's abort flag ended the wait";
+      return CHORUS_ABORTED;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  g_error = FAKE_NAME ": timed out";
+  return CHORUS_TIMEOUT;
+}
+
 chorus_status OpsReduce(chorus_cross_device_ops*, const chorus_reduce_args*,
                         chorus_request** request) {
   *request = nullptr;
+#ifdef FAKE_BLOCKING
+  return BlockUntilAborted(60000);
+#else
   return CHORUS_OK;
+#endif
 }
 
-const chorus_cross_device_ops_api kOps = {sizeof(chorus_cross_device_ops_api),
-                                          FAKE_NAME "_ops",
-                                          OpsCreate,
-                                          OpsDestroy,
-                                          OpsReduce,
-                                          nullptr,
-                                          nullptr,
-                                          nullptr};
+const chorus_cross_device_ops_api kOps = [] {
+  chorus_cross_device_ops_api t{};
+  t.struct_size = sizeof(t);
+  t.name = FAKE_NAME "_ops";
+  t.create = OpsCreate;
+  t.destroy = OpsDestroy;
+  t.reduce = OpsReduce;
+  return t;
+}();
 
-// A plugin table as a later minor version would have it: the 1.0 fields, then one more.
+// A collective that copies its input (right for one rank) or, in FAKE_BLOCKING, blocks every
+// all_reduce until the host's abort flag is raised or its time-out passes: a plugin whose only
+// way out of a wait is abort_requested (it has no abort()).
+struct Comm {
+  int64_t timeout_ms = 0;
+};
+chorus_status CommCreate(const chorus_communicator_create_args* args, chorus_communicator** out) {
+  *out = reinterpret_cast<chorus_communicator*>(new Comm{args->timeout_ms});
+  return CHORUS_OK;
+}
+void CommDestroy(chorus_communicator* comm) { delete reinterpret_cast<Comm*>(comm); }
+chorus_status CommAllReduce(chorus_communicator* comm, const chorus_all_reduce_args* args,
+                            chorus_request** request) {
+  *request = nullptr;
+#ifdef FAKE_BLOCKING
+  (void)args;
+  return BlockUntilAborted(reinterpret_cast<Comm*>(comm)->timeout_ms);
+#else
+  (void)comm;
+  if (args->count > 0 && args->send != args->recv) {
+    std::memcpy(args->recv, args->send, args->count * chorus_dtype_size(args->dtype));
+  }
+  return CHORUS_OK;
+#endif
+}
+
+#if CHORUS_ABI_MINOR >= 1
+const char* const kHostMemory[] = {"host", nullptr};
+// The fake scores 90 (more than shm's 80) for host all_reduce alone, under AUTO: what a
+// vendor's tuned all-reduce declares.
+uint32_t Score(const chorus_score_args* args) {
+  return args->request == CHORUS_REQUEST_AUTO && args->op == CHORUS_OP_ALL_REDUCE ? 90 : 0;
+}
+const chorus_capabilities kCapabilities = [] {
+  chorus_capabilities c{};
+  c.struct_size = sizeof(c);
+  c.memory = kHostMemory;
+  c.shape = CHORUS_SHAPE_ANY;
+  c.ops = CHORUS_OP_BIT(CHORUS_OP_ALL_REDUCE);
+#ifdef FAKE_BAD_CAPABILITIES
+  c.score = nullptr;
+#else
+  c.score = Score;
+#endif
+  return c;
+}();
+#endif
+
+chorus_collective_api Collective(const char* name, bool scored) {
+  chorus_collective_api t{};
+  t.struct_size = sizeof(t);
+  t.name = name;
+  t.create = CommCreate;
+  t.destroy = CommDestroy;
+  t.all_reduce = CommAllReduce;
+#if CHORUS_ABI_MINOR >= 1
+  t.capabilities = scored ? &kCapabilities : nullptr;
+#else
+  (void)scored;
+#endif
+  return t;
+}
+
+#if defined(FAKE_SCORED) || defined(FAKE_BAD_CAPABILITIES)
+const chorus_collective_api kFast = Collective(FAKE_NAME "_fast", true);
+const chorus_collective_api kPlain = Collective(FAKE_NAME "_plain", false);
+#ifdef FAKE_DUPLICATE_NAMES
+const chorus_collective_api kAgain = Collective(FAKE_NAME "_fast", false);
+const chorus_collective_api* const kCollectives[] = {&kFast, &kPlain, &kAgain};
+#else
+const chorus_collective_api* const kCollectives[] = {&kFast, &kPlain};
+#endif
+#elif defined(FAKE_BLOCKING) || defined(FAKE_COLLECTIVE)
+const chorus_collective_api kOnly = Collective(FAKE_NAME, false);
+#endif
+
+#if CHORUS_ABI_MINOR >= 1 && defined(FAKE_SCORED)
+// Two extensions of types no core knows (a vendor's range): the loader must walk and skip them.
+struct VendorExtension {
+  chorus_extension base;
+  int payload;
+};
+const VendorExtension kSecond = {
+    {sizeof(VendorExtension), CHORUS_EXTENSION_VENDOR_FIRST + 2, nullptr}, 2};
+const VendorExtension kFirst = {
+    {sizeof(VendorExtension), CHORUS_EXTENSION_VENDOR_FIRST + 1, &kSecond.base}, 1};
+#endif
+
+// A plugin table as a later minor version would have it: this header's fields, then one more.
 struct NewerTable {
   chorus_plugin base;
   void (*future_slot)(void);
@@ -70,45 +184,51 @@ struct NewerTable {
 const chorus_collective_api* const kPoison =
     reinterpret_cast<const chorus_collective_api*>(static_cast<uintptr_t>(0xdeadbeef));
 
-const NewerTable kTable = {{
+const NewerTable kTable = [] {
+  NewerTable table{};
+  chorus_plugin& t = table.base;
 #if defined(FAKE_TINY_TABLE)
-                               8,
+  t.struct_size = 8;
 #elif defined(FAKE_OLDER_MINOR)
-                                // Built against a header that ended before the collective slot.
-                                offsetof(chorus_plugin, collective),
+  // Built against a header that ended before the collective slot.
+  t.struct_size = offsetof(chorus_plugin, collective);
 #elif defined(FAKE_NEWER_MINOR)
-                                sizeof(NewerTable),
+  t.struct_size = sizeof(NewerTable);
 #else
-                                sizeof(chorus_plugin),
+  t.struct_size = sizeof(chorus_plugin);
 #endif
-                               FAKE_ABI_MAJOR,
-                               FAKE_ABI_MINOR,
-                               FAKE_NAME,
-                               "0.0.1",
-                               "fake plugin for the loader tests",
-#ifdef FAKE_NULL_INIT
-                               nullptr,
-#else
-                                Init,
+  t.abi_major = FAKE_ABI_MAJOR;
+  t.abi_minor = FAKE_ABI_MINOR;
+  t.name = FAKE_NAME;
+  t.version = "0.0.1";
+  t.description = "fake plugin for the loader tests";
+#ifndef FAKE_NULL_INIT
+  t.init = Init;
 #endif
-                               Shutdown,
-                               LastError,
-                               RequestTest,
-                               RequestWait,
-                               RequestFree,
-                               nullptr,
-                               &kOps,
+  t.shutdown = Shutdown;
+  t.last_error = LastError;
+  t.request_test = RequestTest;
+  t.request_wait = RequestWait;
+  t.request_free = RequestFree;
+  t.cross_device_ops = &kOps;
 #ifdef FAKE_OLDER_MINOR
-                               kPoison,
-                               reinterpret_cast<const chorus_algorithm_api*>(kPoison),
-                               reinterpret_cast<const chorus_transport_api*>(kPoison),
-#else
-                                nullptr,
-                                nullptr,
-                                nullptr,
+  t.collective = kPoison;
+  t.algorithm = reinterpret_cast<const chorus_algorithm_api*>(kPoison);
+  t.transport = reinterpret_cast<const chorus_transport_api*>(kPoison);
+#elif defined(FAKE_SCORED) || defined(FAKE_BAD_CAPABILITIES)
+  t.collective = kCollectives[0];
+#if CHORUS_ABI_MINOR >= 1
+  t.collective_list = kCollectives;
+  t.num_collectives = sizeof(kCollectives) / sizeof(kCollectives[0]);
 #endif
-                           },
-                           nullptr};
+#elif defined(FAKE_BLOCKING) || defined(FAKE_COLLECTIVE)
+  t.collective = &kOnly;
+#endif
+#if CHORUS_ABI_MINOR >= 1 && defined(FAKE_SCORED)
+  t.extensions = &kFirst.base;
+#endif
+  return table;
+}();
 
 }  // namespace
 

@@ -111,6 +111,80 @@ TEST(Loader, RejectsAFileThatIsNoSharedLibrary) {
   EXPECT_NE(reason.find("cannot be loaded as a shared library"), std::string::npos) << reason;
 }
 
+// Compiled against the frozen 1.0 header (tests/abi/v1_0): a 1.0 table, without capabilities or
+// arrays, keeps loading; its collective is chosen by name only.
+TEST(Loader, LoadsAPluginBuiltForAbi10) {
+  std::string reason;
+  auto plugin = PluginLibrary::Load(FakePath("fake_abi_1_0"), &reason);
+  ASSERT_NE(plugin, nullptr) << reason;
+  EXPECT_EQ(plugin->abi_major(), 1u);
+  EXPECT_EQ(plugin->abi_minor(), 0u);
+  ASSERT_NE(plugin->collective(), nullptr);
+  EXPECT_STREQ(plugin->collective()->name, "fake_abi_1_0");
+  EXPECT_EQ(plugin->collective()->capabilities, nullptr);
+  EXPECT_EQ(plugin->collectives().size(), 1u);
+  EXPECT_EQ(plugin->Provides(), (std::vector<std::string>{"cross_device_ops(fake_abi_1_0_ops)",
+                                                          "collective(fake_abi_1_0)"}));
+  EXPECT_TRUE(plugin->extension_types().empty());
+}
+
+// A 1.1 table with an array of two collectives and a chain of two extensions of types no core
+// knows: both collectives are there (the single pointer is the first), the chain is walked and
+// skipped with a note.
+TEST(Loader, AcceptsSeveralImplementationsAndSkipsUnknownExtensions) {
+  std::string reason;
+  auto plugin = PluginLibrary::Load(FakePath("fake_scored"), &reason);
+  ASSERT_NE(plugin, nullptr) << reason;
+  ASSERT_EQ(plugin->collectives().size(), 2u);
+  EXPECT_STREQ(plugin->collectives()[0]->name, "fake_scored_fast");
+  EXPECT_STREQ(plugin->collectives()[1]->name, "fake_scored_plain");
+  EXPECT_EQ(plugin->collective(), plugin->collectives()[0]);
+  ASSERT_NE(plugin->collectives()[0]->capabilities, nullptr);
+  EXPECT_EQ(plugin->collectives()[1]->capabilities, nullptr);
+  EXPECT_EQ(plugin->extension_types(), (std::vector<uint32_t>{CHORUS_EXTENSION_VENDOR_FIRST + 1,
+                                                              CHORUS_EXTENSION_VENDOR_FIRST + 2}));
+  ASSERT_EQ(plugin->notes().size(), 1u);
+  EXPECT_NE(plugin->notes()[0].find("extensions 0x10001, 0x10002 are unknown to this core"),
+            std::string::npos)
+      << plugin->notes()[0];
+}
+
+TEST(Loader, KeepsTheFirstOfTwoImplementationsOfOneName) {
+  std::string reason;
+  auto plugin = PluginLibrary::Load(FakePath("fake_duplicate_names"), &reason);
+  ASSERT_NE(plugin, nullptr) << reason;
+  ASSERT_EQ(plugin->collectives().size(), 2u);
+  EXPECT_NE(plugin->collectives()[0]->capabilities, nullptr);  // the first of the name
+  bool noted = false;
+  for (const auto& note : plugin->notes()) {
+    noted = noted || note.find(
+                         "'fake_duplicate_names_fast' repeats an earlier one's name; "
+                         "ignored") != std::string::npos;
+  }
+  EXPECT_TRUE(noted);
+}
+
+TEST(Loader, UnusableCapabilitiesMakeTheTableChosenByNameOnly) {
+  std::string reason;
+  auto plugin = PluginLibrary::Load(FakePath("fake_bad_capabilities"), &reason);
+  ASSERT_NE(plugin, nullptr) << reason;
+  ASSERT_NE(plugin->collective(), nullptr);
+  EXPECT_EQ(plugin->collective()->capabilities, nullptr);
+  ASSERT_FALSE(plugin->notes().empty());
+  EXPECT_NE(plugin->notes()[0].find("have no score function; it is chosen only by name"),
+            std::string::npos)
+      << plugin->notes()[0];
+}
+
+// dlopen hands back the same library; its init must not run twice, so the loader does too.
+TEST(Loader, LoadingAFileTwiceGivesTheSameLibrary) {
+  std::string reason;
+  auto first = PluginLibrary::Load(FakePath("fake_good"), &reason);
+  auto second = PluginLibrary::Load(FakePath("fake_good"), &reason);
+  ASSERT_NE(first, nullptr) << reason;
+  EXPECT_EQ(first, second);
+}
+
 TEST(Loader, RejectsAMissingFile) {
   const std::string reason = RejectionOf("does_not_exist");
   EXPECT_NE(reason.find("no such file"), std::string::npos) << reason;

@@ -235,10 +235,10 @@ int main(int argc, char** argv) {
   if (plus == std::string::npos) {
     plugins = plugin_of(backend);
   } else {
+    plugins = "hierarchical";  // the plugin that composes two collectives by host
     for (const std::string& part : {backend.substr(0, plus), backend.substr(plus + 1)}) {
-      if (part != "core_ring") plugins += (plugins.empty() ? "" : ",") + plugin_of(part);
+      if (part != "core_ring") plugins += std::string(",") + plugin_of(part);
     }
-    if (plugins.empty()) plugins = "none";
   }
   setenv("CHORUS_PLUGINS", plugins.c_str(), 0);
   try {

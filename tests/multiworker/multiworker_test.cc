@@ -31,9 +31,11 @@ std::vector<std::string> Backends() {
 #endif
 #ifdef CHORUS_HAVE_SHM
   backends.push_back("shm");
-  // The builtin hierarchical collective; the worker plays two hosts of 2 (4 workers), two of 1
+#ifdef CHORUS_HAVE_HIERARCHICAL
+  // The hierarchical plugin's collective; the worker plays two hosts of 2 (4 workers), two of 1
   // (2 workers) or one of 3 (3 workers).
   backends.push_back("shm+core_ring");
+#endif
 #endif
   return backends;
 }

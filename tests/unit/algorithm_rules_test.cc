@@ -63,18 +63,16 @@ TEST(AlgorithmRules, BadTextNamesTheProblem) {
 }
 
 bool HasCollective(const std::string& name) {
-  for (const auto& n : CollectiveNames(Registry::Global())) {
+  for (const auto& n : Registry::Global().CollectiveNames()) {
     if (n == name) return true;
   }
   return false;
 }
 
 TEST(AlgorithmRules, AnUnknownCollectiveListsTheAvailableOnes) {
-  CommunicatorConfig config;
-  config.store = MakeInProcessStore();
-  config.routes = ParseAlgorithmRules("allreduce:0-inf=no_such_collective");
   try {
-    Communicator::Create(Registry::Global(), kCoreRing, config);
+    PlanNamed(Registry::Global(), "core_ring", JobShape{},
+              ParseAlgorithmRules("allreduce:0-inf=no_such_collective"));
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("no_such_collective"));
@@ -99,12 +97,10 @@ TEST(AlgorithmRules, ACommunicatorRoutesEachSizeToItsCollective) {
         config.size = kRanks;
         config.store = store;
         config.timeout_seconds = 30;
-        config.routes = ParseAlgorithmRules("allreduce:0-1K=gloo");
-        config.options_for = [](const std::string& collective) -> Options {
-          if (collective == "gloo") return {{"hostname", "127.0.0.1"}};
-          return {};
-        };
-        auto comm = Communicator::Create(Registry::Global(), kCoreRing, config);
+        config.address = "127.0.0.1";
+        const auto plan = PlanNamed(Registry::Global(), "core_ring", JobShape{},
+                                    ParseAlgorithmRules("allreduce:0-1K=gloo"));
+        auto comm = Communicator::Create(Registry::Global(), plan, config);
         small[rank].assign(3, static_cast<float>(rank + 1));
         large[rank].assign(1001, static_cast<float>(rank + 1));
         used[rank].push_back(comm->BackendFor(CHORUS_OP_ALL_REDUCE, 3 * sizeof(float)));

@@ -2,6 +2,7 @@
 
 #include <chorus/base/dtype.h>
 #include <chorus/base/error.h>
+#include <chorus/cluster_resolver/host_identity.h>
 #include <chorus/collective/communicator.h>
 #include <chorus/runtime/registry.h>
 
@@ -28,6 +29,9 @@ using Clock = std::chrono::steady_clock;
 // Bad input the user can fix: exit code 2.
 using UsageError = std::invalid_argument;
 
+// The core's reference collective, measured when --backends names none.
+constexpr const char* kDefaultBackend = "core_ring";
+
 std::string JoinNames(const std::vector<std::string>& names) {
   std::string joined;
   for (const auto& name : names) joined += (joined.empty() ? "" : ", ") + name;
@@ -37,7 +41,7 @@ std::string JoinNames(const std::vector<std::string>& names) {
 }  // namespace
 
 void CheckCollectiveBackends(const std::vector<std::string>& backends) {
-  const auto available = CollectiveNames(Registry::Global());
+  const auto available = Registry::Global().CollectiveNames();
   for (const auto& name : backends) {
     if (name == "mpi" && !StartedByMpirun()) {
       throw UsageError(
@@ -73,8 +77,10 @@ std::unique_ptr<Communicator> Connect(const WorkerJob& job, const std::string& b
   config.timeout_seconds = timeout_seconds;
   config.task_names = job.task_names;
   config.check_signatures = false;  // timing only the operation, as CHORUS_CHECK_COLLECTIVES=0
-  // Peers reach this worker at its cluster address's host (as MultiWorkerMirroredStrategy).
-  config.options = AddressOptionsFor(backend, job.host);
+  // Peers reach this worker at its cluster address's host (as MultiWorkerMirroredStrategy), and
+  // its machine is CHORUS_HOST_ID's (--hosts sets one per worker) or this machine's.
+  config.address = job.host;
+  config.host_id = HostIdentity();
   return Communicator::Create(Registry::Global(), backend, config);
 }
 
@@ -161,7 +167,7 @@ Measurement ToMeasurement(const std::string& backend, const RunSpec& spec, uint6
 
 int Run(const BenchOptions& options, WorkerJob& job) {
   std::vector<std::string> backends = options.backends;
-  if (backends.empty()) backends = {kCoreRing};
+  if (backends.empty()) backends = {kDefaultBackend};
   if (options.workers > 0 && options.workers != job.size) {
     throw UsageError("-n " + std::to_string(options.workers) + " but the job (" + job.source +
                      ") has " + std::to_string(job.size) + " workers");
@@ -268,7 +274,7 @@ int Run(const BenchOptions& options, WorkerJob& job) {
 int RunMultiWorkerBench(const BenchOptions& options) {
   std::string who = "chorus-bench";
   try {
-    CheckCollectiveBackends(options.backends.empty() ? std::vector<std::string>{kCoreRing}
+    CheckCollectiveBackends(options.backends.empty() ? std::vector<std::string>{kDefaultBackend}
                                                      : options.backends);
     WorkerJob job = JoinJob(options.timeout_seconds);
     if (job.size > 1) who += " (worker " + std::to_string(job.rank) + ")";

@@ -1,5 +1,6 @@
 // chorus-info: every plugin found, its path, ABI version, what it provides, the devices seen,
-// which backend the current variables select, and why each rejected candidate was rejected.
+// which backend the current variables select, the score table for a job's shape and why each
+// choice won, and why each rejected candidate was rejected.
 #include <chorus/base/error.h>
 #include <chorus/plugin.h>
 
@@ -11,8 +12,23 @@
 int main(int argc, char** argv) {
   CLI::App app{"chorus-info: the plugins, devices and backends chorus sees here"};
   bool plugins_only = false;
+  chorus::info::JobDescription job;
   app.add_flag("--plugins-only", plugins_only, "list plugins and rejected candidates only");
+  app.add_option("--workers", job.workers,
+                 "workers of the job whose collectives' scores to show (default 2)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--hosts", job.hosts, "hosts those workers run on (default 1)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--implementation", job.implementation,
+                 "CommunicationOptions.implementation: AUTO (default: the variables and scores "
+                 "decide), RING or NCCL")
+      ->check(CLI::IsMember({"AUTO", "RING", "NCCL"}));
   CLI11_PARSE(app, argc, argv);
+  if (job.hosts > job.workers) {
+    std::cerr << "chorus-info: --hosts " << job.hosts << " is more than --workers " << job.workers
+              << "\n";
+    return 2;
+  }
 
   std::cout << "chorus core ABI " << CHORUS_ABI_MAJOR << "." << CHORUS_ABI_MINOR << "\n";
   try {
@@ -22,6 +38,7 @@ int main(int argc, char** argv) {
     if (!plugins_only) {
       chorus::info::PrintDevices(registry, std::cout);
       chorus::info::PrintSelection(registry, std::cout);
+      chorus::info::PrintScores(registry, job, std::cout);
     }
     chorus::info::PrintRejected(registry, std::cout);
   } catch (const chorus::Error& e) {

@@ -5,6 +5,7 @@
 #include <chorus/runtime/registry.h>
 
 #include <ostream>
+#include <string>
 
 namespace chorus::info {
 
@@ -13,6 +14,17 @@ void PrintPlugins(const Registry& registry, std::ostream& out);
 void PrintDevices(const Registry& registry, std::ostream& out);
 void PrintSelection(const Registry& registry, std::ostream& out);
 void PrintRejected(const Registry& registry, std::ostream& out);
+
+// The job chorus-info describes the collectives' selection for.
+struct JobDescription {
+  int workers = 2;
+  int hosts = 1;
+  std::string implementation = "AUTO";  // as CommunicationOptions.implementation: AUTO, RING, NCCL
+};
+// Every collective's and cross-device ops' score per operation and size for the job's shape (and
+// the default devices), the choice for each and why it won (a variable, the tuning file, the
+// best score).
+void PrintScores(const Registry& registry, const JobDescription& job, std::ostream& out);
 
 }  // namespace chorus::info
 

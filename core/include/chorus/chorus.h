@@ -7,10 +7,12 @@
 #include <chorus/base/environment.h>
 #include <chorus/base/error.h>
 #include <chorus/cluster_resolver/cluster_resolver.h>
+#include <chorus/cluster_resolver/host_identity.h>
 #include <chorus/collective/algorithm_rules.h>
 #include <chorus/collective/communication_options.h>
 #include <chorus/collective/communicator.h>
 #include <chorus/collective/cross_device_ops.h>
+#include <chorus/collective/selection.h>
 #include <chorus/collective/transport_endpoint.h>
 #include <chorus/distribute/dataset.h>
 #include <chorus/distribute/multi_worker_mirrored_strategy.h>

@@ -4,7 +4,6 @@
 
 #include "builtin/core_request.h"
 #include "builtin/core_ring_collective.h"
-#include "builtin/hierarchical_collective.h"
 #include "builtin/ring_algorithm.h"
 #include "builtin/tcp_transport.h"
 
@@ -47,19 +46,6 @@ const chorus_plugin* BuiltinPluginTable() {
     t.collective = CoreRingCollectiveTable();
     t.algorithm = RingAlgorithmTable();
     t.transport = TcpTransportTable();
-    return t;
-  }();
-  return &table;
-}
-
-// A plugin of its own because a plugin table holds one collective.
-const chorus_plugin* HierarchicalPluginTable() {
-  static const chorus_plugin table = [] {
-    chorus_plugin t = BuiltinTable(
-        "core_hierarchical",
-        "chorus's builtin hierarchical collective: one collective within each host (shm) and "
-        "another across hosts; named local+cross, e.g. shm+gloo");
-    t.collective = HierarchicalCollectiveTable();
     return t;
   }();
   return &table;

@@ -10,8 +10,6 @@
 namespace chorus::internal {
 
 const chorus_plugin* BuiltinPluginTable();
-// The builtin plugin "core_hierarchical": the hierarchical collective (hierarchical_collective.h).
-const chorus_plugin* HierarchicalPluginTable();
 const chorus_device_enumerator_api* CpuDeviceEnumeratorTable();
 const chorus_cross_device_ops_api* ReductionToOneDeviceTable();
 

@@ -14,9 +14,9 @@
 #include <system_error>
 #include <thread>
 
+#include "base/abort_scope.h"
 #include "base/logging.h"
 #include "base/socket_util.h"
-#include "runtime/host.h"
 
 namespace chorus::internal {
 
@@ -192,7 +192,8 @@ void Publish(const chorus_kv_store& store, const std::string& prefix, int rank,
 void CheckAbortFlag(int rank) {
   if (AbortRequested()) {
     Fail(CHORUS_ABORTED, "tcp: rank ", rank,
-         " stopped connecting: the process is shutting down (the host's abort flag is raised)");
+         " stopped connecting: the core asked this work to stop (a lost peer, a time-out, or the "
+         "process is shutting down)");
   }
 }
 

@@ -1,11 +1,10 @@
-#include "cluster_resolver/host_identity.h"
-
 #include <chorus/base/environment.h>
+#include <chorus/cluster_resolver/host_identity.h>
 #include <unistd.h>
 
 #include <fstream>
 
-namespace chorus::internal {
+namespace chorus {
 
 std::string HostIdentity() {
   if (const auto id = GetEnv("CHORUS_HOST_ID"); id && !id->empty()) return *id;
@@ -16,4 +15,4 @@ std::string HostIdentity() {
   return std::string(host) + "/" + boot;
 }
 
-}  // namespace chorus::internal
+}  // namespace chorus

@@ -3,54 +3,20 @@
 #include <chorus/base/error.h>
 #include <chorus/collective/communicator.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <thread>
 
+#include "base/abort_scope.h"
 #include "base/host_kernels.h"
 #include "base/logging.h"
+#include "collective/signature_check.h"
 
 namespace chorus {
 namespace {
 
-// Operation codes in a signature (not the ABI's enum: also covers the signature's own checks).
-enum SignatureOp : int64_t { kAllReduce = 1, kBroadcast, kAllGather, kReduceScatter, kBarrier };
-
-const char* OpName(int64_t op) {
-  switch (op) {
-    case kAllReduce:
-      return "all_reduce";
-    case kBroadcast:
-      return "broadcast";
-    case kAllGather:
-      return "all_gather";
-    case kReduceScatter:
-      return "reduce_scatter";
-    case kBarrier:
-      return "barrier";
-  }
-  return "an unknown operation";
-}
-
-// One rank's view of an operation: what every rank must agree on.
-struct Signature {
-  int64_t sequence, op, count, dtype, reduce, root;
-};
-
-std::string Describe(const Signature& s) {
-  std::string text =
-      std::string(OpName(s.op)) + " of " + std::to_string(s.count) + " " +
-      (s.dtype >= 0 && s.dtype < CHORUS_DTYPE_COUNT ? DtypeName(static_cast<chorus_dtype>(s.dtype))
-                                                    : "?");
-  if (s.op == kAllReduce || s.op == kReduceScatter) {
-    text += std::string(" (") +
-            (s.reduce >= 0 && s.reduce < CHORUS_REDUCE_OP_COUNT
-                 ? ReduceOpName(static_cast<chorus_reduce_op>(s.reduce))
-                 : "?") +
-            ")";
-  }
-  if (s.op == kBroadcast) text += " from rank " + std::to_string(s.root);
-  return text;
-}
+using internal::Signature;
 
 std::vector<chorus_option> RawOptions(const Options& options) {
   std::vector<chorus_option> raw;
@@ -65,77 +31,46 @@ bool ChecksFromEnvironment() {
   return !value || *value != "0";
 }
 
-}  // namespace
-
-std::vector<std::string> CollectiveNames(const Registry& registry) {
-  std::vector<std::string> names;
-  for (const auto& plugin : registry.plugins()) {
-    if (auto* api = plugin->collective()) names.push_back(api->name);
-  }
-  return names;
-}
-
-namespace {
-
-std::shared_ptr<PluginLibrary> FindCollective(const Registry& registry, const std::string& name) {
-  for (const auto& plugin : registry.plugins()) {
-    auto* api = plugin->collective();
-    if (api != nullptr && (name == api->name || name == plugin->name())) return plugin;
-  }
-  std::string available;
-  for (const auto& n : CollectiveNames(registry)) available += (available.empty() ? "" : ", ") + n;
-  std::string message =
-      "no loaded plugin provides a collective called '" + name + "'. Available: " + available + ".";
-  for (const auto& rejection : registry.rejected()) {
-    if (rejection.path.find("libchorus-" + name + ".so") != std::string::npos) {
-      message += " " + rejection.path + " was rejected: " + rejection.reason;
-    }
-  }
-  throw Error(CHORUS_INVALID_ARGUMENT, message);
-}
-
-// "shm+gloo": the hierarchical collective with local=shm, cross=gloo. Empty parts for a flat
-// name.
-std::pair<std::string, std::string> SplitComposite(const std::string& name) {
-  const auto plus = name.find('+');
-  if (plus == std::string::npos) return {};
-  return {name.substr(0, plus), name.substr(plus + 1)};
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
 }
 
 }  // namespace
 
-std::string CanonicalCollectiveName(const Registry& registry, const std::string& name) {
-  const auto [local, cross] = SplitComposite(name);
-  if (local.empty() && cross.empty()) return FindCollective(registry, name)->collective()->name;
-  if (local.empty() || cross.empty() || cross.find('+') != std::string::npos) {
-    throw Error(CHORUS_INVALID_ARGUMENT,
-                "'" + name +
-                    "' is not a hierarchical collective's name: it takes the form "
-                    "local+cross with two collectives, e.g. shm+gloo");
-  }
-  FindCollective(registry, "hierarchical");
-  return CanonicalCollectiveName(registry, local) + "+" + CanonicalCollectiveName(registry, cross);
-}
+class Communicator::Activity {
+ public:
+  explicit Activity(Communicator& c) : c_(c), scope_(*c.abort_flag_) { ++c_.in_flight_; }
+  ~Activity() { --c_.in_flight_; }
 
-Options AddressOptionsFor(const std::string& collective, const std::string& host) {
-  const auto [local, cross] = SplitComposite(collective);
-  if (local.empty() && cross.empty()) {
-    if (collective == "gloo") return {{"hostname", host}};
-    if (collective == kCoreRing || collective == "ring_grpc") return {{"host", host}};
-    return {};
+ private:
+  Communicator& c_;
+  internal::AbortScope scope_;
+};
+
+Communicator::Communicator() : abort_flag_(std::make_unique<internal::AbortFlag>()) {}
+
+bool Communicator::WaitIdle(std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (in_flight_.load() > 0) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  Options options;
-  for (const auto& [key, value] : AddressOptionsFor(local, host)) {
-    options.emplace_back("local." + key, value);
-  }
-  for (const auto& [key, value] : AddressOptionsFor(cross, host)) {
-    options.emplace_back("cross." + key, value);
-  }
-  return options;
+  return true;
 }
 
 std::unique_ptr<Communicator> Communicator::Create(const Registry& registry,
                                                    const std::string& name,
+                                                   const CommunicatorConfig& config) {
+  JobShape shape;
+  shape.ranks = config.size;
+  shape.ranks_per_host = config.size;
+  return Create(registry, PlanNamed(registry, name, shape), config);
+}
+
+std::unique_ptr<Communicator> Communicator::Create(const Registry& registry,
+                                                   const CollectivePlan& plan,
                                                    const CommunicatorConfig& config) {
   if (config.size < 1 || config.rank < 0 || config.rank >= config.size) {
     throw Error(CHORUS_INVALID_ARGUMENT, "communicator: rank " + std::to_string(config.rank) +
@@ -146,41 +81,83 @@ std::unique_ptr<Communicator> Communicator::Create(const Registry& registry,
   if (!config.task_names.empty() && config.task_names.size() != static_cast<size_t>(config.size)) {
     throw Error(CHORUS_INVALID_ARGUMENT, "communicator: task_names must have one name per rank");
   }
+  if (plan.collectives.empty()) {
+    throw Error(CHORUS_INVALID_ARGUMENT, "communicator: the plan names no collective");
+  }
   std::unique_ptr<Communicator> self(new Communicator());
   self->config_ = config;
   self->config_.check_signatures = config.check_signatures && ChecksFromEnvironment();
-  self->backends_.reserve(1 + config.routes.size());
-  self->AddBackend(registry, name, config.options);
-  // Every rank creates the routed collectives in the order the rules name them, so their
-  // rendezvous happen in the same order everywhere.
-  for (const AlgorithmRule& rule : config.routes) {
-    const std::string routed = CanonicalCollectiveName(registry, rule.collective);
-    size_t index = 0;
-    while (index < self->backends_.size() && self->backends_[index].name != routed) ++index;
-    if (index == self->backends_.size()) {
-      self->AddBackend(registry, routed,
-                       config.options_for ? config.options_for(routed) : Options{});
-    }
-    self->routes_.emplace_back(rule, index);
+  self->plan_ = plan;
+  Activity activity(*self);
+  if (config.check_plan && config.size > 1) self->CheckPlanAcrossRanks();
+  self->backends_.reserve(plan.collectives.size());
+  // Every rank creates the same collectives in the same order, so their rendezvous meet.
+  for (size_t i = 0; i < plan.collectives.size(); ++i) {
+    const std::string& name = plan.collectives[i];
+    const bool gets_options = plan.fixed.empty() ? i == 0 : name == plan.fixed;
+    self->AddBackend(registry, name, gets_options ? config.options : Options{});
   }
-  if (!config.routes.empty()) {
-    Log().info("communicator '{}': {} by default, routed by {}", config.name,
-               self->backends_[0].name, DescribeRules(config.routes));
+  if (plan.collectives.size() > 1 || !plan.variable_rules.empty()) {
+    Log().info("communicator '{}': {} ({}); created {}{}{}", config.name, plan.collectives[0],
+               plan.source, JoinNames(plan.collectives),
+               plan.variable_rules.empty()
+                   ? ""
+                   : "; CHORUS_ALGORITHM " + DescribeRules(plan.variable_rules),
+               plan.tuning_rules.empty()
+                   ? ""
+                   : "; " + plan.tuning_source + " " + DescribeRules(plan.tuning_rules));
   }
   return self;
+}
+
+// Every rank must create the same collectives, or their rendezvous never meet: a worker with
+// another plugin set (or other variables) would wait out the whole time-out. Each rank publishes
+// its list, compares it with rank 0's, and all meet before anyone creates anything, so that every
+// rank reports the difference.
+void Communicator::CheckPlanAcrossRanks() {
+  const auto timeout = std::chrono::milliseconds(TimeoutMs(config_.timeout_seconds));
+  KvStore& store = *config_.store;
+  const std::string base = "comm/" + config_.name + "/plan/";
+  const int64_t generation = store.Add(base + "creates/" + std::to_string(config_.rank), 1);
+  const std::string prefix = base + std::to_string(generation) + "/";
+  const std::string mine = JoinNames(plan_.collectives);
+  store.Set(prefix + std::to_string(config_.rank), ToBytes(mine));
+  const std::string leaders = ToString(store.Get(prefix + "0", timeout));
+  if (leaders != mine) {
+    store.Set(prefix + "mismatch", ToBytes(TaskName(config_.rank) + " would create " + mine +
+                                           " but " + TaskName(0) + " would create " + leaders));
+  }
+  store.Add(prefix + "arrived", 1);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (store.Add(prefix + "arrived", 0) < config_.size) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw Error(CHORUS_TIMEOUT, "communicator '" + config_.name + "': " + TaskName(config_.rank) +
+                                      " waited " + std::to_string(config_.timeout_seconds) +
+                                      " s for every worker to arrive (is each started, with the "
+                                      "same job?)");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (store.Check(prefix + "mismatch")) {
+    throw Error(CHORUS_INVALID_ARGUMENT,
+                "communicator '" + config_.name + "': the workers disagree on the collectives: " +
+                    ToString(store.Get(prefix + "mismatch", timeout)) +
+                    ". Give every worker the same plugins (CHORUS_PLUGIN_PATH, CHORUS_PLUGINS) "
+                    "and the same CHORUS_COMMUNICATION, CHORUS_ALGORITHM and CHORUS_TUNING_FILE");
+  }
 }
 
 void Communicator::AddBackend(const Registry& registry, const std::string& name,
                               const Options& options) {
   Backend backend;
-  backend.name = CanonicalCollectiveName(registry, name);
-  const auto [local, cross] = SplitComposite(backend.name);
-  backend.library = FindCollective(registry, local.empty() ? name : "hierarchical");
-  backend.api = backend.library->collective();
+  backend.name = name;
+  const auto [local, cross] = SplitComposite(name);
+  const auto entry = local.empty() ? registry.FindCollective(name, "the communicator")
+                                   : ComposingCollective(registry, "'" + name + "'");
+  backend.library = entry.plugin;
+  backend.api = entry.api;
   Options all = options;
-  if (!local.empty()) {
-    all.insert(all.begin(), {{"local", local}, {"cross", cross}});
-  }
+  if (!local.empty()) all.insert(all.begin(), {{"local", local}, {"cross", cross}});
   if (!backend.api->create || !backend.api->destroy || !backend.api->all_reduce) {
     throw Error(CHORUS_UNSUPPORTED,
                 "collective '" + backend.name + "' lacks create, destroy or all_reduce");
@@ -196,6 +173,8 @@ void Communicator::AddBackend(const Registry& registry, const std::string& name,
   args.timeout_ms = TimeoutMs(config_.timeout_seconds);
   args.options = raw.data();
   args.num_options = raw.size();
+  args.address = config_.address.empty() ? nullptr : config_.address.c_str();
+  args.host_id = config_.host_id.empty() ? nullptr : config_.host_id.c_str();
   const chorus_status status = backend.api->create(&args, &backend.handle);
   if (status != CHORUS_OK) {
     throw Error(status, "collective '" + backend.name + "' (plugin " + backend.library->name() +
@@ -209,22 +188,49 @@ void Communicator::AddBackend(const Registry& registry, const std::string& name,
 }
 
 Communicator::~Communicator() {
+  // A plugin's destroy may wait for its peers (a goodbye); after an abort it must not.
+  internal::AbortScope scope(*abort_flag_);
   for (auto it = backends_.rbegin(); it != backends_.rend(); ++it) {
     if (it->handle != nullptr) it->api->destroy(it->handle);
   }
 }
 
-const Communicator::Backend& Communicator::Route(chorus_collective_op op, uint64_t bytes) const {
-  for (const auto& [rule, index] : routes_) {
-    if (rule.op == op && bytes >= rule.min_bytes && bytes < rule.max_bytes) {
-      return backends_[index];
+const Communicator::Backend& Communicator::Route(chorus_collective_op op, chorus_dtype dtype,
+                                                 uint64_t bytes) const {
+  if (backends_.size() == 1) return backends_[0];
+  const auto find = [&](const std::string& name) -> const Backend& {
+    for (const Backend& b : backends_) {
+      if (b.name == name) return b;
     }
+    return backends_[0];  // unreachable: the plan created every collective a rule names
+  };
+  if (auto routed = RouteFor(plan_.variable_rules, op, bytes)) return find(*routed);
+  if (!plan_.fixed.empty()) return find(plan_.fixed);
+  if (auto routed = RouteFor(plan_.tuning_rules, op, bytes)) return find(*routed);
+  // The best score among the collectives created (ties: the first created).
+  const auto args = ScoreArgs(op, dtype, bytes, plan_.shape, plan_.request);
+  const Backend* best = nullptr;
+  uint32_t best_score = 0;
+  std::string reasons;
+  for (const Backend& b : backends_) {
+    const Score score = ScoreOf(b.api->capabilities, args);
+    if (score.value > best_score) {
+      best = &b;
+      best_score = score.value;
+    }
+    if (score.value == 0) reasons += "; " + b.name + " " + score.reason;
   }
-  return backends_[0];
+  if (best == nullptr) {
+    throw Error(CHORUS_UNSUPPORTED, std::string("no collective of communicator '") + config_.name +
+                                        "' serves " + OpName(op) + " of " + std::to_string(bytes) +
+                                        " bytes of " + DtypeName(dtype) + reasons);
+  }
+  return *best;
 }
 
-const std::string& Communicator::BackendFor(chorus_collective_op op, uint64_t bytes) const {
-  return Route(op, bytes).name;
+const std::string& Communicator::BackendFor(chorus_collective_op op, uint64_t bytes,
+                                            chorus_dtype dtype) const {
+  return Route(op, dtype, bytes).name;
 }
 
 std::string Communicator::TaskName(int rank) const {
@@ -240,7 +246,8 @@ void Communicator::Abort(chorus_status status, const std::string& reason) {
   abort_reason_ = reason;
   abort_status_.store(status);
   aborted_.store(true);
-  Log().error("communicator over {}: {}", backend(), reason);
+  abort_flag_->Raise();
+  Log().error("communicator over {}: {}", backends_.empty() ? "(none yet)" : backend(), reason);
   for (const Backend& b : backends_) {
     if (b.api->abort != nullptr && b.handle != nullptr) b.api->abort(b.handle);
   }
@@ -248,6 +255,15 @@ void Communicator::Abort(chorus_status status, const std::string& reason) {
 
 void Communicator::Fail(const Backend& backend, chorus_status status, const std::string& what,
                         const std::string& detail) {
+  if (status == CHORUS_TIMEOUT && !aborted_.load()) {
+    // A time-out aborts the whole communicator: the other ranks may still be inside the
+    // operation, and every wait of this job on this rank must end now.
+    Abort(CHORUS_TIMEOUT, what + " over " + backend.name + " on " + TaskName(config_.rank) +
+                              " did not finish within " + std::to_string(config_.timeout_seconds) +
+                              " s (CommunicationOptions.timeout_seconds or "
+                              "CHORUS_TIMEOUT_SECONDS): " +
+                              detail + "; the communicator is aborted");
+  }
   if (aborted_.load()) {
     throw Error(abort_status_.load(), what + " over " + backend.name + " failed: " + abort_reason_);
   }
@@ -279,8 +295,8 @@ void Communicator::Finish(const Backend& backend, chorus_status status, chorus_r
     status = table.request_wait(request, TimeoutMs(config_.timeout_seconds));
     if (status == CHORUS_TIMEOUT) {
       // The operation may still write into the caller's buffers: abort the communicator before
-      // giving the buffers back, and leak the request rather than free it under a live operation.
-      if (backend.api->abort != nullptr) backend.api->abort(backend.handle);
+      // giving the buffers back (Fail does), and leak the request rather than free it under a
+      // live operation.
       Fail(backend, CHORUS_TIMEOUT, what, "the operation did not finish in time");
     }
     const std::string message = status == CHORUS_OK ? "" : backend.library->LastError();
@@ -294,7 +310,9 @@ void Communicator::Finish(const Backend& backend, chorus_status status, chorus_r
 void Communicator::CheckSignature(int op, size_t count, chorus_dtype dtype, chorus_reduce_op reduce,
                                   int root) {
   const Backend& own = backends_[0];
-  if (aborted_.load()) Fail(own, abort_status_.load(), OpName(op), "the communicator was aborted");
+  if (aborted_.load()) {
+    Fail(own, abort_status_.load(), internal::SignatureOpName(op), "the communicator was aborted");
+  }
   const Signature mine{
       static_cast<int64_t>(sequence_++), op, static_cast<int64_t>(count), dtype, reduce, root};
   if (!config_.check_signatures || config_.size == 1 || own.api->all_gather == nullptr) return;
@@ -307,30 +325,25 @@ void Communicator::CheckSignature(int op, size_t count, chorus_dtype dtype, chor
   args.count = kFields;
   args.dtype = CHORUS_I64;
   chorus_request* request = nullptr;
-  const std::string what = std::string(OpName(op)) + " #" + std::to_string(mine.sequence);
+  const std::string what =
+      std::string(internal::SignatureOpName(op)) + " #" + std::to_string(mine.sequence);
   Finish(own, own.api->all_gather(own.handle, &args, &request), request,
          (what + " (exchanging its signature)").c_str());
-  for (size_t r = 0; r < all.size(); ++r) {
-    if (std::memcmp(&all[r], &all[0], sizeof(Signature)) == 0) continue;
-    throw Error(CHORUS_INVALID_ARGUMENT,
-                "collective mismatch across workers at operation #" +
-                    std::to_string(mine.sequence) + ": " + TaskName(0) + " issues " +
-                    Describe(all[0]) + " but " + TaskName(static_cast<int>(r)) + " issues " +
-                    Describe(all[r]) +
-                    "; every worker must issue the same collectives, in the same order, with the "
-                    "same sizes and dtypes");
-  }
+  const std::string mismatch =
+      internal::SignatureMismatch(all, [this](int rank) { return TaskName(rank); });
+  if (!mismatch.empty()) throw Error(CHORUS_INVALID_ARGUMENT, mismatch);
 }
 
 void Communicator::AllReduce(const void* send, void* recv, size_t count, chorus_dtype dtype,
                              chorus_reduce_op op) {
+  Activity activity(*this);
   if (op < 0 || op >= CHORUS_REDUCE_OP_COUNT) {
     throw Error(CHORUS_INVALID_ARGUMENT,
                 "all_reduce: reduce op " + std::to_string(op) + " is not a chorus reduce op");
   }
-  CheckSignature(kAllReduce, count, dtype, op, 0);
+  CheckSignature(internal::kAllReduce, count, dtype, op, 0);
   if (count == 0) return;
-  const Backend& b = Route(CHORUS_OP_ALL_REDUCE, count * chorus_dtype_size(dtype));
+  const Backend& b = Route(CHORUS_OP_ALL_REDUCE, dtype, count * chorus_dtype_size(dtype));
   chorus_all_reduce_args args{};
   args.struct_size = sizeof(args);
   args.send = send;
@@ -346,15 +359,16 @@ void Communicator::AllReduce(const void* send, void* recv, size_t count, chorus_
 }
 
 void Communicator::Broadcast(void* data, size_t count, chorus_dtype dtype, int root) {
+  Activity activity(*this);
   if (root < 0 || root >= config_.size) {
     throw Error(CHORUS_INVALID_ARGUMENT, "broadcast: root " + std::to_string(root) +
                                              " is not a rank of " + std::to_string(config_.size));
   }
-  const Backend& b = Route(CHORUS_OP_BROADCAST, count * chorus_dtype_size(dtype));
+  const Backend& b = Route(CHORUS_OP_BROADCAST, dtype, count * chorus_dtype_size(dtype));
   if (b.api->broadcast == nullptr) {
     throw Error(CHORUS_UNSUPPORTED, "collective '" + b.name + "' provides no broadcast");
   }
-  CheckSignature(kBroadcast, count, dtype, CHORUS_REDUCE_SUM, root);
+  CheckSignature(internal::kBroadcast, count, dtype, CHORUS_REDUCE_SUM, root);
   if (count == 0 || config_.size == 1) return;
   chorus_collective_broadcast_args args{};
   args.struct_size = sizeof(args);
@@ -367,12 +381,13 @@ void Communicator::Broadcast(void* data, size_t count, chorus_dtype dtype, int r
 }
 
 void Communicator::AllGather(const void* send, void* recv, size_t count, chorus_dtype dtype) {
-  const Backend& b = Route(CHORUS_OP_ALL_GATHER,
+  Activity activity(*this);
+  const Backend& b = Route(CHORUS_OP_ALL_GATHER, dtype,
                            count * chorus_dtype_size(dtype) * static_cast<uint64_t>(config_.size));
   if (b.api->all_gather == nullptr) {
     throw Error(CHORUS_UNSUPPORTED, "collective '" + b.name + "' provides no all_gather");
   }
-  CheckSignature(kAllGather, count, dtype, CHORUS_REDUCE_SUM, 0);
+  CheckSignature(internal::kAllGather, count, dtype, CHORUS_REDUCE_SUM, 0);
   if (count == 0) return;
   chorus_collective_all_gather_args args{};
   args.struct_size = sizeof(args);
@@ -386,8 +401,10 @@ void Communicator::AllGather(const void* send, void* recv, size_t count, chorus_
 
 void Communicator::ReduceScatter(const void* send, void* recv, size_t recv_count,
                                  chorus_dtype dtype, chorus_reduce_op op) {
-  const Backend& b = Route(CHORUS_OP_REDUCE_SCATTER, recv_count * chorus_dtype_size(dtype) *
-                                                         static_cast<uint64_t>(config_.size));
+  Activity activity(*this);
+  const Backend& b =
+      Route(CHORUS_OP_REDUCE_SCATTER, dtype,
+            recv_count * chorus_dtype_size(dtype) * static_cast<uint64_t>(config_.size));
   if (b.api->reduce_scatter == nullptr) {
     throw Error(CHORUS_UNSUPPORTED, "collective '" + b.name + "' provides no reduce_scatter");
   }
@@ -395,7 +412,7 @@ void Communicator::ReduceScatter(const void* send, void* recv, size_t recv_count
     throw Error(CHORUS_INVALID_ARGUMENT,
                 "reduce_scatter: reduce op " + std::to_string(op) + " is not a chorus reduce op");
   }
-  CheckSignature(kReduceScatter, recv_count, dtype, op, 0);
+  CheckSignature(internal::kReduceScatter, recv_count, dtype, op, 0);
   if (recv_count == 0) return;
   chorus_reduce_scatter_args args{};
   args.struct_size = sizeof(args);
@@ -412,84 +429,15 @@ void Communicator::ReduceScatter(const void* send, void* recv, size_t recv_count
 }
 
 void Communicator::Barrier() {
-  const Backend& b = backends_[0];
+  Activity activity(*this);
+  const Backend& b = Route(CHORUS_OP_BARRIER, CHORUS_U8, 0);
   if (b.api->barrier == nullptr) {
     throw Error(CHORUS_UNSUPPORTED, "collective '" + b.name + "' provides no barrier");
   }
-  CheckSignature(kBarrier, 0, CHORUS_U8, CHORUS_REDUCE_SUM, 0);
+  CheckSignature(internal::kBarrier, 0, CHORUS_U8, CHORUS_REDUCE_SUM, 0);
   if (config_.size == 1) return;
   chorus_request* request = nullptr;
   Finish(b, b.api->barrier(b.handle, &request), request, "barrier");
-}
-
-CollectiveSelection SelectCollective(const Registry& registry,
-                                     CommunicationImplementation implementation,
-                                     const std::vector<Device>& local_devices, HostLayout layout) {
-  const auto names = CollectiveNames(registry);
-  const auto has = [&](const std::string& name) {
-    for (const auto& n : names) {
-      if (n == name) return true;
-    }
-    return false;
-  };
-  const auto ring = [&](const std::string& source) -> CollectiveSelection {
-    if (has("ring_grpc")) return {"ring_grpc", source};
-    return {kCoreRing, source + "; ring_grpc is not loaded, so the core's ring"};
-  };
-  const auto nccl = [&](const std::string& source) -> CollectiveSelection {
-    if (!has("nccl")) {
-      throw Error(CHORUS_INVALID_ARGUMENT,
-                  source +
-                      " asks for NCCL, but no nccl collective is loaded (build chorus with "
-                      "CUDA and NCCL, or choose AUTO or RING)");
-    }
-    return {"nccl", source};
-  };
-  // The rules follow chorus-bench's figures on one machine (README, Benchmarks): shm is the
-  // fastest at every size on one host; shm+core_ring beats flat core_ring and shm+gloo at every
-  // size for hosts of 2; core_ring beats gloo (either algorithm) at every size, Gloo paying
-  // 0.25-4 ms per call.
-  const auto automatic = [&](const std::string& source) -> CollectiveSelection {
-    bool all_gpu = !local_devices.empty();
-    for (const auto& d : local_devices) all_gpu = all_gpu && d.info().kind == CHORUS_DEVICE_GPU;
-    if (all_gpu && has("nccl")) return {"nccl", source + ": every device is a GPU"};
-    if (layout.hosts == 1 && has("shm")) {
-      return {"shm", source + ": every worker runs on one host and shm is loaded"};
-    }
-    if (layout.hosts > 1 && layout.workers_per_host > 1 && has("shm")) {
-      return {std::string("shm+") + kCoreRing,
-              source + ": " + std::to_string(layout.hosts) + " hosts of " +
-                  std::to_string(layout.workers_per_host) +
-                  " workers each: shm within a host, core_ring across"};
-    }
-    return {kCoreRing, source +
-                           ": the core's ring (nccl wants GPUs; shm one host, or as many "
-                           "workers on every host, and its plugin)"};
-  };
-  if (implementation == CommunicationImplementation::kRing)
-    return ring("CommunicationOptions RING");
-  if (implementation == CommunicationImplementation::kNccl)
-    return nccl("CommunicationOptions NCCL");
-  if (const auto value = GetEnv("CHORUS_COMMUNICATION"); value && !value->empty()) {
-    const std::string source = "CHORUS_COMMUNICATION=" + *value;
-    if (*value == "AUTO" || *value == "auto") return automatic(source);
-    if (*value == "RING" || *value == "ring") return ring(source);
-    if (*value == "NCCL" || *value == "nccl") return nccl(source);
-    if (value->find('+') != std::string::npos) {
-      return {CanonicalCollectiveName(registry, *value), source};
-    }
-    for (const auto& plugin : registry.plugins()) {
-      if (auto* api = plugin->collective();
-          api && (*value == api->name || *value == plugin->name())) {
-        return {api->name, source};
-      }
-    }
-    std::string available;
-    for (const auto& n : names) available += ", " + n;
-    throw Error(CHORUS_INVALID_ARGUMENT,
-                source + " names no collective. Available: AUTO, RING, NCCL" + available + ".");
-  }
-  return automatic("default rule (AUTO)");
 }
 
 }  // namespace chorus

@@ -6,6 +6,10 @@
 
 #include <chrono>
 #include <cmath>
+#include <thread>
+
+#include "base/abort_scope.h"
+#include "base/logging.h"
 
 namespace chorus {
 namespace {
@@ -18,82 +22,165 @@ std::vector<chorus_option> RawOptions(const Options& options) {
 
 }  // namespace
 
+class CrossDeviceOps::Activity {
+ public:
+  Activity(CrossDeviceOps& ops, const char* what) : ops_(ops), scope_(*ops.abort_flag_) {
+    ++ops_.in_flight_;
+    ops_.ThrowIfAborted(what);
+  }
+  ~Activity() { --ops_.in_flight_; }
+
+ private:
+  CrossDeviceOps& ops_;
+  internal::AbortScope scope_;
+};
+
+CrossDeviceOps::CrossDeviceOps() : abort_flag_(std::make_unique<internal::AbortFlag>()) {}
+
+void CrossDeviceOps::Abort(const std::string& reason) {
+  bool expected = false;
+  if (!abort_claimed_.compare_exchange_strong(expected, true)) return;
+  abort_reason_ = reason;
+  aborted_.store(true);
+  abort_flag_->Raise();
+  Log().error("cross-device ops {}: {}", backends_.empty() ? "" : name(), reason);
+}
+
+void CrossDeviceOps::ThrowIfAborted(const char* what) const {
+  if (aborted_.load()) {
+    throw Error(CHORUS_ABORTED, std::string(what) + " on cross-device ops '" + name() +
+                                    "': they were aborted: " + abort_reason_);
+  }
+}
+
+bool CrossDeviceOps::WaitIdle(std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (in_flight_.load() > 0) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
 std::unique_ptr<CrossDeviceOps> CrossDeviceOps::Create(const Registry& registry,
                                                        std::string_view name,
                                                        const std::vector<Device>& devices,
                                                        const Options& options) {
-  auto library = registry.FindCrossDeviceOps(name, "the requested backend");
+  return Create(registry, std::vector<std::string>{std::string(name)}, devices, options);
+}
+
+std::unique_ptr<CrossDeviceOps> CrossDeviceOps::Create(const Registry& registry,
+                                                       const std::vector<std::string>& names,
+                                                       const std::vector<Device>& devices,
+                                                       const Options& options) {
+  if (names.empty()) throw Error(CHORUS_INVALID_ARGUMENT, "cross-device ops: no name");
   std::unique_ptr<CrossDeviceOps> self(new CrossDeviceOps());
-  self->library_ = library;
-  self->api_ = library->cross_device_ops();
-  self->name_ = self->api_->name;
   self->devices_ = devices;
   self->timeout_seconds_ = DefaultTimeoutSeconds();
   if (devices.empty()) {
     throw Error(CHORUS_INVALID_ARGUMENT,
-                "cross-device ops '" + self->name_ + "' need at least one device");
+                "cross-device ops '" + names.front() + "' need at least one device");
   }
   std::vector<uint32_t> indices;
   for (const auto& device : devices) {
     if (device.enumerator != devices.front().enumerator) {
       throw Error(CHORUS_INVALID_ARGUMENT,
-                  "cross-device ops '" + self->name_ + "' got devices of two enumerators (" +
+                  "cross-device ops '" + names.front() + "' got devices of two enumerators (" +
                       devices.front().enumerator->platform() + " and " +
                       device.enumerator->platform() + "); use devices of one platform");
     }
     indices.push_back(device.index);
   }
-  if (self->api_->create == nullptr || self->api_->destroy == nullptr) {
-    throw Error(CHORUS_UNSUPPORTED, "cross-device ops '" + self->name_ + "' lack create/destroy");
-  }
   const auto raw = RawOptions(options);
-  chorus_cross_device_ops_create_args args{};
-  args.struct_size = sizeof(args);
-  args.devices_api = &devices.front().enumerator->api();
-  args.devices = devices.front().enumerator->context();
-  args.device_indices = indices.data();
-  args.num_devices = indices.size();
-  args.options = raw.data();
-  args.num_options = raw.size();
-  args.devices_last_error = devices.front().enumerator->library().table().last_error;
-  chorus_status status = self->api_->create(&args, &self->handle_);
-  if (status != CHORUS_OK) {
-    self->handle_ = nullptr;
-    throw Error(status, "cross-device ops '" + self->name_ + "' (plugin " + library->name() +
-                            ") could not be created: " + library->LastError());
+  for (const auto& name : names) {
+    const auto entry = registry.FindCrossDeviceOps(name, "the requested backend");
+    Backend backend;
+    backend.name = entry.api->name;
+    backend.library = entry.plugin;
+    backend.api = entry.api;
+    if (backend.api->create == nullptr || backend.api->destroy == nullptr) {
+      throw Error(CHORUS_UNSUPPORTED,
+                  "cross-device ops '" + backend.name + "' lack create/destroy");
+    }
+    chorus_cross_device_ops_create_args args{};
+    args.struct_size = sizeof(args);
+    args.devices_api = &devices.front().enumerator->api();
+    args.devices = devices.front().enumerator->context();
+    args.device_indices = indices.data();
+    args.num_devices = indices.size();
+    // Options are for the first (the named one); the others AUTO adds get their defaults.
+    args.options = self->backends_.empty() ? raw.data() : nullptr;
+    args.num_options = self->backends_.empty() ? raw.size() : 0;
+    args.devices_last_error = devices.front().enumerator->library().table().last_error;
+    const chorus_status status = backend.api->create(&args, &backend.handle);
+    if (status != CHORUS_OK) {
+      throw Error(status, "cross-device ops '" + backend.name + "' (plugin " +
+                              backend.library->name() +
+                              ") could not be created: " + backend.library->LastError());
+    }
+    self->backends_.push_back(std::move(backend));
   }
   return self;
 }
 
 CrossDeviceOps::~CrossDeviceOps() {
-  if (handle_ != nullptr) api_->destroy(handle_);
+  internal::AbortScope scope(*abort_flag_);
+  for (auto it = backends_.rbegin(); it != backends_.rend(); ++it) {
+    if (it->handle != nullptr) it->api->destroy(it->handle);
+  }
 }
 
-void CrossDeviceOps::Finish(chorus_status status, chorus_request* request, const char* what) {
-  const chorus_plugin& table = library_->table();
+const CrossDeviceOps::Backend& CrossDeviceOps::Route(chorus_collective_op op, chorus_dtype dtype,
+                                                     uint64_t bytes) const {
+  if (backends_.size() == 1) return backends_[0];
+  const auto args = ScoreArgs(op, dtype, bytes, LocalShape(devices_), CHORUS_REQUEST_AUTO);
+  const Backend* best = &backends_[0];
+  uint32_t best_score = 0;
+  for (const Backend& b : backends_) {
+    const uint32_t score = ScoreOf(b.api->capabilities, args).value;
+    if (score > best_score) {
+      best = &b;
+      best_score = score;
+    }
+  }
+  return *best;
+}
+
+const std::string& CrossDeviceOps::BackendFor(chorus_collective_op op, chorus_dtype dtype,
+                                              uint64_t bytes) const {
+  return Route(op, dtype, bytes).name;
+}
+
+void CrossDeviceOps::Finish(const Backend& backend, chorus_status status, chorus_request* request,
+                            const char* what) {
+  const chorus_plugin& table = backend.library->table();
   if (status == CHORUS_OK && request != nullptr) {
     const auto timeout_ms = static_cast<int64_t>(std::ceil(timeout_seconds_ * 1000));
     status = table.request_wait(request, timeout_ms);
     if (status == CHORUS_TIMEOUT) {
       // The operation may still write into the buffers: the request is leaked on purpose
-      // rather than freed under a running operation.
-      throw Error(CHORUS_TIMEOUT, std::string(what) + " on cross-device ops '" + name_ +
+      // rather than freed under a running operation, and every other wait on them stops.
+      Abort(std::string(what) + " did not finish within " + std::to_string(timeout_seconds_) +
+            " s");
+      throw Error(CHORUS_TIMEOUT, std::string(what) + " on cross-device ops '" + backend.name +
                                       "' did not finish within " +
                                       std::to_string(timeout_seconds_) +
                                       " s (CHORUS_TIMEOUT_SECONDS or timeout_seconds)");
     }
-    const std::string message = status == CHORUS_OK ? "" : library_->LastError();
+    const std::string message = status == CHORUS_OK ? "" : backend.library->LastError();
     table.request_free(request);
-    if (status != CHORUS_OK) {
-      throw Error(status, std::string(what) + " on cross-device ops '" + name_ + "' failed with " +
-                              StatusName(status) + ": " + message);
-    }
+    if (status != CHORUS_OK) Fail(backend, status, what, message);
     return;
   }
-  if (status != CHORUS_OK) {
-    throw Error(status, std::string(what) + " on cross-device ops '" + name_ + "' failed with " +
-                            StatusName(status) + ": " + library_->LastError());
-  }
+  if (status != CHORUS_OK) Fail(backend, status, what, backend.library->LastError());
+}
+
+void CrossDeviceOps::Fail(const Backend& backend, chorus_status status, const char* what,
+                          const std::string& detail) const {
+  std::string text = std::string(what) + " on cross-device ops '" + backend.name +
+                     "' failed with " + StatusName(status) + ": " + detail;
+  if (aborted_.load()) text += " (" + abort_reason_ + ")";
+  throw Error(status, text);
 }
 
 void CrossDeviceOps::DivideOutputs(const ReduceSpec& spec, size_t divisor) {
@@ -108,6 +195,7 @@ void CrossDeviceOps::Reduce(chorus_reduce_op op, const ReduceSpec& spec) {
 }
 
 void CrossDeviceOps::BatchReduce(chorus_reduce_op op, const std::vector<ReduceSpec>& specs) {
+  Activity activity(*this, "batch_reduce");
   if (op < 0 || op >= CHORUS_REDUCE_OP_COUNT) {
     throw Error(CHORUS_INVALID_ARGUMENT,
                 "reduce op " + std::to_string(op) + " is not a chorus reduce op");
@@ -127,22 +215,28 @@ void CrossDeviceOps::BatchReduce(chorus_reduce_op op, const std::vector<ReduceSp
     a.num_outputs = specs[i].outputs.size();
     pointers.push_back(&a);
   }
+  uint64_t bytes = 0;
+  for (const auto& spec : specs) bytes += spec.count * chorus_dtype_size(spec.dtype);
+  const Backend& b =
+      Route(CHORUS_OP_ALL_REDUCE, specs.empty() ? CHORUS_F32 : specs[0].dtype, bytes);
+  const chorus_cross_device_ops_api* api = b.api;
+  chorus_cross_device_ops* handle = b.handle;
   chorus_request* request = nullptr;
-  if (specs.size() == 1 && api_->reduce != nullptr) {
-    Finish(api_->reduce(handle_, &args[0], &request), request, "reduce");
-  } else if (api_->batch_reduce != nullptr) {
+  if (specs.size() == 1 && api->reduce != nullptr) {
+    Finish(b, api->reduce(handle, &args[0], &request), request, "reduce");
+  } else if (api->batch_reduce != nullptr) {
     chorus_batch_reduce_args batch{};
     batch.struct_size = sizeof(batch);
     batch.reduces = pointers.data();
     batch.num_reduces = pointers.size();
-    Finish(api_->batch_reduce(handle_, &batch, &request), request, "batch_reduce");
-  } else if (api_->reduce != nullptr) {
+    Finish(b, api->batch_reduce(handle, &batch, &request), request, "batch_reduce");
+  } else if (api->reduce != nullptr) {
     for (auto& a : args) {
       request = nullptr;
-      Finish(api_->reduce(handle_, &a, &request), request, "reduce");
+      Finish(b, api->reduce(handle, &a, &request), request, "reduce");
     }
   } else {
-    throw Error(CHORUS_UNSUPPORTED, "cross-device ops '" + name_ + "' provide no reduce");
+    throw Error(CHORUS_UNSUPPORTED, "cross-device ops '" + b.name + "' provide no reduce");
   }
   size_t workers = 1;
   if (cross_worker_ != nullptr) {
@@ -174,8 +268,10 @@ void CrossDeviceOps::ReduceAcrossWorkers(chorus_reduce_op op, const ReduceSpec& 
 
 void CrossDeviceOps::Broadcast(chorus_dtype dtype, size_t count, chorus_buffer source,
                                const std::vector<chorus_buffer>& outputs) {
-  if (api_->broadcast == nullptr) {
-    throw Error(CHORUS_UNSUPPORTED, "cross-device ops '" + name_ + "' provide no broadcast");
+  Activity activity(*this, "broadcast");
+  const Backend& b = Route(CHORUS_OP_BROADCAST, dtype, count * chorus_dtype_size(dtype));
+  if (b.api->broadcast == nullptr) {
+    throw Error(CHORUS_UNSUPPORTED, "cross-device ops '" + b.name + "' provide no broadcast");
   }
   chorus_broadcast_args args{};
   args.struct_size = sizeof(args);
@@ -185,14 +281,18 @@ void CrossDeviceOps::Broadcast(chorus_dtype dtype, size_t count, chorus_buffer s
   args.outputs = outputs.data();
   args.num_outputs = outputs.size();
   chorus_request* request = nullptr;
-  Finish(api_->broadcast(handle_, &args, &request), request, "broadcast");
+  Finish(b, b.api->broadcast(b.handle, &args, &request), request, "broadcast");
 }
 
 void CrossDeviceOps::AllGather(chorus_dtype dtype, const std::vector<chorus_buffer>& inputs,
                                const std::vector<size_t>& counts,
                                const std::vector<chorus_buffer>& outputs) {
-  if (api_->all_gather == nullptr) {
-    throw Error(CHORUS_UNSUPPORTED, "cross-device ops '" + name_ + "' provide no all_gather");
+  Activity activity(*this, "all_gather");
+  uint64_t bytes = 0;
+  for (size_t count : counts) bytes += count * chorus_dtype_size(dtype);
+  const Backend& b = Route(CHORUS_OP_ALL_GATHER, dtype, bytes);
+  if (b.api->all_gather == nullptr) {
+    throw Error(CHORUS_UNSUPPORTED, "cross-device ops '" + b.name + "' provide no all_gather");
   }
   if (counts.size() != inputs.size()) {
     throw Error(CHORUS_INVALID_ARGUMENT, "all_gather: " + std::to_string(inputs.size()) +
@@ -208,7 +308,7 @@ void CrossDeviceOps::AllGather(chorus_dtype dtype, const std::vector<chorus_buff
   args.outputs = outputs.data();
   args.num_outputs = outputs.size();
   chorus_request* request = nullptr;
-  Finish(api_->all_gather(handle_, &args, &request), request, "all_gather");
+  Finish(b, b.api->all_gather(b.handle, &args, &request), request, "all_gather");
 }
 
 }  // namespace chorus

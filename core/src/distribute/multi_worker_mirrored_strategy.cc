@@ -1,5 +1,6 @@
 #include <chorus/base/environment.h>
 #include <chorus/base/error.h>
+#include <chorus/cluster_resolver/host_identity.h>
 #include <chorus/distribute/multi_worker_mirrored_strategy.h>
 #include <chorus/rendezvous/rendezvous.h>
 
@@ -8,7 +9,6 @@
 #include <map>
 
 #include "base/logging.h"
-#include "cluster_resolver/host_identity.h"
 
 namespace chorus {
 namespace {
@@ -74,20 +74,19 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
     }
   }
 
-  // How the workers sit on hosts (host name and boot id, or CHORUS_HOST_ID): AUTO prefers the
-  // shared-memory collective on one host, and shm within hosts with another across them.
-  const std::string machine = internal::HostIdentity();
+  // How the workers sit on hosts (host name and boot id, or CHORUS_HOST_ID): what the
+  // collectives' scores look at (shared memory on one host, composition across hosts).
+  const std::string machine = HostIdentity();
   store_->Set("mwms/machine/" + std::to_string(id), ToBytes(machine));
-  std::map<std::string, int> per_host;
+  std::vector<std::string> machines;
   for (int w = 0; w < workers; ++w) {
-    ++per_host[ToString(store_->Get("mwms/machine/" + std::to_string(w), timeout))];
+    machines.push_back(ToString(store_->Get("mwms/machine/" + std::to_string(w), timeout)));
   }
-  HostLayout layout{static_cast<int>(per_host.size()), per_host.begin()->second};
-  for (const auto& [host, count] : per_host) {
-    if (count != layout.workers_per_host) layout.workers_per_host = 0;
-  }
-  collective_ = SelectCollective(Registry::Global(), communication_options().implementation,
-                                 devices(), layout);
+  // The cross-worker step moves host memory: the local result is staged there (cross_device_ops).
+  const JobShape shape = JobShape::FromHostIds(machines, "host");
+  const CollectivePlan plan =
+      PlanCollectives(Registry::Global(), communication_options().implementation, shape);
+  collective_ = {plan.collectives.front(), plan.source};
   CommunicatorConfig config;
   config.rank = id;
   config.size = workers;
@@ -95,12 +94,8 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
   config.name = "mwms";
   config.timeout_seconds = *communication_options().timeout_seconds;
   // Peers reach this worker at the host of its own cluster address.
-  const std::string my_host = SplitAddress(resolver_->AddressOf(id)).first;
-  config.options_for = [my_host](const std::string& collective) {
-    return AddressOptionsFor(collective, my_host);
-  };
-  config.options = config.options_for(collective_.name);
-  config.routes = AlgorithmRulesFromEnvironment();
+  config.address = SplitAddress(resolver_->AddressOf(id)).first;
+  config.host_id = machine;
   for (int w = 0; w < workers; ++w) config.task_names.push_back(resolver_->TaskNameOf(w));
   // The store's server records a worker whose connection closed without a goodbye; a backend
   // usually notices the loss a moment earlier, through a neighbour: wait briefly for the name.
@@ -115,9 +110,12 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
     }
     return "";
   };
-  Log().info("MultiWorkerMirroredStrategy: {} of {} workers, {} local replicas, collective {} ({})",
-             resolver_->task_name(), workers, local, collective_.name, collective_.source);
-  AttachCommunicator(Communicator::Create(Registry::Global(), collective_.name, config));
+  Log().info(
+      "MultiWorkerMirroredStrategy: {} of {} workers ({}), {} local replicas, collective {} "
+      "({})",
+      resolver_->task_name(), workers, shape.Describe(), local, collective_.name,
+      collective_.source);
+  AttachCommunicator(Communicator::Create(Registry::Global(), plan, config));
   StartHealthMonitor(host, port);
 }
 
@@ -157,6 +155,7 @@ void MultiWorkerMirroredStrategy::WatchPeers() {
 }
 
 MultiWorkerMirroredStrategy::~MultiWorkerMirroredStrategy() {
+  StopPendingWork(name());
   stopping_.store(true);
   if (monitor_.joinable()) monitor_.join();
   if (!store_) return;

@@ -3,8 +3,10 @@
 #include <chorus/distribute/strategy.h>
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
 
+#include "base/logging.h"
 #include "distribute/replica_group.h"
 
 namespace chorus {
@@ -28,12 +30,38 @@ Strategy::Strategy(std::vector<Device> devices, std::string_view cross_device_op
   }
   const Registry& registry = Registry::Global();
   const auto selection = SelectCrossDeviceOps(registry, cross_device_ops_name, devices_);
-  cross_device_ops_ = CrossDeviceOps::Create(registry, selection.name, devices_);
+  cross_device_ops_ = CrossDeviceOps::Create(registry, selection.names, devices_);
   cross_device_ops_->set_timeout_seconds(*options_.timeout_seconds);
   group_ = std::make_unique<internal::ReplicaGroup>(static_cast<int>(devices_.size()));
 }
 
-Strategy::~Strategy() = default;
+// name() is pure virtual, and the derived part is gone by now.
+Strategy::~Strategy() { StopPendingWork("the strategy"); }
+
+void Strategy::StopPendingWork(const std::string& who) {
+  constexpr auto kGrace = std::chrono::seconds(10);
+  const std::string reason = who + " was destroyed while the operation was in flight";
+  if (communicator_ && communicator_->in_flight() > 0) {
+    communicator_->Abort(CHORUS_ABORTED, reason);
+    if (!communicator_->WaitIdle(kGrace)) {
+      Log().error(
+          "{}: a collective did not return within 10 s of its abort; its communicator "
+          "is leaked rather than destroyed under it",
+          who);
+      (void)communicator_.release();
+    }
+  }
+  if (cross_device_ops_ && cross_device_ops_->in_flight() > 0) {
+    cross_device_ops_->Abort(reason);
+    if (!cross_device_ops_->WaitIdle(kGrace)) {
+      Log().error(
+          "{}: a cross-device op did not return within 10 s of its abort; the "
+          "cross-device ops are leaked rather than destroyed under it",
+          who);
+      (void)cross_device_ops_.release();
+    }
+  }
+}
 
 void Strategy::AttachCommunicator(std::unique_ptr<Communicator> communicator) {
   num_workers_ = communicator->size();

@@ -6,13 +6,12 @@
 #include <chorus/plugin_sdk.hpp>
 #include <cstdlib>
 
+#include "base/abort_scope.h"
 #include "base/host_kernels.h"
 #include "base/logging.h"
 
 namespace chorus::internal {
 namespace {
-
-std::atomic<bool> g_abort{false};
 
 spdlog::level::level_enum ToSpdlog(chorus_log_level level) {
   switch (level) {
@@ -38,7 +37,7 @@ void HostLog(void* ctx, chorus_log_level level, const char* message) {
 
 int HostLogEnabled(void*, chorus_log_level level) { return Log().should_log(ToSpdlog(level)); }
 
-int HostAbortRequested(void*) { return g_abort.load(std::memory_order_acquire) ? 1 : 0; }
+int HostAbortRequested(void*) { return AbortRequested() ? 1 : 0; }
 
 void* HostAllocate(void*, size_t bytes, size_t alignment) {
   if (alignment < sizeof(void*)) alignment = sizeof(void*);
@@ -57,7 +56,16 @@ chorus_status HostReduce(void*, const chorus_reduce_kernel_args* args) {
   });
 }
 
+std::atomic<const chorus_host_collectives*>& HostCollectivesSlot() {
+  static std::atomic<const chorus_host_collectives*> table{nullptr};
+  return table;
+}
+
 }  // namespace
+
+void RegisterHostCollectives(const chorus_host_collectives* table) {
+  HostCollectivesSlot().store(table, std::memory_order_release);
+}
 
 PluginHost::PluginHost(std::string plugin_name) : plugin_name_(std::move(plugin_name)) {
   host_.struct_size = sizeof(chorus_host);
@@ -70,9 +78,8 @@ PluginHost::PluginHost(std::string plugin_name) : plugin_name_(std::move(plugin_
   host_.allocate = HostAllocate;
   host_.deallocate = HostDeallocate;
   host_.reduce_host = HostReduce;
+  host_.collectives = HostCollectivesSlot().load(std::memory_order_acquire);
 }
-
-bool AbortRequested() { return g_abort.load(std::memory_order_acquire); }
 
 }  // namespace chorus::internal
 
@@ -83,6 +90,6 @@ const chorus_host* CoreHost() {
   return host.host();
 }
 
-void RequestAbort() { internal::g_abort.store(true, std::memory_order_release); }
+void RequestAbort() { internal::RaiseProcessAbort(); }
 
 }  // namespace chorus

@@ -1,4 +1,5 @@
-// The chorus_host handed to plugins: one per plugin, so log lines name the plugin.
+// The chorus_host handed to plugins: one per plugin, so log lines name the plugin and the
+// composition services know who asks.
 #ifndef CHORUS_CORE_HOST_H_
 #define CHORUS_CORE_HOST_H_
 
@@ -20,7 +21,10 @@ class PluginHost {
   chorus_host host_{};
 };
 
-bool AbortRequested();
+// The composition services (chorus_host.collectives): the collective layer registers them when
+// libchorus loads, since the runtime layer does not include the layers above it. Hosts made
+// before that (none in practice) offer none.
+void RegisterHostCollectives(const chorus_host_collectives* table);
 
 }  // namespace chorus::internal
 

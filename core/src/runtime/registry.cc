@@ -13,18 +13,34 @@ Registry::Registry(const LoaderOptions& options) {
   auto builtin = PluginLibrary::FromBuiltinTable(internal::BuiltinPluginTable(), &reason);
   if (!builtin) throw Error(CHORUS_INTERNAL, "the builtin plugin was rejected: " + reason);
   plugins_.push_back(builtin);
-  auto hierarchical = PluginLibrary::FromBuiltinTable(internal::HierarchicalPluginTable(), &reason);
-  if (!hierarchical) throw Error(CHORUS_INTERNAL, "the builtin plugin was rejected: " + reason);
-  plugins_.push_back(hierarchical);
   discovery_ = DiscoverPlugins(options);
   for (auto& plugin : discovery_.loaded) {
-    if (plugin->name() == kBuiltinPluginName || plugin->name() == hierarchical->name()) {
+    if (plugin->name() == kBuiltinPluginName) {
       discovery_.rejected.push_back({plugin->path(), "the name '" + plugin->name() +
                                                          "' belongs to a plugin builtin to "
                                                          "chorus; rename it"});
       continue;
     }
     plugins_.push_back(plugin);
+  }
+  for (const auto& plugin : plugins_) Index(plugin);
+}
+
+void Registry::Index(const std::shared_ptr<PluginLibrary>& plugin) {
+  auto add = [&](auto& list, const auto* api, const char* what) {
+    for (const auto& existing : list) {
+      if (std::string_view(existing.api->name) == api->name) {
+        notes_.push_back(std::string(what) + " '" + api->name + "' of plugin " + plugin->name() +
+                         " is left out: plugin " + existing.plugin->name() +
+                         " provides one of that name already (first found wins)");
+        return;
+      }
+    }
+    list.push_back({plugin, api});
+  };
+  for (const auto* api : plugin->collectives()) add(collectives_, api, "collective");
+  for (const auto* api : plugin->cross_device_ops_list()) {
+    add(cross_device_ops_, api, "cross-device ops");
   }
 }
 
@@ -42,28 +58,59 @@ std::shared_ptr<PluginLibrary> Registry::FindPlugin(std::string_view name) const
 
 std::vector<std::string> Registry::CrossDeviceOpsNames() const {
   std::vector<std::string> names;
-  for (const auto& plugin : plugins_) {
-    if (auto* api = plugin->cross_device_ops()) names.push_back(api->name);
-  }
+  for (const auto& entry : cross_device_ops_) names.push_back(entry.api->name);
   return names;
 }
 
-std::shared_ptr<PluginLibrary> Registry::FindCrossDeviceOps(std::string_view name,
-                                                            std::string_view what) const {
-  for (const auto& plugin : plugins_) {
-    auto* api = plugin->cross_device_ops();
-    if (api != nullptr && (name == api->name || name == plugin->name())) return plugin;
+std::vector<std::string> Registry::CollectiveNames() const {
+  std::vector<std::string> names;
+  for (const auto& entry : collectives_) names.push_back(entry.api->name);
+  return names;
+}
+
+namespace {
+
+template <typename Entry>
+Entry Find(const std::vector<Entry>& list, const std::vector<Rejection>& rejected,
+           std::string_view name, std::string_view what, const char* interface) {
+  for (const auto& entry : list) {
+    if (name == entry.api->name) return entry;
   }
+  // A plugin's name stands for its implementation when it has exactly one.
+  std::vector<Entry> of_plugin;
+  for (const auto& entry : list) {
+    if (entry.plugin->name() == name) of_plugin.push_back(entry);
+  }
+  if (of_plugin.size() == 1) return of_plugin.front();
   std::string available;
-  for (const auto& n : CrossDeviceOpsNames()) available += (available.empty() ? "" : ", ") + n;
-  std::string message = std::string(what) + " names cross-device ops '" + std::string(name) +
-                        "', which no loaded plugin provides. Available: " + available + ".";
-  for (const auto& rejection : rejected()) {
+  for (const auto& entry : list)
+    available += (available.empty() ? "" : ", ") + std::string(entry.api->name);
+  std::string message =
+      std::string(what) + " names " + interface + " '" + std::string(name) + "', ";
+  if (of_plugin.size() > 1) {
+    message += "a plugin with " + std::to_string(of_plugin.size()) + " of them: name one. ";
+  } else {
+    message += "which no loaded plugin provides. ";
+  }
+  message += "Available: " + (available.empty() ? std::string("none") : available) + ".";
+  for (const auto& rejection : rejected) {
     if (rejection.path.find("libchorus-" + std::string(name) + ".so") != std::string::npos) {
       message += " " + rejection.path + " was rejected: " + rejection.reason;
     }
   }
   throw Error(CHORUS_INVALID_ARGUMENT, message);
+}
+
+}  // namespace
+
+Registry::CrossDeviceOpsImplementation Registry::FindCrossDeviceOps(std::string_view name,
+                                                                    std::string_view what) const {
+  return Find(cross_device_ops_, rejected(), name, what, "cross-device ops");
+}
+
+Registry::CollectiveImplementation Registry::FindCollective(std::string_view name,
+                                                            std::string_view what) const {
+  return Find(collectives_, rejected(), name, what, "a collective");
 }
 
 std::shared_ptr<DeviceEnumerator> Registry::CpuDevices() const {

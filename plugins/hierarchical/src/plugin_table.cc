@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cross_device_ops.h"
+#include "hierarchical_collective.h"
 
 struct chorus_cross_device_ops {
   explicit chorus_cross_device_ops(const chorus_cross_device_ops_create_args& args) : impl(args) {}
@@ -122,10 +123,12 @@ const chorus_cross_device_ops_api kCrossDeviceOps = [] {
 const chorus_plugin kPlugin = [] {
   chorus_plugin t = sdk::PluginTable(
       "hierarchical", "1.1.0",
-      "HierarchicalCopyAllReduce (tf.distribute) over any device enumerator, with num_packs");
+      "HierarchicalCopyAllReduce (tf.distribute) over any device enumerator, with num_packs; the "
+      "hierarchical collective: one collective within each host, another across (local+cross)");
   t.request_test = RequestTest;
   t.request_wait = RequestWait;
   t.cross_device_ops = &kCrossDeviceOps;
+  t.collective = HierarchicalCollectiveTable();
   return t;
 }();
 

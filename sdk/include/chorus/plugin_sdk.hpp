@@ -149,6 +149,54 @@ inline void ReduceOnHost(void* dst, const void* a, const void* b, size_t count, 
   }
 }
 
+// ---- The rendezvous store from C++ -------------------------------------------------------------
+
+// A view of a chorus_kv_store (borrowed) that throws Error with the store's status, naming the
+// key: what a plugin's rendezvous needs (publish an address, read its peers').
+class StoreView {
+ public:
+  explicit StoreView(const chorus_kv_store* store) : store_(store) {
+    if (store == nullptr || store->struct_size < CHORUS_STRUCT_SIZE(chorus_kv_store, remove)) {
+      Fail(CHORUS_INVALID_ARGUMENT, "the rendezvous store is NULL or too small");
+    }
+  }
+  void Set(const std::string& key, const std::string& value) const {
+    Check(store_->set(store_->ctx, key.c_str(), value.data(), value.size()), "set", key);
+  }
+  // Waits up to timeout_ms for the key (TIMEOUT naming it otherwise).
+  std::string Get(const std::string& key, int64_t timeout_ms) const {
+    std::string value(64, '\0');
+    size_t size = 0;
+    Check(store_->get(store_->ctx, key.c_str(), timeout_ms, value.data(), value.size(), &size),
+          "get", key);
+    if (size > value.size()) {  // larger than the first guess: read it again whole
+      value.resize(size);
+      Check(store_->get(store_->ctx, key.c_str(), timeout_ms, value.data(), value.size(), &size),
+            "get", key);
+    }
+    value.resize(size);
+    return value;
+  }
+  int64_t Add(const std::string& key, int64_t delta) const {
+    int64_t result = 0;
+    Check(store_->add(store_->ctx, key.c_str(), delta, &result), "add", key);
+    return result;
+  }
+
+ private:
+  static void Check(chorus_status status, const char* what, const std::string& key) {
+    if (status == CHORUS_TIMEOUT) {
+      Fail(CHORUS_TIMEOUT, "the rendezvous store's ", what, " of '", key,
+           "' timed out: a rank did not arrive (is every rank started, with the same job?)");
+    }
+    if (status != CHORUS_OK) {
+      Fail(status, "the rendezvous store's ", what, " of '", key, "' failed (status ",
+           static_cast<int>(status), ")");
+    }
+  }
+  const chorus_kv_store* store_;
+};
+
 // The requests of a plugin that never hands one out: every call is INVALID_ARGUMENT.
 inline chorus_status NoRequestTest(chorus_request*, int*) {
   return SetError(CHORUS_INVALID_ARGUMENT,

@@ -1,20 +1,24 @@
-// Communicator: the C++ face of a collective backend across workers (the core's core_ring or a
-// plugin's: gloo, ring_grpc, nccl, ...). It creates the plugin's communicator over a rendezvous
-// store, resolves MEAN (SUM, then divide by size), checks that every rank issues the same
-// operation with the same count and dtype (a mismatch is an INVALID_ARGUMENT naming the ranks,
-// never a silent mis-reduce), waits on requests with the time-out, and turns failures into
-// chorus::Error: TIMEOUT, PEER_LOST naming the lost task, ABORTED.
+// Communicator: the C++ face of the collectives across workers (the core's core_ring or any
+// plugin's). It creates every collective its plan names (selection.h) over a rendezvous store,
+// runs each operation on the one the plan picks for it (a variable's rule, a fixed name, the
+// tuning file, else the best score among those created), resolves MEAN (SUM, then divide by
+// size), checks that every rank issues the same operation with the same count and dtype (a
+// mismatch is an INVALID_ARGUMENT naming the ranks, never a silent mis-reduce), waits on
+// requests with the time-out, and turns failures into chorus::Error: TIMEOUT, PEER_LOST naming
+// the lost task, ABORTED.
 #ifndef CHORUS_COMMUNICATOR_H_
 #define CHORUS_COMMUNICATOR_H_
 
 #include <chorus/collective/algorithm_rules.h>
 #include <chorus/collective/communication_options.h>
+#include <chorus/collective/selection.h>
 #include <chorus/rendezvous/kv_store.h>
 #include <chorus/runtime/device.h>
 #include <chorus/runtime/plugin_library.h>
 #include <chorus/runtime/registry.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -23,8 +27,9 @@
 
 namespace chorus {
 
-// The core's reference collective: a ring over the core's own TCP transport. Always present.
-inline constexpr const char* kCoreRing = "core_ring";
+namespace internal {
+class AbortFlag;
+}
 
 struct CommunicatorConfig {
   int rank = 0;
@@ -34,7 +39,13 @@ struct CommunicatorConfig {
   // Distinguishes communicators of one job: every rank must pass the same name.
   std::string name = "default";
   double timeout_seconds = 300;
-  Options options;  // handed to the plugin's create, e.g. {"algorithm", "ring_chunked"}
+  // Handed to the create of the plan's fixed collective (or, without one, the primary), e.g.
+  // {"algorithm", "ring_chunked"}.
+  Options options;
+  // Where the other ranks reach this one (a host from the cluster spec; "": 127.0.0.1), and
+  // which machine it runs on ("": unknown); handed to every collective's create.
+  std::string address;
+  std::string host_id;
   // How messages name rank r ("worker 2"); empty = "rank r".
   std::vector<std::string> task_names;
   // Exchange each operation's signature (op, count, dtype, reduce op, root, sequence number)
@@ -44,21 +55,20 @@ struct CommunicatorConfig {
   // returns e.g. "worker 1", or "" when it cannot tell. A plugin sees only its neighbours, so
   // without this a survivor may name the neighbour that passed the failure on.
   std::function<std::string()> lost_peers;
-  // Per operation and size, another collective to run it (CHORUS_ALGORITHM's rules; see
-  // algorithm_rules.h). Every collective named is created with this communicator, on every rank;
-  // sizes no rule covers run on `name`. Empty: `name` runs everything.
-  std::vector<AlgorithmRule> routes;
-  // Options for a collective a route names (its own address option, say); `options` is for
-  // `name` only. Unset: routed collectives get no options.
-  std::function<Options(const std::string& collective)> options_for;
+  // Skips the check that every rank created the same collectives (for communicators a plugin
+  // composes, whose parent checked).
+  bool check_plan = true;
 };
 
 class Communicator {
  public:
-  // Creates the collective called `name` (interface or plugin name, or "local+cross" for the
-  // hierarchical collective, whose two parts come from Registry::Global()) from `registry`. Throws
-  // Error listing the available names when it is unknown, or with the plugin's message when its
-  // create fails (TIMEOUT when a rank did not arrive).
+  // Creates every collective of `plan` from `registry`, in the plan's order, then checks that
+  // every rank created the same ones (plugin sets can differ between hosts). Throws Error with the
+  // plugin's message when a create fails (TIMEOUT when a rank did not arrive).
+  static std::unique_ptr<Communicator> Create(const Registry& registry, const CollectivePlan& plan,
+                                              const CommunicatorConfig& config);
+  // The plan PlanNamed(registry, name, shape) for `name` (a collective's or plugin's name, or
+  // "local+cross"), for a job of config.size ranks on one host unless `shape` says otherwise.
   static std::unique_ptr<Communicator> Create(const Registry& registry, const std::string& name,
                                               const CommunicatorConfig& config);
   ~Communicator();
@@ -67,10 +77,13 @@ class Communicator {
 
   int rank() const { return config_.rank; }
   int size() const { return config_.size; }
-  const std::string& backend() const { return backends_[0].name; }  // the collective's name
+  const std::string& backend() const { return backends_[0].name; }  // the primary collective
   const PluginLibrary& library() const { return *backends_[0].library; }
-  // The collective that runs `op` on `bytes` (nccl-tests' bytes, as in algorithm_rules.h).
-  const std::string& BackendFor(chorus_collective_op op, uint64_t bytes) const;
+  const CollectivePlan& plan() const { return plan_; }
+  // The collective that runs `op` of `bytes` in `dtype` (nccl-tests' bytes, as in
+  // algorithm_rules.h). Throws Error(UNSUPPORTED) when none of the plan's serves it.
+  const std::string& BackendFor(chorus_collective_op op, uint64_t bytes,
+                                chorus_dtype dtype = CHORUS_F32) const;
   double timeout_seconds() const { return config_.timeout_seconds; }
   void set_timeout_seconds(double seconds) { config_.timeout_seconds = seconds; }
 
@@ -85,9 +98,15 @@ class Communicator {
                      chorus_reduce_op op);
   void Barrier();
 
-  // Makes the pending and every later operation fail with PEER_LOST (or ABORTED) carrying
-  // `reason`. Safe from any thread (the health monitor calls it).
+  // Makes the pending and every later operation fail with `status` (PEER_LOST, ABORTED,
+  // TIMEOUT) carrying `reason`: it raises the abort flag the plugins' waits on the operations'
+  // threads see (the host's abort_requested) and calls every collective's abort(). The first call
+  // wins. Safe from any thread (the health monitor calls it). A time-out calls it too.
   void Abort(chorus_status status, const std::string& reason);
+  // Operations running now (threads inside AllReduce, Broadcast, ...).
+  int in_flight() const { return in_flight_.load(); }
+  // Waits up to `timeout` until no operation runs; false when one still does.
+  bool WaitIdle(std::chrono::milliseconds timeout) const;
 
   // "worker 2" for rank 2 (from config.task_names), else "rank 2".
   std::string TaskName(int rank) const;
@@ -103,9 +122,12 @@ class Communicator {
     std::unique_ptr<CKvStore> store;
   };
 
-  Communicator() = default;
+  Communicator();
+  // One operation on the calling thread: counted in in_flight(), inside the abort scope.
+  class Activity;
   void AddBackend(const Registry& registry, const std::string& name, const Options& options);
-  const Backend& Route(chorus_collective_op op, uint64_t bytes) const;
+  void CheckPlanAcrossRanks();
+  const Backend& Route(chorus_collective_op op, chorus_dtype dtype, uint64_t bytes) const;
   void CheckSignature(int op, size_t count, chorus_dtype dtype, chorus_reduce_op reduce, int root);
   void Finish(const Backend& backend, chorus_status status, chorus_request* request,
               const char* what);
@@ -113,52 +135,16 @@ class Communicator {
                          const std::string& detail);
 
   CommunicatorConfig config_;
-  std::vector<Backend> backends_;                         // fixed after Create
-  std::vector<std::pair<AlgorithmRule, size_t>> routes_;  // rule, index into backends_
+  CollectivePlan plan_;
+  std::vector<Backend> backends_;  // fixed after Create, in plan_.collectives' order
   uint64_t sequence_ = 0;
   std::atomic<bool> abort_claimed_{false};  // the first Abort wins
   std::atomic<bool> aborted_{false};        // set after abort_reason_ is written
   std::atomic<chorus_status> abort_status_{CHORUS_OK};
   std::string abort_reason_;  // written once before aborted_ is set
+  std::unique_ptr<internal::AbortFlag> abort_flag_;
+  std::atomic<int> in_flight_{0};
 };
-
-// Names of every collective available (core_ring first).
-std::vector<std::string> CollectiveNames(const Registry& registry);
-
-// The name of the collective `name` selects: a collective's own name for its name or its
-// plugin's; for "local+cross" (e.g. "shm+gloo") the builtin hierarchical collective composing
-// those two, in canonical form. Throws Error(INVALID_ARGUMENT) listing the available names when
-// one is unknown.
-std::string CanonicalCollectiveName(const Registry& registry, const std::string& name);
-
-// The options that tell `collective` at which host its peers reach this worker: gloo's
-// "hostname", core_ring's and ring_grpc's "host", passed on as "local.<key>" / "cross.<key>" for a
-// hierarchical "local+cross"; none for other collectives.
-Options AddressOptionsFor(const std::string& collective, const std::string& host);
-
-// How a job's workers sit on hosts, for AUTO: hosts = 1 means one host; workers_per_host = 0
-// means hosts run different numbers of workers (or it is not known).
-struct HostLayout {
-  int hosts = 0;
-  int workers_per_host = 0;
-};
-
-// Which collective a multi-worker strategy uses, and why: CommunicationOptions.implementation
-// when it is not AUTO > CHORUS_COMMUNICATION (AUTO, RING, NCCL or a collective's name) > the
-// default rule (AUTO). AUTO, by the figures chorus-bench measured (README): nccl when every
-// device is a CUDA GPU and the plugin is present; else shm when every worker runs on one host and
-// the plugin is present; else, when several hosts run the same number (> 1) of workers each and
-// shm is present, shm within hosts and core_ring across them ("shm+core_ring"); else core_ring.
-// RING: ring_grpc when present, else core_ring. A name may be "local+cross"
-// (CanonicalCollectiveName). An unknown name is an error listing the available ones.
-struct CollectiveSelection {
-  std::string name;
-  std::string source;
-};
-CollectiveSelection SelectCollective(const Registry& registry,
-                                     CommunicationImplementation implementation,
-                                     const std::vector<Device>& local_devices,
-                                     HostLayout layout = {});
 
 }  // namespace chorus
 

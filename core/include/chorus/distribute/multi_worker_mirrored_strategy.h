@@ -21,6 +21,12 @@ namespace chorus {
 class KvStore;
 class TcpStoreServer;
 
+// The collective a multi-worker strategy runs on, and why (selection.h).
+struct CollectiveSelection {
+  std::string name;    // the communicator's primary collective
+  std::string source;  // "CHORUS_COMMUNICATION=gloo", "AUTO: shm scores 80 ...", ...
+};
+
 class MultiWorkerMirroredStrategy : public Strategy {
  public:
   // cluster_resolver: nullptr = ResolveClusterFromEnvironment() (TF_CONFIG, torchrun, Open MPI,

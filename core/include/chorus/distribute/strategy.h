@@ -136,6 +136,11 @@ class Strategy {
   // Makes reductions, gathers and broadcasts span every worker through `communicator` (whose
   // rank is the worker id). Called once by a multi-worker strategy's constructor.
   void AttachCommunicator(std::unique_ptr<Communicator> communicator);
+  // Work still in flight on other threads (a collective, a cross-device op) is aborted (the
+  // plugins' waits return CHORUS_ABORTED) and waited for, up to 10 s; what does not return by
+  // then is leaked with a logged error rather than destroyed under a running operation. The
+  // destructors call it first. `who` names the strategy in the messages.
+  void StopPendingWork(const std::string& who);
 
  private:
   int num_workers_ = 1;

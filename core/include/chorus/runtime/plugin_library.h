@@ -111,7 +111,9 @@ class PluginLibrary {
 
 // The chorus_host the core hands every plugin (logger, abort flag, allocator, host kernels).
 const chorus_host* CoreHost();
-// Raises the host's abort flag (plugins' long waits return CHORUS_ABORTED).
+// Raises the process-wide abort flag: every plugin's long wait, on every thread, returns
+// CHORUS_ABORTED, and the core's own waits end. For a process that is stopping (a handler of
+// SIGTERM may call it: it only stores an atomic flag). It cannot be lowered again.
 void RequestAbort();
 
 }  // namespace chorus

@@ -1,5 +1,6 @@
-// The registry: the core's builtin plugin plus every plugin the loader accepted, and the
-// selection of backends by name (constructor argument > environment variable > default rule).
+// The registry: the core's builtin plugin plus every plugin the loader accepted, and every
+// implementation they provide, found by name. Which one runs an operation is selection's business
+// (chorus/collective/selection.h).
 #ifndef CHORUS_REGISTRY_H_
 #define CHORUS_REGISTRY_H_
 
@@ -34,12 +35,35 @@ class Registry {
   // Plugin by its name, or nullptr.
   std::shared_ptr<PluginLibrary> FindPlugin(std::string_view name) const;
 
-  // Names of every cross-device ops available (builtin first).
+  // One implementation of an interface and the plugin it comes from. Names are unique within
+  // an interface across the registry: a later plugin's implementation of a name taken already
+  // is left out, with a note in notes().
+  template <typename Api>
+  struct Implementation {
+    std::shared_ptr<PluginLibrary> plugin;
+    const Api* api = nullptr;
+  };
+  using CollectiveImplementation = Implementation<chorus_collective_api>;
+  using CrossDeviceOpsImplementation = Implementation<chorus_cross_device_ops_api>;
+
+  // Every implementation, in plugin order (builtin first).
+  const std::vector<CollectiveImplementation>& collectives() const { return collectives_; }
+  const std::vector<CrossDeviceOpsImplementation>& cross_device_ops() const {
+    return cross_device_ops_;
+  }
+  // What the registry left out and why (a name given twice).
+  const std::vector<std::string>& notes() const { return notes_; }
+
+  // Names of every cross-device ops / collective available (builtin first).
   std::vector<std::string> CrossDeviceOpsNames() const;
-  // The plugin providing the cross-device ops called `name` (its interface name, or its plugin's
-  // name). Throws Error(INVALID_ARGUMENT) naming `what` and listing the available names.
-  std::shared_ptr<PluginLibrary> FindCrossDeviceOps(std::string_view name,
-                                                    std::string_view what) const;
+  std::vector<std::string> CollectiveNames() const;
+  // The implementation called `name`: its own name, or its plugin's name when that plugin has
+  // exactly one of the interface. Throws Error(INVALID_ARGUMENT) naming `what` (e.g.
+  // "CHORUS_CROSS_DEVICE_OPS") and listing the available names, with the reason a file of that
+  // name was rejected, if one was.
+  CrossDeviceOpsImplementation FindCrossDeviceOps(std::string_view name,
+                                                  std::string_view what) const;
+  CollectiveImplementation FindCollective(std::string_view name, std::string_view what) const;
 
   // The cpu device context (CHORUS_CPU_DEVICES devices) and, lazily, one context per plugin
   // enumerator. An enumerator whose create fails is left out with a logged reason.
@@ -50,8 +74,13 @@ class Registry {
   std::vector<Device> DefaultDevices() const;
 
  private:
+  void Index(const std::shared_ptr<PluginLibrary>& plugin);
+
   Discovery discovery_;
   std::vector<std::shared_ptr<PluginLibrary>> plugins_;
+  std::vector<CollectiveImplementation> collectives_;
+  std::vector<CrossDeviceOpsImplementation> cross_device_ops_;
+  std::vector<std::string> notes_;
   mutable std::vector<std::shared_ptr<DeviceEnumerator>> enumerators_;
   mutable std::once_flag enumerators_once_;
 };

@@ -1,10 +1,12 @@
-// The builtin hierarchical collective ("local+cross"): ranks as threads over an in-process store,
-// each told its host through the "host" option, so one machine plays several hosts. Every
-// operation against a reference, over layouts (hosts x ranks per host, ranks numbered host by
-// host or not) and sizes 0, 1, odd, and large enough to take the reduce-scatter path; and the
-// errors of a bad layout or name.
+// The hierarchical collective ("local+cross", or AUTO's choice on hosts of several ranks), loaded
+// from this plugin by the core and composing other collectives through the host: ranks as threads
+// over an in-process store, each told its host through the "host" option, so one machine plays
+// several hosts. Every operation against a reference, over layouts (hosts x ranks per host, ranks
+// numbered host by host or not) and sizes 0, 1, odd, and large enough to take the reduce-scatter
+// path; the choice AUTO makes; and the errors of a bad layout or name.
 #include <chorus/base/error.h>
 #include <chorus/collective/communicator.h>
+#include <chorus/collective/selection.h>
 #include <chorus/rendezvous/kv_store.h>
 #include <chorus/runtime/registry.h>
 #include <gmock/gmock.h>
@@ -23,7 +25,7 @@ namespace {
 using ::testing::HasSubstr;
 
 bool HasCollective(const std::string& name) {
-  for (const auto& n : CollectiveNames(Registry::Global())) {
+  for (const auto& n : Registry::Global().CollectiveNames()) {
     if (n == name) return true;
   }
   return false;
@@ -177,7 +179,7 @@ TEST(Hierarchical, HostsOfDifferentSizesAreAnErrorNamingThem) {
 TEST(Hierarchical, AnUnknownPartListsTheAvailableCollectives) {
   const auto errors = OnEveryRank(
       1, [](int) { return "h"; }, "core_ring+no_such", [](int, Communicator&) {});
-  EXPECT_THAT(errors[0], HasSubstr("no loaded plugin provides a collective called 'no_such'"));
+  EXPECT_THAT(errors[0], HasSubstr("'no_such', which no loaded plugin provides"));
   EXPECT_THAT(errors[0], HasSubstr("Available: core_ring"));
 }
 
@@ -193,11 +195,43 @@ TEST(Hierarchical, AMalformedNameSaysTheForm) {
   }
 }
 
-TEST(Hierarchical, WithoutLocalAndCrossOptionsItSaysWhatItNeeds) {
+// Without local and cross options each level is AUTO: the core picks the best collective for one
+// host of 2 ranks and for 2 hosts of one rank, and the composition still computes the sum.
+TEST(Hierarchical, WithoutLocalAndCrossOptionsEachLevelIsChosenByScores) {
+  const Layout layout{2, 2, true};
+  std::vector<std::vector<float>> results(4);
   const auto errors = OnEveryRank(
-      1, [](int) { return "h"; }, "hierarchical", [](int, Communicator&) {});
-  EXPECT_THAT(errors[0], HasSubstr("options local=<collective> and cross=<collective> are "
-                                   "required (or name it as local+cross, e.g. shm+gloo)"));
+      4, [&](int r) { return layout.HostOf(r); }, "hierarchical",
+      [&](int rank, Communicator& c) {
+        results[rank].assign(1001, static_cast<float>(rank + 1));
+        c.AllReduce(results[rank].data(), results[rank].data(), 1001, CHORUS_F32,
+                    CHORUS_REDUCE_SUM);
+      });
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_EQ(errors[rank], "") << "rank " << rank;
+    EXPECT_EQ(results[rank], std::vector<float>(1001, 10.0f)) << "rank " << rank;
+  }
+}
+
+// AUTO takes the composition for hosts of several ranks when a collective is better within a
+// host (shm) than across; with one host, or one rank per host, the flat collectives win.
+TEST(Hierarchical, AutoComposesOnlyWhereAHostHasABetterCollective) {
+  const Registry& registry = Registry::Global();
+  const auto best = [&](int ranks, int hosts, int per_host) {
+    JobShape shape;
+    shape.ranks = ranks;
+    shape.hosts = hosts;
+    shape.ranks_per_host = per_host;
+    return PlanByScores(registry, shape, CHORUS_REQUEST_AUTO).collectives.front();
+  };
+  if (HasCollective("shm")) {
+    EXPECT_EQ(best(4, 2, 2), "hierarchical");
+    EXPECT_EQ(best(4, 1, 4), "shm");
+  } else {
+    EXPECT_EQ(best(4, 2, 2), "core_ring");  // nothing beats the ring within a host
+  }
+  EXPECT_EQ(best(3, 3, 1), "core_ring");
+  EXPECT_EQ(best(3, 2, 0), "core_ring");  // uneven hosts: no composition
 }
 
 TEST(Hierarchical, ItsNameIsCanonical) {

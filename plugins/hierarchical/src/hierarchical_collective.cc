@@ -1,9 +1,7 @@
-#include "builtin/hierarchical_collective.h"
+#include "hierarchical_collective.h"
 
-#include <chorus/base/error.h>
-#include <chorus/collective/communicator.h>
-#include <chorus/runtime/registry.h>
-
+#include <algorithm>
+#include <chorus/composition.hpp>
 #include <chorus/plugin_sdk.hpp>
 #include <cstring>
 #include <map>
@@ -12,14 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "base/logging.h"
-#include "cluster_resolver/host_identity.h"
-#include "rendezvous/c_kv_store_view.h"
-
-namespace chorus::internal {
+namespace chorus::hierarchical {
 namespace {
 
 using sdk::Fail;
+using sdk::HostCommunicator;
 
 // Where every rank sits: hosts are numbered by their lowest rank, local ranks by rank.
 struct Layout {
@@ -31,11 +26,11 @@ struct Layout {
   bool host_major = true;                   // rank == h * local_size + l for every rank
 };
 
-Layout ExchangeLayout(KvStore& store, int rank, int size, const std::string& my_host,
-                      std::chrono::milliseconds timeout, const std::string& what) {
-  store.Set("host/" + std::to_string(rank), ToBytes(my_host));
+Layout ExchangeLayout(const sdk::StoreView& store, int rank, int size, const std::string& my_host,
+                      int64_t timeout_ms, const std::string& what) {
+  store.Set("host/" + std::to_string(rank), my_host);
   std::vector<std::string> ids(static_cast<size_t>(size));
-  for (int r = 0; r < size; ++r) ids[r] = ToString(store.Get("host/" + std::to_string(r), timeout));
+  for (int r = 0; r < size; ++r) ids[r] = store.Get("host/" + std::to_string(r), timeout_ms);
   std::map<std::string, std::vector<int>> members;
   std::vector<std::string> order;  // host ids by lowest rank
   for (int r = 0; r < size; ++r) {
@@ -81,10 +76,9 @@ Layout ExchangeLayout(KvStore& store, int rank, int size, const std::string& my_
 struct Hierarchical {
   std::string name;  // "shm+gloo"
   Layout layout;
-  std::shared_ptr<KvStore> store;
-  std::unique_ptr<Communicator> local;  // none when every host runs one rank
-  std::unique_ptr<Communicator> cross;  // none when there is one host
-  std::mutex mutex;                     // one operation at a time; guards scratch
+  std::unique_ptr<HostCommunicator> local;  // none when every host runs one rank
+  std::unique_ptr<HostCommunicator> cross;  // none when there is one host
+  std::mutex mutex;                         // one operation at a time; guards scratch
   std::vector<unsigned char> scratch, scratch2;
 
   std::string Describe(const char* op) const {
@@ -108,24 +102,9 @@ template <typename Body>
 void Step(const Hierarchical& h, const char* op, const char* step, Body&& body) {
   try {
     body();
-  } catch (const Error& e) {
+  } catch (const sdk::Error& e) {
     Fail(e.status(), h.Describe(op), ", ", step, ": ", e.what());
   }
-}
-
-std::unique_ptr<Communicator> MakeInner(const std::string& collective, int rank, int size,
-                                        std::shared_ptr<KvStore> store, int64_t timeout_ms,
-                                        Options options, std::vector<std::string> task_names) {
-  CommunicatorConfig config;
-  config.rank = rank;
-  config.size = size;
-  config.store = std::move(store);
-  config.name = "inner";
-  config.timeout_seconds = static_cast<double>(timeout_ms) / 1000.0;
-  config.options = std::move(options);
-  config.task_names = std::move(task_names);
-  config.check_signatures = false;  // the outer communicator checked the operation
-  return Communicator::Create(Registry::Global(), collective, config);
 }
 
 chorus_status Create(const chorus_communicator_create_args* args, chorus_communicator** out) {
@@ -148,8 +127,8 @@ chorus_status Create(const chorus_communicator_create_args* args, chorus_communi
     if (a.num_options > 0 && a.options == nullptr) {
       Fail(CHORUS_INVALID_ARGUMENT, "hierarchical create: options is NULL");
     }
-    std::string local_name, cross_name, host = HostIdentity();
-    Options local_options, cross_options;
+    std::string local_name, cross_name, host(sdk::CreateHostId(a));
+    std::vector<std::pair<std::string, std::string>> local_options, cross_options;
     for (size_t i = 0; i < a.num_options; ++i) {
       const std::string key = a.options[i].key ? a.options[i].key : "";
       const std::string value = a.options[i].value ? a.options[i].value : "";
@@ -168,50 +147,62 @@ chorus_status Create(const chorus_communicator_create_args* args, chorus_communi
              "'; the options are local, cross, host, local.<key> and cross.<key>");
       }
     }
-    if (local_name.empty() || cross_name.empty()) {
-      Fail(CHORUS_INVALID_ARGUMENT,
-           "hierarchical: options local=<collective> and cross=<collective> are required "
-           "(or name it as local+cross, e.g. shm+gloo)");
-    }
     if (local_name == kHierarchicalName || cross_name == kHierarchicalName) {
       Fail(CHORUS_INVALID_ARGUMENT, "hierarchical: local and cross must be flat collectives");
     }
     auto h = std::make_unique<Hierarchical>();
-    h->name = local_name + "+" + cross_name;
-    h->store = ViewOfCStore(a.store);
-    const std::chrono::milliseconds timeout(a.timeout_ms);
+    // Empty names: AUTO, the core's choice for each level's shape.
+    h->name = (local_name.empty() ? "auto" : local_name) + "+" +
+              (cross_name.empty() ? "auto" : cross_name);
+    const sdk::StoreView store(a.store);
     const std::string what = "hierarchical " + h->name + " create (rank " + std::to_string(a.rank) +
                              " of " + std::to_string(a.size) + ")";
     try {
-      h->layout = ExchangeLayout(*h->store, a.rank, a.size, host, timeout, what);
+      h->layout = ExchangeLayout(store, a.rank, a.size, host, a.timeout_ms, what);
       const Layout& l = h->layout;
-      // Inner communicators name ranks by their rank in this one.
-      auto names = [](std::vector<int> ranks) {
-        std::vector<std::string> names;
-        for (int r : ranks) names.push_back("rank " + std::to_string(r));
-        return names;
+      const std::string address(sdk::CreateAddress(a));
+      auto inner = [&](const std::string& collective, int rank, int size, std::string prefix,
+                       const std::vector<std::pair<std::string, std::string>>& options, int hosts,
+                       int ranks_per_host) {
+        HostCommunicator::Config config;
+        config.collective = collective;
+        config.rank = rank;
+        config.size = size;
+        config.store = a.store;
+        config.store_prefix = std::move(prefix);
+        config.timeout_ms = a.timeout_ms;
+        config.options = options;
+        config.hosts = hosts;
+        config.ranks_per_host = ranks_per_host;
+        config.address = address;
+        config.host_id = host;
+        return std::make_unique<HostCommunicator>(config);
       };
       if (l.local_size > 1) {
-        std::vector<int> ranks(l.rank_at.begin() + l.host * l.local_size,
-                               l.rank_at.begin() + (l.host + 1) * l.local_size);
-        h->local = MakeInner(local_name, l.local_rank, l.local_size,
-                             WithPrefix(h->store, "local/" + std::to_string(l.host) + "/"),
-                             a.timeout_ms, local_options, names(ranks));
+        h->local = inner(local_name, l.local_rank, l.local_size,
+                         "local/" + std::to_string(l.host) + "/", local_options, 1, l.local_size);
       }
       if (l.hosts > 1) {
-        std::vector<int> ranks;
-        for (int host_index = 0; host_index < l.hosts; ++host_index) {
-          ranks.push_back(l.rank_at[host_index * l.local_size + l.local_rank]);
-        }
-        h->cross = MakeInner(cross_name, l.host, l.hosts,
-                             WithPrefix(h->store, "cross/" + std::to_string(l.local_rank) + "/"),
-                             a.timeout_ms, cross_options, names(ranks));
+        h->cross = inner(cross_name, l.host, l.hosts, "cross/" + std::to_string(l.local_rank) + "/",
+                         cross_options, l.hosts, 1);
       }
-    } catch (const Error& e) {  // from an inner communicator
+      h->name = (h->local             ? h->local->name()
+                 : local_name.empty() ? "auto"
+                                      : local_name) +
+                "+" +
+                (h->cross             ? h->cross->name()
+                 : cross_name.empty() ? "auto"
+                                      : cross_name);
+    } catch (const sdk::Error& e) {  // from an inner communicator
       Fail(e.status(), what, ": ", e.what());
     }
-    Log().debug("{}: host {} of {}, local rank {} of {}", what, h->layout.host, h->layout.hosts,
-                h->layout.local_rank, h->layout.local_size);
+    if (sdk::LogEnabled(CHORUS_LOG_DEBUG)) {
+      sdk::Log(CHORUS_LOG_DEBUG, what + ": " + h->name + ", host " +
+                                     std::to_string(h->layout.host) + " of " +
+                                     std::to_string(h->layout.hosts) + ", local rank " +
+                                     std::to_string(h->layout.local_rank) + " of " +
+                                     std::to_string(h->layout.local_size));
+    }
     *out = reinterpret_cast<chorus_communicator*>(h.release());
   });
 }
@@ -233,7 +224,7 @@ bool RunOnOneLevel(Hierarchical& h, const char* op, const void* send, void* recv
     if (recv != send) std::memcpy(recv, send, bytes);
     return true;
   }
-  Communicator& only = h.local ? *h.local : *h.cross;
+  HostCommunicator& only = h.local ? *h.local : *h.cross;
   Step(h, op, h.local ? "within the host" : "across hosts", [&] { call(only); });
   return true;
 }
@@ -256,7 +247,7 @@ chorus_status AllReduce(chorus_communicator* comm, const chorus_all_reduce_args*
     auto* recv = static_cast<unsigned char*>(a.recv);
     if (n == 0) return;
     if (RunOnOneLevel(h, kOp, send, recv, n * e,
-                      [&](Communicator& c) { c.AllReduce(send, recv, n, a.dtype, a.op); })) {
+                      [&](HostCommunicator& c) { c.AllReduce(send, recv, n, a.dtype, a.op); })) {
       return;
     }
     const size_t local_size = static_cast<size_t>(h.layout.local_size);
@@ -375,8 +366,9 @@ chorus_status ReduceScatter(chorus_communicator* comm, const chorus_reduce_scatt
     if (n == 0) return;
     const Layout& l = h.layout;
     const auto* send = static_cast<const unsigned char*>(a.send);
-    if (RunOnOneLevel(h, kOp, send, a.recv, n * e,
-                      [&](Communicator& c) { c.ReduceScatter(send, a.recv, n, a.dtype, a.op); })) {
+    if (RunOnOneLevel(h, kOp, send, a.recv, n * e, [&](HostCommunicator& c) {
+          c.ReduceScatter(send, a.recv, n, a.dtype, a.op);
+        })) {
       return;
     }
     // Blocks ordered by local rank, then host: local rank l's part is the blocks of every rank
@@ -412,9 +404,36 @@ chorus_status Barrier(chorus_communicator* comm, chorus_request** request) {
 void Abort(chorus_communicator* comm) {
   if (comm == nullptr) return;
   auto& h = *reinterpret_cast<Hierarchical*>(comm);
-  if (h.local) h.local->Abort(CHORUS_ABORTED, "the hierarchical communicator was aborted");
-  if (h.cross) h.cross->Abort(CHORUS_ABORTED, "the hierarchical communicator was aborted");
+  if (h.local) h.local->Abort();
+  if (h.cross) h.cross->Abort();
 }
+
+// On several hosts of several ranks, composition wins where a collective is better within a host
+// than the best one across hosts: it then scores one more than that best flat collective, whose
+// score across hosts it asks the host for (as the best for hosts of one rank each, and for the
+// whole job: flat collectives serve both).
+uint32_t Score(const chorus_score_args* args) {
+  if (args->request != CHORUS_REQUEST_AUTO || args->hosts <= 1 || args->ranks_per_host <= 1) {
+    return 0;
+  }
+  try {
+    chorus_score_args local = *args;
+    local.ranks = args->ranks_per_host;
+    local.hosts = 1;
+    chorus_score_args cross = *args;
+    cross.ranks = args->hosts;
+    cross.ranks_per_host = 1;
+    const uint32_t within = sdk::BestHostScore(local);
+    const uint32_t across = std::max(sdk::BestHostScore(cross), sdk::BestHostScore(*args));
+    return within > across && across < CHORUS_SCORE_MAX ? across + 1 : 0;
+  } catch (const sdk::Error&) {
+    return 0;  // a core without host collectives cannot compose
+  }
+}
+
+const chorus_capabilities kCapabilities =
+    sdk::Capabilities(sdk::kHostMemory, CHORUS_SHAPE_UNIFORM, sdk::kAllCollectiveOps, Score,
+                      CHORUS_CAPABILITY_COMPOSES_BY_HOST);
 
 const chorus_collective_api* CollectiveTable() {
   static const chorus_collective_api table = [] {
@@ -429,6 +448,7 @@ const chorus_collective_api* CollectiveTable() {
     t.reduce_scatter = ReduceScatter;
     t.barrier = Barrier;
     t.abort = Abort;
+    t.capabilities = &kCapabilities;
     return t;
   }();
   return &table;
@@ -438,4 +458,4 @@ const chorus_collective_api* CollectiveTable() {
 
 const chorus_collective_api* HierarchicalCollectiveTable() { return CollectiveTable(); }
 
-}  // namespace chorus::internal
+}  // namespace chorus::hierarchical

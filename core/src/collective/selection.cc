@@ -1,0 +1,539 @@
+#include <chorus/base/dtype.h>
+#include <chorus/base/environment.h>
+#include <chorus/base/error.h>
+#include <chorus/collective/selection.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace chorus {
+namespace {
+
+std::string Join(const std::vector<std::string>& items, const char* separator = ", ") {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
+  return out;
+}
+
+std::string Trim(const std::string& s) {
+  const auto begin = s.find_first_not_of(" \t\r");
+  if (begin == std::string::npos) return "";
+  return s.substr(begin, s.find_last_not_of(" \t\r") - begin + 1);
+}
+
+// Whether a capability's memory kind serves the job's: "*" serves all; the cpu enumerator's
+// memory is host memory.
+bool Serves(std::string_view declared, const std::string& wanted) {
+  if (declared == "*" || declared == wanted) return true;
+  const bool declared_host = declared == "host" || declared == "cpu";
+  const bool wanted_host = wanted == "host" || wanted == "cpu";
+  return declared_host && wanted_host;
+}
+
+constexpr uint32_t kEveryOp =
+    CHORUS_OP_BIT(CHORUS_OP_ALL_REDUCE) | CHORUS_OP_BIT(CHORUS_OP_BROADCAST) |
+    CHORUS_OP_BIT(CHORUS_OP_ALL_GATHER) | CHORUS_OP_BIT(CHORUS_OP_REDUCE_SCATTER) |
+    CHORUS_OP_BIT(CHORUS_OP_BARRIER);
+
+template <typename Entry>
+std::vector<Ranked> Rank(const std::vector<Entry>& entries, const chorus_score_args& args,
+                         std::string_view exclude_plugin) {
+  std::vector<Ranked> ranked;
+  for (const auto& entry : entries) {
+    if (!exclude_plugin.empty() && entry.plugin->name() == exclude_plugin) continue;
+    ranked.push_back(
+        {entry.api->name, entry.plugin->name(), ScoreOf(entry.api->capabilities, args)});
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const Ranked& a, const Ranked& b) { return a.score.value > b.score.value; });
+  return ranked;
+}
+
+std::string DescribeRanking(const std::vector<Ranked>& ranked) {
+  std::vector<std::string> parts;
+  for (const auto& r : ranked) {
+    if (r.score.value > 0) parts.push_back(r.name + " " + std::to_string(r.score.value));
+  }
+  return Join(parts);
+}
+
+// The first positive integer or "*" (0) of a section key.
+int SectionNumber(const std::string& value, const std::string& where) {
+  if (value == "*") return 0;
+  try {
+    size_t used = 0;
+    const int number = std::stoi(value, &used);
+    if (used == value.size() && number > 0) return number;
+  } catch (const std::exception&) {
+  }
+  throw Error(CHORUS_INVALID_ARGUMENT, where + ": '" + value + "' is not a positive number or *");
+}
+
+}  // namespace
+
+// ---- Job shape --------------------------------------------------------------------------------
+
+JobShape JobShape::FromHostIds(const std::vector<std::string>& host_of_rank, std::string memory) {
+  std::map<std::string, int> per_host;
+  for (const auto& host : host_of_rank) ++per_host[host];
+  JobShape shape;
+  shape.ranks = static_cast<int>(host_of_rank.size());
+  shape.hosts = static_cast<int>(per_host.size());
+  shape.ranks_per_host = per_host.empty() ? 0 : per_host.begin()->second;
+  for (const auto& [host, count] : per_host) {
+    if (count != shape.ranks_per_host) shape.ranks_per_host = 0;
+  }
+  shape.memory = std::move(memory);
+  return shape;
+}
+
+std::string JobShape::Describe() const {
+  std::string text = std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks");
+  if (hosts == 1) {
+    text += " on 1 host";
+  } else if (ranks_per_host > 0) {
+    text += " on " + std::to_string(hosts) + " hosts of " + std::to_string(ranks_per_host);
+  } else {
+    text += " on " + std::to_string(hosts) + " hosts (uneven)";
+  }
+  return text + ", " + memory + " memory";
+}
+
+// ---- Scores -----------------------------------------------------------------------------------
+
+chorus_implementation_request RequestOf(CommunicationImplementation implementation) {
+  switch (implementation) {
+    case CommunicationImplementation::kRing:
+      return CHORUS_REQUEST_RING;
+    case CommunicationImplementation::kNccl:
+      return CHORUS_REQUEST_NCCL;
+    default:
+      return CHORUS_REQUEST_AUTO;
+  }
+}
+
+const char* RequestName(chorus_implementation_request request) {
+  switch (request) {
+    case CHORUS_REQUEST_RING:
+      return "RING";
+    case CHORUS_REQUEST_NCCL:
+      return "NCCL";
+    default:
+      return "AUTO";
+  }
+}
+
+const char* OpName(chorus_collective_op op) {
+  switch (op) {
+    case CHORUS_OP_ALL_REDUCE:
+      return "all_reduce";
+    case CHORUS_OP_BROADCAST:
+      return "broadcast";
+    case CHORUS_OP_ALL_GATHER:
+      return "all_gather";
+    case CHORUS_OP_REDUCE_SCATTER:
+      return "reduce_scatter";
+    case CHORUS_OP_BARRIER:
+      return "barrier";
+    default:
+      return "an unknown operation";
+  }
+}
+
+chorus_score_args ScoreArgs(chorus_collective_op op, chorus_dtype dtype, uint64_t bytes,
+                            const JobShape& shape, chorus_implementation_request request) {
+  chorus_score_args args{};
+  args.struct_size = sizeof(args);
+  args.op = op;
+  args.dtype = dtype;
+  args.bytes = bytes;
+  args.ranks = shape.ranks;
+  args.hosts = shape.hosts;
+  args.ranks_per_host = shape.ranks_per_host;
+  args.memory = shape.memory.c_str();
+  args.request = request;
+  return args;
+}
+
+Score ScoreOf(const chorus_capabilities* capabilities, const chorus_score_args& args) {
+  if (capabilities == nullptr) {
+    return {0,
+            "declares no capabilities (an ABI 1.0 table, or unusable ones): chosen by name "
+            "only"};
+  }
+  if (args.op < 0 || args.op > CHORUS_OP_BARRIER ||
+      (capabilities->ops & CHORUS_OP_BIT(args.op)) == 0) {
+    return {0, std::string("does not implement ") + OpName(args.op)};
+  }
+  const std::string memory = args.memory != nullptr ? args.memory : "host";
+  bool served = false;
+  std::vector<std::string> kinds;
+  for (const char* const* m = capabilities->memory; m != nullptr && *m != nullptr; ++m) {
+    served = served || Serves(*m, memory);
+    kinds.push_back(*m);
+  }
+  if (!served) {
+    return {0, "does not serve " + memory + " memory (it serves " + Join(kinds) + ")"};
+  }
+  if (capabilities->shape == CHORUS_SHAPE_ONE_HOST && args.hosts != 1) {
+    return {
+        0, "serves ranks on one host only (this job has " + std::to_string(args.hosts) + " hosts)"};
+  }
+  if (capabilities->shape == CHORUS_SHAPE_UNIFORM && args.ranks_per_host <= 0) {
+    return {0, "needs as many ranks on every host"};
+  }
+  const uint32_t value = std::min(capabilities->score(&args), CHORUS_SCORE_MAX);
+  if (value == 0) {
+    return {0, std::string("scores 0 for ") + OpName(args.op) + " (" + RequestName(args.request) +
+                   " request)"};
+  }
+  return {value, ""};
+}
+
+std::vector<Ranked> RankCollectives(const Registry& registry, const chorus_score_args& args,
+                                    std::string_view exclude_plugin) {
+  return Rank(registry.collectives(), args, exclude_plugin);
+}
+
+std::vector<Ranked> RankCrossDeviceOps(const Registry& registry, const chorus_score_args& args) {
+  return Rank(registry.cross_device_ops(), args, {});
+}
+
+std::vector<GridPoint> SelectionGrid(uint32_t ops) {
+  std::vector<GridPoint> grid;
+  for (int op = CHORUS_OP_ALL_REDUCE; op <= CHORUS_OP_BARRIER; ++op) {
+    const auto o = static_cast<chorus_collective_op>(op);
+    if ((ops & CHORUS_OP_BIT(o)) == 0) continue;
+    if (o == CHORUS_OP_BARRIER) {
+      grid.push_back({o, CHORUS_U8, 0});
+      continue;
+    }
+    for (chorus_dtype dtype : AllDtypes()) {
+      for (int k = 0; k <= 36; ++k) grid.push_back({o, dtype, uint64_t{1} << k});
+    }
+  }
+  return grid;
+}
+
+// ---- Names ------------------------------------------------------------------------------------
+
+std::pair<std::string, std::string> SplitComposite(const std::string& name) {
+  const auto plus = name.find('+');
+  if (plus == std::string::npos) return {};
+  return {name.substr(0, plus), name.substr(plus + 1)};
+}
+
+Registry::CollectiveImplementation ComposingCollective(const Registry& registry,
+                                                       const std::string& what) {
+  for (const auto& entry : registry.collectives()) {
+    const chorus_capabilities* capabilities = entry.api->capabilities;
+    if (capabilities != nullptr && (capabilities->flags & CHORUS_CAPABILITY_COMPOSES_BY_HOST)) {
+      return entry;
+    }
+  }
+  throw Error(CHORUS_INVALID_ARGUMENT,
+              what +
+                  ": a name local+cross needs a collective that composes two by host "
+                  "(CHORUS_CAPABILITY_COMPOSES_BY_HOST, as plugins/hierarchical's), and none "
+                  "is loaded. Available: " +
+                  Join(registry.CollectiveNames()) + ".");
+}
+
+std::string CanonicalCollectiveName(const Registry& registry, const std::string& name,
+                                    const std::string& what) {
+  const auto [local, cross] = SplitComposite(name);
+  if (local.empty() && cross.empty()) return registry.FindCollective(name, what).api->name;
+  if (local.empty() || cross.empty() || cross.find('+') != std::string::npos) {
+    throw Error(CHORUS_INVALID_ARGUMENT, what + " '" + name +
+                                             "' is not a composite name: it takes the form "
+                                             "local+cross with two collectives, e.g. shm+gloo");
+  }
+  ComposingCollective(registry, what);
+  return CanonicalCollectiveName(registry, local, what) + "+" +
+         CanonicalCollectiveName(registry, cross, what);
+}
+
+// ---- Tuning file ------------------------------------------------------------------------------
+
+TuningFile TuningFile::Parse(const std::string& text, const std::string& path) {
+  TuningFile file;
+  file.path = path;
+  std::istringstream lines(text);
+  std::string line;
+  int number = 0;
+  std::string pending;  // rule lines of the current section, joined with ';'
+  int pending_line = 0;
+  auto flush = [&] {
+    if (pending.empty()) return;
+    if (file.sections.empty()) file.sections.push_back({});
+    file.sections.back().rules = ParseAlgorithmRules(
+        pending, path + " (rules from line " + std::to_string(pending_line) + ")");
+    pending.clear();
+  };
+  while (std::getline(lines, line)) {
+    ++number;
+    const std::string content = Trim(line.substr(0, line.find('#')));
+    if (content.empty()) continue;
+    const std::string where = path + ":" + std::to_string(number);
+    if (content.front() == '[') {
+      if (content.back() != ']') {
+        throw Error(CHORUS_INVALID_ARGUMENT, where + ": a section is [workers=N hosts=N]");
+      }
+      flush();
+      Section section;
+      section.line = number;
+      std::istringstream keys(content.substr(1, content.size() - 2));
+      std::string pair;
+      while (keys >> pair) {
+        const auto equals = pair.find('=');
+        const std::string key = pair.substr(0, equals);
+        const std::string value = equals == std::string::npos ? "" : pair.substr(equals + 1);
+        if (key == "workers") {
+          section.workers = SectionNumber(value, where + ": workers");
+        } else if (key == "hosts") {
+          section.hosts = SectionNumber(value, where + ": hosts");
+        } else {
+          throw Error(CHORUS_INVALID_ARGUMENT,
+                      where + ": unknown key '" + key + "' in a section (known: workers, hosts)");
+        }
+      }
+      file.sections.push_back(section);
+      continue;
+    }
+    if (pending.empty()) pending_line = number;
+    pending += (pending.empty() ? "" : ";") + content;
+  }
+  flush();
+  return file;
+}
+
+TuningFile TuningFile::Load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    throw Error(CHORUS_INVALID_ARGUMENT,
+                "CHORUS_TUNING_FILE=" + path +
+                    ": cannot read the file (write one with chorus-bench --tuning-file, or unset "
+                    "the variable)");
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return Parse(text.str(), path);
+}
+
+TuningFile TuningFile::FromEnvironment() {
+  const auto path = GetEnv("CHORUS_TUNING_FILE");
+  if (!path || path->empty()) return {};
+  return Load(*path);
+}
+
+std::vector<AlgorithmRule> TuningFile::RulesFor(const JobShape& shape,
+                                                std::string* sections_used) const {
+  std::vector<const Section*> matching;
+  for (const auto& section : sections) {
+    if ((section.workers == 0 || section.workers == shape.ranks) &&
+        (section.hosts == 0 || section.hosts == shape.hosts)) {
+      matching.push_back(&section);
+    }
+  }
+  const auto specificity = [](const Section* s) {
+    return (s->workers != 0 ? 1 : 0) + (s->hosts != 0 ? 1 : 0);
+  };
+  std::stable_sort(matching.begin(), matching.end(), [&](const Section* a, const Section* b) {
+    return specificity(a) > specificity(b);
+  });
+  std::vector<AlgorithmRule> rules;
+  std::vector<std::string> names;
+  for (const Section* section : matching) {
+    if (section->rules.empty()) continue;
+    rules.insert(rules.end(), section->rules.begin(), section->rules.end());
+    names.push_back(
+        section->line == 0
+            ? std::string("(every job)")
+            : "[workers=" +
+                  (section->workers ? std::to_string(section->workers) : std::string("*")) +
+                  " hosts=" + (section->hosts ? std::to_string(section->hosts) : std::string("*")) +
+                  "]");
+  }
+  if (sections_used != nullptr) *sections_used = Join(names, " ");
+  return rules;
+}
+
+std::string TuningFile::Write(int workers, int hosts, const std::vector<AlgorithmRule>& rules,
+                              const std::string& comment) {
+  std::string text = "# chorus tuning file (CHORUS_TUNING_FILE)\n";
+  std::istringstream lines(comment);
+  for (std::string line; std::getline(lines, line);) text += "# " + line + "\n";
+  text += "[workers=" + std::to_string(workers) + " hosts=" + std::to_string(hosts) + "]\n";
+  text += DescribeRules(rules) + "\n";
+  return text;
+}
+
+// ---- Plans ------------------------------------------------------------------------------------
+
+namespace {
+
+void AddOnce(std::vector<std::string>& list, const std::string& name) {
+  if (std::find(list.begin(), list.end(), name) == list.end()) list.push_back(name);
+}
+
+// The best of `names` (flat names of `registry`'s collectives) for `args`, with the ranking;
+// "" when none scores above 0.
+std::string BestNamed(const Registry& registry, const std::vector<std::string>& names,
+                      const chorus_score_args& args, std::vector<Ranked>* ranking) {
+  std::vector<Ranked> ranked;
+  for (const auto& name : names) {
+    if (!SplitComposite(name).first.empty()) continue;
+    const auto entry = registry.FindCollective(name, "the plan");
+    ranked.push_back({name, entry.plugin->name(), ScoreOf(entry.api->capabilities, args)});
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const Ranked& a, const Ranked& b) { return a.score.value > b.score.value; });
+  if (ranking != nullptr) *ranking = ranked;
+  return !ranked.empty() && ranked.front().score.value > 0 ? ranked.front().name : "";
+}
+
+// Every collective named by `rules`, in canonical form; an unknown name names `source`.
+void AddRuleCollectives(const Registry& registry, std::vector<AlgorithmRule>& rules,
+                        const std::string& source, std::vector<std::string>& collectives) {
+  for (auto& rule : rules) {
+    rule.collective = CanonicalCollectiveName(registry, rule.collective, source);
+    AddOnce(collectives, rule.collective);
+  }
+}
+
+}  // namespace
+
+CollectivePlan PlanNamed(const Registry& registry, const std::string& name, const JobShape& shape,
+                         std::vector<AlgorithmRule> rules) {
+  CollectivePlan plan;
+  plan.shape = shape;
+  plan.fixed = CanonicalCollectiveName(registry, name, "the communicator");
+  plan.source = "named " + plan.fixed;
+  plan.collectives.push_back(plan.fixed);
+  plan.variable_rules = std::move(rules);
+  AddRuleCollectives(registry, plan.variable_rules, "CHORUS_ALGORITHM", plan.collectives);
+  return plan;
+}
+
+CollectivePlan PlanCollectives(const Registry& registry, CommunicationImplementation implementation,
+                               const JobShape& shape) {
+  CollectivePlan plan;
+  plan.shape = shape;
+  plan.variable_rules = AlgorithmRulesFromEnvironment();
+  if (implementation != CommunicationImplementation::kAuto) {
+    plan.request = RequestOf(implementation);
+    plan.source = std::string("CommunicationOptions ") + RequestName(plan.request);
+  } else if (const auto value = GetEnv("CHORUS_COMMUNICATION"); value && !value->empty()) {
+    plan.source = "CHORUS_COMMUNICATION=" + *value;
+    if (*value == "AUTO" || *value == "auto") {
+      plan.request = CHORUS_REQUEST_AUTO;
+    } else if (*value == "RING" || *value == "ring") {
+      plan.request = CHORUS_REQUEST_RING;
+    } else if (*value == "NCCL" || *value == "nccl") {
+      plan.request = CHORUS_REQUEST_NCCL;
+    } else {
+      try {
+        plan.fixed = CanonicalCollectiveName(registry, *value, plan.source);
+      } catch (const Error& e) {
+        throw Error(e.status(), std::string(e.what()) +
+                                    " CHORUS_COMMUNICATION also takes AUTO, "
+                                    "RING and NCCL.");
+      }
+    }
+  } else {
+    plan.source = "AUTO";
+  }
+  if (!plan.fixed.empty()) {
+    plan.collectives.push_back(plan.fixed);
+    AddRuleCollectives(registry, plan.variable_rules, "CHORUS_ALGORITHM", plan.collectives);
+    return plan;
+  }
+
+  // The tuning file, then the scores. The primary collective is the one that serves an all_reduce
+  // of 1 MiB of f32 (the tuning file's choice where it covers it, else the best score).
+  const TuningFile tuning = TuningFile::FromEnvironment();
+  std::string sections;
+  plan.tuning_rules = tuning.RulesFor(shape, &sections);
+  if (!plan.tuning_rules.empty()) {
+    plan.tuning_source = "CHORUS_TUNING_FILE=" + tuning.path + " " + sections;
+  }
+  std::vector<std::string> from_rules;
+  AddRuleCollectives(registry, plan.tuning_rules, "CHORUS_TUNING_FILE=" + tuning.path, from_rules);
+  AddRuleCollectives(registry, plan.variable_rules, "CHORUS_ALGORITHM", from_rules);
+
+  CollectivePlan scored;
+  try {
+    scored = PlanByScores(registry, shape, plan.request);
+  } catch (const Error& e) {
+    throw Error(e.status(), plan.source + ": " + e.what() +
+                                ". Available: " + Join(registry.CollectiveNames()) + ".");
+  }
+  if (const auto routed = RouteFor(plan.tuning_rules, CHORUS_OP_ALL_REDUCE, uint64_t{1} << 20)) {
+    plan.collectives.push_back(*routed);
+  } else {
+    plan.collectives.push_back(scored.collectives.front());
+    plan.source += ": " + scored.source;
+  }
+  for (const auto& name : from_rules) AddOnce(plan.collectives, name);
+  for (const auto& name : scored.collectives) AddOnce(plan.collectives, name);
+  return plan;
+}
+
+CollectivePlan PlanByScores(const Registry& registry, const JobShape& shape,
+                            chorus_implementation_request request,
+                            std::string_view exclude_plugin) {
+  CollectivePlan plan;
+  plan.shape = shape;
+  plan.request = request;
+  // The primary is the best for an all_reduce of 1 MiB of f32.
+  const auto ranked = RankCollectives(
+      registry, ScoreArgs(CHORUS_OP_ALL_REDUCE, CHORUS_F32, uint64_t{1} << 20, shape, request),
+      exclude_plugin);
+  if (ranked.empty() || ranked.front().score.value == 0) {
+    std::vector<std::string> why;
+    for (const auto& r : ranked) why.push_back(r.name + " " + r.score.reason);
+    throw Error(request == CHORUS_REQUEST_AUTO ? CHORUS_UNSUPPORTED : CHORUS_INVALID_ARGUMENT,
+                std::string("no loaded collective answers ") + RequestName(request) +
+                    " requests for a job of " + shape.Describe() +
+                    (request == CHORUS_REQUEST_NCCL
+                         ? " (the nccl plugin serves cuda memory: build chorus with CUDA and "
+                           "NCCL, or choose AUTO or RING)"
+                         : "") +
+                    " (" + Join(why, "; ") + ")");
+  }
+  plan.collectives.push_back(ranked.front().name);
+  plan.source = ranked.front().name + " scores " + std::to_string(ranked.front().score.value) +
+                " for a job of " + shape.Describe() + " (best of: " + DescribeRanking(ranked) + ")";
+  // Every collective that wins an operation and size somewhere in the grid.
+  for (const GridPoint& point : SelectionGrid(kEveryOp)) {
+    const auto best = RankCollectives(
+        registry, ScoreArgs(point.op, point.dtype, point.bytes, shape, request), exclude_plugin);
+    if (!best.empty() && best.front().score.value > 0) AddOnce(plan.collectives, best.front().name);
+  }
+  return plan;
+}
+
+Decision Decide(const Registry& registry, const CollectivePlan& plan, chorus_collective_op op,
+                chorus_dtype dtype, uint64_t bytes) {
+  if (auto routed = RouteFor(plan.variable_rules, op, bytes)) {
+    return {*routed, "CHORUS_ALGORITHM"};
+  }
+  if (!plan.fixed.empty()) return {plan.fixed, plan.source};
+  if (auto routed = RouteFor(plan.tuning_rules, op, bytes)) {
+    return {*routed, plan.tuning_source};
+  }
+  std::vector<Ranked> ranking;
+  const auto args = ScoreArgs(op, dtype, bytes, plan.shape, plan.request);
+  const std::string best = BestNamed(registry, plan.collectives, args, &ranking);
+  if (best.empty()) {
+    std::vector<std::string> why;
+    for (const auto& r : ranking) why.push_back(r.name + ": " + r.score.reason);
+    return {"", "no collective of the plan serves it (" + Join(why, "; ") + ")"};
+  }
+  return {best, "score " + std::to_string(ranking.front().score.value) + " (" +
+                    DescribeRanking(ranking) + ")"};
+}
+
+}  // namespace chorus

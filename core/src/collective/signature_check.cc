@@ -1,0 +1,54 @@
+#include "collective/signature_check.h"
+
+#include <chorus/base/dtype.h>
+
+#include <cstring>
+
+namespace chorus::internal {
+
+const char* SignatureOpName(int64_t op) {
+  switch (op) {
+    case kAllReduce:
+      return "all_reduce";
+    case kBroadcast:
+      return "broadcast";
+    case kAllGather:
+      return "all_gather";
+    case kReduceScatter:
+      return "reduce_scatter";
+    case kBarrier:
+      return "barrier";
+  }
+  return "an unknown operation";
+}
+
+std::string DescribeSignature(const Signature& s) {
+  std::string text =
+      std::string(SignatureOpName(s.op)) + " of " + std::to_string(s.count) + " " +
+      (s.dtype >= 0 && s.dtype < CHORUS_DTYPE_COUNT ? DtypeName(static_cast<chorus_dtype>(s.dtype))
+                                                    : "?");
+  if (s.op == kAllReduce || s.op == kReduceScatter) {
+    text += std::string(" (") +
+            (s.reduce >= 0 && s.reduce < CHORUS_REDUCE_OP_COUNT
+                 ? ReduceOpName(static_cast<chorus_reduce_op>(s.reduce))
+                 : "?") +
+            ")";
+  }
+  if (s.op == kBroadcast) text += " from rank " + std::to_string(s.root);
+  return text;
+}
+
+std::string SignatureMismatch(const std::vector<Signature>& all,
+                              const std::function<std::string(int)>& task_name) {
+  for (size_t r = 1; r < all.size(); ++r) {
+    if (std::memcmp(&all[r], &all[0], sizeof(Signature)) == 0) continue;
+    return "collective mismatch across workers at operation #" + std::to_string(all[0].sequence) +
+           ": " + task_name(0) + " issues " + DescribeSignature(all[0]) + " but " +
+           task_name(static_cast<int>(r)) + " issues " + DescribeSignature(all[r]) +
+           "; every worker must issue the same collectives, in the same order, with the same "
+           "sizes and dtypes";
+  }
+  return "";
+}
+
+}  // namespace chorus::internal

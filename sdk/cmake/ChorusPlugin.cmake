@@ -1,15 +1,17 @@
-# chorus_add_plugin(NAME <name> SOURCES <src>... [LINK_LIBRARIES <lib>...] [OUTPUT_DIRECTORY <dir>])
+# chorus_add_plugin(NAME <name> SOURCES <src>... [LINK_LIBRARIES <lib>...] [OUTPUT_DIRECTORY <dir>]
+#                   [TARGET <target>])
 #
 # Builds libchorus-<name>.so, the file the chorus loader looks for: a MODULE library linked to
 # chorus::sdk, with hidden visibility and a version script so that its only dynamic symbol is
-# chorus_plugin_get. The target is called chorus-<name>.
+# chorus_plugin_get. The target is called chorus-<name> unless TARGET names another (two builds of
+# one plugin, say).
 include_guard(GLOBAL)
 
 # A cache entry so that chorus_add_plugin() sees it from any directory scope.
 set(_CHORUS_PLUGIN_MAP "${CMAKE_CURRENT_LIST_DIR}/chorus-plugin.map" CACHE INTERNAL "")
 
 function(chorus_add_plugin)
-  cmake_parse_arguments(ARG "" "NAME;OUTPUT_DIRECTORY" "SOURCES;LINK_LIBRARIES" ${ARGN})
+  cmake_parse_arguments(ARG "" "NAME;OUTPUT_DIRECTORY;TARGET" "SOURCES;LINK_LIBRARIES" ${ARGN})
   if(NOT ARG_NAME OR NOT ARG_NAME MATCHES "^[a-z0-9_-]+$")
     message(FATAL_ERROR "chorus_add_plugin: NAME '${ARG_NAME}' must match [a-z0-9_-]+")
   endif()
@@ -17,6 +19,9 @@ function(chorus_add_plugin)
     message(FATAL_ERROR "chorus_add_plugin(${ARG_NAME}): SOURCES is empty")
   endif()
   set(target chorus-${ARG_NAME})
+  if(ARG_TARGET)
+    set(target ${ARG_TARGET})
+  endif()
   add_library(${target} MODULE ${ARG_SOURCES})
   set_target_properties(${target} PROPERTIES
     PREFIX "lib"

@@ -2,6 +2,7 @@
 #include <chorus/base/environment.h>
 #include <chorus/base/error.h>
 #include <chorus/collective/selection.h>
+#include <strings.h>
 
 #include <algorithm>
 #include <fstream>
@@ -427,11 +428,13 @@ CollectivePlan PlanCollectives(const Registry& registry, CommunicationImplementa
     plan.source = std::string("CommunicationOptions ") + RequestName(plan.request);
   } else if (const auto value = GetEnv("CHORUS_COMMUNICATION"); value && !value->empty()) {
     plan.source = "CHORUS_COMMUNICATION=" + *value;
-    if (*value == "AUTO" || *value == "auto") {
+    // tf.distribute's CommunicationImplementation values, in any case.
+    const auto is = [&](const char* keyword) { return strcasecmp(value->c_str(), keyword) == 0; };
+    if (is("AUTO")) {
       plan.request = CHORUS_REQUEST_AUTO;
-    } else if (*value == "RING" || *value == "ring") {
+    } else if (is("RING")) {
       plan.request = CHORUS_REQUEST_RING;
-    } else if (*value == "NCCL" || *value == "nccl") {
+    } else if (is("NCCL")) {
       plan.request = CHORUS_REQUEST_NCCL;
     } else {
       try {
@@ -498,8 +501,8 @@ CollectivePlan PlanByScores(const Registry& registry, const JobShape& shape,
                 std::string("no loaded collective answers ") + RequestName(request) +
                     " requests for a job of " + shape.Describe() +
                     (request == CHORUS_REQUEST_NCCL
-                         ? " (the nccl plugin serves cuda memory: build chorus with CUDA and "
-                           "NCCL, or choose AUTO or RING)"
+                         ? " (collectives that answer NCCL serve GPU memory; build chorus with "
+                           "CUDA and NCCL, or choose AUTO or RING)"
                          : "") +
                     " (" + Join(why, "; ") + ")");
   }

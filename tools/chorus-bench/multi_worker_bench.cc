@@ -4,10 +4,13 @@
 #include <chorus/base/error.h>
 #include <chorus/cluster_resolver/host_identity.h>
 #include <chorus/collective/communicator.h>
+#include <chorus/collective/selection.h>
 #include <chorus/runtime/registry.h>
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -165,6 +168,31 @@ Measurement ToMeasurement(const std::string& backend, const RunSpec& spec, uint6
   return m;
 }
 
+// The suggested rules as a tuning file for jobs of this one's shape (selection.h).
+void WriteTuningFile(const BenchOptions& options, const WorkerJob& job,
+                     const std::vector<std::string>& backends, const std::string& rules) {
+  if (rules.empty()) {
+    throw std::runtime_error("--tuning-file " + options.tuning_file +
+                             ": no operation CHORUS_ALGORITHM routes was measured, so there are no "
+                             "rules to write");
+  }
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M", std::localtime(&now));
+  const std::string text = TuningFile::Write(
+      job.size, options.hosts, ParseAlgorithmRules(rules, "--tuning-file"),
+      std::string("written by chorus-bench --tuning-file on ") + date + "\nthe fastest of " +
+          JoinNames(backends) + " at each size measured (" + job.source + ")");
+  std::ofstream out(options.tuning_file);
+  out << text;
+  if (!out) {
+    throw std::runtime_error("--tuning-file " + options.tuning_file + ": cannot write the file");
+  }
+  std::cout << "# wrote " << options.tuning_file << " (CHORUS_TUNING_FILE=" << options.tuning_file
+            << " applies it to jobs of " << job.size << " workers on " << options.hosts
+            << (options.hosts == 1 ? " host)\n" : " hosts)\n");
+}
+
 int Run(const BenchOptions& options, WorkerJob& job) {
   std::vector<std::string> backends = options.backends;
   if (backends.empty()) backends = {kDefaultBackend};
@@ -260,6 +288,7 @@ int Run(const BenchOptions& options, WorkerJob& job) {
     const std::string rules = SuggestAlgorithmRules(writer.rows());
     std::cout << "#\n# the fastest backend at each size, as rules (--suggest-rules):\n"
               << "CHORUS_ALGORITHM='" << rules << "'\n";
+    if (!options.tuning_file.empty()) WriteTuningFile(options, job, backends, rules);
   }
   if (writer.total_wrong() > 0) {
     std::cerr << "chorus-bench: " << writer.total_wrong()

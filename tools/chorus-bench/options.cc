@@ -99,6 +99,10 @@ std::optional<int> ParseOptions(int argc, char** argv, BenchOptions* options) {
   app.add_flag("--suggest-rules", options->suggest_rules,
                "at the end, print the CHORUS_ALGORITHM rules that run every size on the backend "
                "that was fastest there (multi-worker runs)");
+  app.add_option("--tuning-file", options->tuning_file,
+                 "with --suggest-rules' rules, write a tuning file for CHORUS_TUNING_FILE: a "
+                 "section for this job's shape (workers, --hosts) holding them (implies "
+                 "--suggest-rules)");
   app.add_option("--timeout", options->timeout_seconds,
                  "seconds each collective may take before it fails")
       ->capture_default_str()
@@ -139,6 +143,7 @@ std::optional<int> ParseOptions(int argc, char** argv, BenchOptions* options) {
       throw std::invalid_argument("--hosts " + std::to_string(options->hosts) +
                                   " needs -n with a multiple of it (as many workers per host)");
     }
+    if (!options->tuning_file.empty()) options->suggest_rules = true;
     if (options->suggest_rules && options->in_process) {
       throw std::invalid_argument(
           "--suggest-rules is for collectives across workers (CHORUS_ALGORITHM routes those); "

@@ -40,6 +40,7 @@ struct BenchOptions {
   std::string csv_path;
   std::string plot_path;
   bool suggest_rules = false;    // print CHORUS_ALGORITHM rules from the run's fastest backends
+  std::string tuning_file;       // also write them as a tuning file (CHORUS_TUNING_FILE) here
   double timeout_seconds = 120;  // each collective
   double job_timeout_seconds = 3600;  // -n: the whole job
   std::vector<std::string> argv;      // as given, to start the workers with

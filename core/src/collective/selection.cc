@@ -475,6 +475,7 @@ CollectivePlan PlanCollectives(const Registry& registry, CommunicationImplementa
   }
   if (const auto routed = RouteFor(plan.tuning_rules, CHORUS_OP_ALL_REDUCE, uint64_t{1} << 20)) {
     plan.collectives.push_back(*routed);
+    plan.source += ": " + plan.tuning_source;
   } else {
     plan.collectives.push_back(scored.collectives.front());
     plan.source += ": " + scored.source;

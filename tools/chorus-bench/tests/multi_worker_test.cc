@@ -92,14 +92,14 @@ TEST(Plugins, EveryOperationRightOnEveryBackend) {
 #endif
 
 // --hosts 2: four workers play two hosts of two; the hierarchical core_ring+core_ring (the
-// builtin collective, which needs no plugin) is right at every size, and --suggest-rules prints
-// rules the core parses.
+// hierarchical plugin composing the core's ring twice) is right at every size, --suggest-rules
+// prints rules the core parses, and --tuning-file writes them for jobs of this shape.
 TEST(Workers, TwoHostsOfTwoWithAHierarchicalBackendAndSuggestedRules) {
-  const std::string csv = TempPath("hosts.csv");
+  const std::string csv = TempPath("hosts.csv"), tuning = TempPath("tuning.txt");
   const BenchResult r = RunBench(
       "-n 4 --hosts 2 --backends core_ring+core_ring,core_ring -b 1 -e 200K -f 23 -w 1 "
-      "-i 2 --suggest-rules --timeout 60 --csv " +
-      csv);
+      "-i 2 --tuning-file " +
+      tuning + " --timeout 60 --csv " + csv);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto rows = ReadCsv(csv);
   EXPECT_EQ(rows.size(), 2u * 4 * 2);  // sizes 1, 23, 529, 12167 bytes... up to 200K: 4 sizes
@@ -107,7 +107,12 @@ TEST(Workers, TwoHostsOfTwoWithAHierarchicalBackendAndSuggestedRules) {
   const auto at = r.out.find("CHORUS_ALGORITHM='allreduce:0-");
   ASSERT_NE(at, std::string::npos) << r.out;
   EXPECT_NE(r.out.find("-inf=", at), std::string::npos) << r.out;
+  const std::string rules = r.out.substr(at + 18, r.out.find('\'', at + 18) - (at + 18));
+  const std::string file = ReadFile(tuning);
+  EXPECT_NE(file.find("[workers=4 hosts=2]\n" + rules + "\n"), std::string::npos) << file;
+  EXPECT_NE(r.out.find("# wrote " + tuning), std::string::npos) << r.out;
   std::remove(csv.c_str());
+  std::remove(tuning.c_str());
 }
 
 TEST(Workers, SingleWorkerWithoutAJobRunsAlone) {

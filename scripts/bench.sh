@@ -29,7 +29,9 @@ mpirun -n 2 --bind-to none "$bin/chorus-bench" --backends shm,mpi,gloo,ring_grpc
 echo
 echo "== chorus-bench: 2 workers, shm against Open MPI alone (no Gloo device thread in the process)"
 mpirun -n 2 --bind-to none "$bin/chorus-bench" --backends shm,mpi -b 4K -e 64M -f 4 -w 5 -i 20 \
-  -R 3 --csv "$out/allreduce_2_workers_shm_mpi.csv"
+  -R 3 --csv "$out/allreduce_2_workers_shm_mpi.csv" --tuning-file "$out/tuning_2_workers.txt"
+echo "   (CHORUS_TUNING_FILE=$out/tuning_2_workers.txt runs 2-worker jobs on these measurements;"
+echo "    chorus-info shows where they override the plugins' scores)"
 
 echo
 echo "== chorus-bench -n 4 --hosts 2: hierarchical (shm within a host) against flat collectives"

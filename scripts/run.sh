@@ -12,8 +12,12 @@ cmake --preset release
 cmake --build --preset release -j "$(nproc)"
 
 echo
-echo "== chorus-info (CHORUS_CPU_DEVICES=4)"
+echo "== chorus-info (CHORUS_CPU_DEVICES=4): plugins, devices, the scores for 2 workers on 1 host"
 CHORUS_CPU_DEVICES=4 build/release/bin/chorus-info
+
+echo
+echo "== chorus-info --workers 4 --hosts 2: what AUTO picks for 2 hosts of 2 workers, and why"
+build/release/bin/chorus-info --workers 4 --hosts 2 | sed -n '/collectives for a job/,/^$/p'
 
 echo
 echo "== training: the custom-training-loop tutorial under MirroredStrategy, 4 replicas"

@@ -211,16 +211,18 @@ const Communicator::Backend& Communicator::Route(chorus_collective_op op, chorus
   const auto args = ScoreArgs(op, dtype, bytes, plan_.shape, plan_.request);
   const Backend* best = nullptr;
   uint32_t best_score = 0;
-  std::string reasons;
+  std::string reasons;  // only when nothing serves it
   for (const Backend& b : backends_) {
-    const Score score = ScoreOf(b.api->capabilities, args);
-    if (score.value > best_score) {
+    const uint32_t score = ScoreValue(b.api->capabilities, args);
+    if (score > best_score) {
       best = &b;
-      best_score = score.value;
+      best_score = score;
     }
-    if (score.value == 0) reasons += "; " + b.name + " " + score.reason;
   }
   if (best == nullptr) {
+    for (const Backend& b : backends_) {
+      reasons += "; " + b.name + " " + ScoreOf(b.api->capabilities, args).reason;
+    }
     throw Error(CHORUS_UNSUPPORTED, std::string("no collective of communicator '") + config_.name +
                                         "' serves " + OpName(op) + " of " + std::to_string(bytes) +
                                         " bytes of " + DtypeName(dtype) + reasons);

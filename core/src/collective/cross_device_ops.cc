@@ -137,7 +137,7 @@ const CrossDeviceOps::Backend& CrossDeviceOps::Route(chorus_collective_op op, ch
   const Backend* best = &backends_[0];
   uint32_t best_score = 0;
   for (const Backend& b : backends_) {
-    const uint32_t score = ScoreOf(b.api->capabilities, args).value;
+    const uint32_t score = ScoreValue(b.api->capabilities, args);
     if (score > best_score) {
       best = &b;
       best_score = score;

@@ -26,7 +26,7 @@ std::string Trim(const std::string& s) {
 
 // Whether a capability's memory kind serves the job's: "*" serves all; the cpu enumerator's
 // memory is host memory.
-bool Serves(std::string_view declared, const std::string& wanted) {
+bool Serves(std::string_view declared, std::string_view wanted) {
   if (declared == "*" || declared == wanted) return true;
   const bool declared_host = declared == "host" || declared == "cpu";
   const bool wanted_host = wanted == "host" || wanted == "cpu";
@@ -158,11 +158,29 @@ chorus_score_args ScoreArgs(chorus_collective_op op, chorus_dtype dtype, uint64_
   return args;
 }
 
+uint32_t ScoreValue(const chorus_capabilities* capabilities, const chorus_score_args& args) {
+  if (capabilities == nullptr || args.op < 0 || args.op > CHORUS_OP_BARRIER ||
+      (capabilities->ops & CHORUS_OP_BIT(args.op)) == 0) {
+    return 0;
+  }
+  const std::string_view memory = args.memory != nullptr ? args.memory : "host";
+  bool served = false;
+  for (const char* const* m = capabilities->memory; m != nullptr && *m != nullptr; ++m) {
+    served = served || Serves(*m, memory);
+  }
+  if (!served) return 0;
+  if (capabilities->shape == CHORUS_SHAPE_ONE_HOST && args.hosts != 1) return 0;
+  if (capabilities->shape == CHORUS_SHAPE_UNIFORM && args.ranks_per_host <= 0) return 0;
+  return std::min(capabilities->score(&args), CHORUS_SCORE_MAX);
+}
+
 Score ScoreOf(const chorus_capabilities* capabilities, const chorus_score_args& args) {
+  const uint32_t value = ScoreValue(capabilities, args);
+  if (value > 0) return {value, ""};
+  // Why it is 0, in the order ScoreValue looked.
   if (capabilities == nullptr) {
-    return {0,
-            "declares no capabilities (an ABI 1.0 table, or unusable ones): chosen by name "
-            "only"};
+    return {0, "declares no capabilities (an ABI 1.0 table, or unusable ones): chosen by name "
+               "only"};
   }
   if (args.op < 0 || args.op > CHORUS_OP_BARRIER ||
       (capabilities->ops & CHORUS_OP_BIT(args.op)) == 0) {
@@ -179,18 +197,14 @@ Score ScoreOf(const chorus_capabilities* capabilities, const chorus_score_args& 
     return {0, "does not serve " + memory + " memory (it serves " + Join(kinds) + ")"};
   }
   if (capabilities->shape == CHORUS_SHAPE_ONE_HOST && args.hosts != 1) {
-    return {
-        0, "serves ranks on one host only (this job has " + std::to_string(args.hosts) + " hosts)"};
+    return {0, "serves ranks on one host only (this job has " + std::to_string(args.hosts) +
+                   " hosts)"};
   }
   if (capabilities->shape == CHORUS_SHAPE_UNIFORM && args.ranks_per_host <= 0) {
     return {0, "needs as many ranks on every host"};
   }
-  const uint32_t value = std::min(capabilities->score(&args), CHORUS_SCORE_MAX);
-  if (value == 0) {
-    return {0, std::string("scores 0 for ") + OpName(args.op) + " (" + RequestName(args.request) +
-                   " request)"};
-  }
-  return {value, ""};
+  return {0, std::string("scores 0 for ") + OpName(args.op) + " (" + RequestName(args.request) +
+                 " request)"};
 }
 
 std::vector<Ranked> RankCollectives(const Registry& registry, const chorus_score_args& args,

@@ -53,6 +53,8 @@ struct Score {
 // without capabilities (ABI 1.0) scores 0 ("chosen by name only"). Scores above
 // CHORUS_SCORE_MAX count as CHORUS_SCORE_MAX.
 Score ScoreOf(const chorus_capabilities* capabilities, const chorus_score_args& args);
+// The value alone, without building the reason (for routing each operation).
+uint32_t ScoreValue(const chorus_capabilities* capabilities, const chorus_score_args& args);
 
 // Every collective / cross-device ops of `registry` with its score for `args`, best first (ties
 // keep registry order). The implementations of plugin `exclude_plugin` are left out.

@@ -121,14 +121,18 @@ TEST_F(SelectionTest, TheVariableBeatsTheTuningFile) {
             "fake_scored_plain");
 }
 
-TEST_F(SelectionTest, TheConstructorArgumentBeatsTheVariable) {
+TEST_F(SelectionTest, TheConstructorArgumentBeatsTheVariableAndTheTuningFile) {
   setenv("CHORUS_COMMUNICATION", "fake_scored_fast", 1);
+  setenv("CHORUS_TUNING_FILE", TuningFile("allreduce:0-inf=fake_scored_fast\n").c_str(), 1);
   // RING: the core's ring answers it (50); the fake does not (0).
   const CollectivePlan plan =
       PlanCollectives(registry_, CommunicationImplementation::kRing, TwoRanksOnOneHost());
   EXPECT_EQ(plan.collectives.front(), "core_ring");
   EXPECT_EQ(plan.request, CHORUS_REQUEST_RING);
   EXPECT_THAT(plan.source, HasSubstr("CommunicationOptions RING"));
+  EXPECT_TRUE(plan.tuning_rules.empty());
+  EXPECT_EQ(Decide(registry_, plan, CHORUS_OP_ALL_REDUCE, CHORUS_F32, 4096).collective,
+            "core_ring");
   // NCCL: nothing here answers it, and the error says so.
   try {
     PlanCollectives(registry_, CommunicationImplementation::kNccl, TwoRanksOnOneHost());

@@ -468,16 +468,20 @@ CollectivePlan PlanCollectives(const Registry& registry, CommunicationImplementa
     return plan;
   }
 
-  // The tuning file, then the scores. The primary collective is the one that serves an all_reduce
-  // of 1 MiB of f32 (the tuning file's choice where it covers it, else the best score).
-  const TuningFile tuning = TuningFile::FromEnvironment();
-  std::string sections;
-  plan.tuning_rules = tuning.RulesFor(shape, &sections);
-  if (!plan.tuning_rules.empty()) {
-    plan.tuning_source = "CHORUS_TUNING_FILE=" + tuning.path + " " + sections;
-  }
+  // The tuning file (under AUTO only: a RING or NCCL request outranks it), then the scores. The
+  // primary collective is the one that serves an all_reduce of 1 MiB of f32 (the tuning file's
+  // choice where it covers it, else the best score).
   std::vector<std::string> from_rules;
-  AddRuleCollectives(registry, plan.tuning_rules, "CHORUS_TUNING_FILE=" + tuning.path, from_rules);
+  if (plan.request == CHORUS_REQUEST_AUTO) {
+    const TuningFile tuning = TuningFile::FromEnvironment();
+    std::string sections;
+    plan.tuning_rules = tuning.RulesFor(shape, &sections);
+    if (!plan.tuning_rules.empty()) {
+      plan.tuning_source = "CHORUS_TUNING_FILE=" + tuning.path + " " + sections;
+    }
+    AddRuleCollectives(registry, plan.tuning_rules, "CHORUS_TUNING_FILE=" + tuning.path,
+                       from_rules);
+  }
   AddRuleCollectives(registry, plan.variable_rules, "CHORUS_ALGORITHM", from_rules);
 
   CollectivePlan scored;

@@ -23,7 +23,8 @@
 
 namespace {
 
-const char* g_error = "";
+// plugin.h: last_error is per thread.
+thread_local const char* g_error = "";
 const chorus_host* g_host = nullptr;
 
 chorus_status Init(const chorus_host* host) {

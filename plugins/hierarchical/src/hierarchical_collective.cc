@@ -147,7 +147,8 @@ chorus_status Create(const chorus_communicator_create_args* args, chorus_communi
              "'; the options are local, cross, host, local.<key> and cross.<key>");
       }
     }
-    if (local_name == kHierarchicalName || cross_name == kHierarchicalName) {
+    if (local_name == kHierarchicalName || cross_name == kHierarchicalName ||
+        local_name.find('+') != std::string::npos || cross_name.find('+') != std::string::npos) {
       Fail(CHORUS_INVALID_ARGUMENT, "hierarchical: local and cross must be flat collectives");
     }
     auto h = std::make_unique<Hierarchical>();

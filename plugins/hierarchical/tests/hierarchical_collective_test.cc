@@ -234,6 +234,24 @@ TEST(Hierarchical, AutoComposesOnlyWhereAHostHasABetterCollective) {
   EXPECT_EQ(best(3, 2, 0), "core_ring");  // uneven hosts: no composition
 }
 
+TEST(Hierarchical, ALevelMustBeAFlatCollective) {
+  const auto errors = OnEveryRank(
+      1, [](int) { return "h"; }, "hierarchical", [](int, Communicator&) {});
+  EXPECT_EQ(errors[0], "");
+  for (const char* level : {"local", "cross"}) {
+    auto store = MakeInProcessStore();
+    CommunicatorConfig config;
+    config.store = store;
+    config.options = {{level, "core_ring+core_ring"}};
+    try {
+      Communicator::Create(Registry::Global(), "hierarchical", config);
+      ADD_FAILURE() << level << ": expected an error";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("local and cross must be flat collectives")) << level;
+    }
+  }
+}
+
 TEST(Hierarchical, ItsNameIsCanonical) {
   EXPECT_EQ(CanonicalCollectiveName(Registry::Global(), "core+core"), "core_ring+core_ring");
   EXPECT_EQ(CanonicalCollectiveName(Registry::Global(), "core_ring"), "core_ring");

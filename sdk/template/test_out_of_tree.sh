@@ -49,7 +49,7 @@ exports=$(nm -D --defined-only "$plugin" | awk '{print $NF}' | sort)
 
 conformance=$prefix/bin/chorus-conformance
 [[ -x $conformance ]] || fail "the install has no $conformance"
-step "running $conformance --plugin $plugin"
-"$conformance" --plugin "$plugin" --gtest_brief=1 ||
+step "running $conformance --plugin $plugin --require"
+"$conformance" --plugin "$plugin" --require --gtest_brief=1 ||
   fail "chorus-conformance found problems in the template plugin (output above)"
 step "passed"

@@ -1,292 +1,186 @@
-// Collective checks with real ranks: every operation × dtype × reduce op × counts {0, 1, odd,
-// large} against the reference, in place and out of place, with 1, 2, 3 and 4 ranks as threads
-// over an in-process store (as Gloo's tests do); or, when the kit is given a job's store
-// (chorus-conformance --ranks-from-environment under mpirun, torchrun or TF_CONFIG), with this
-// process as one rank of that job. Then bad arguments, repeated create/destroy and abort.
+// Collective checks with real ranks, for every collective the plugin provides: every operation ×
+// dtype × reduce op × counts {0, 1, odd, large} against the reference, in place and out of
+// place, with 1, 2, 3 and 4 ranks as threads over an in-process store (as Gloo's tests do); or,
+// when the kit is given a job's store (chorus-conformance --ranks-from-environment under mpirun,
+// torchrun or TF_CONFIG), with this process as one rank of that job. Then bad arguments, repeated
+// create/destroy and abort.
 #include <chorus/base/dtype.h>
 #include <chorus/base/error.h>
 #include <chorus/rendezvous/kv_store.h>
 
-#include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <cstring>
-#include <functional>
 #include <iostream>
-#include <sstream>
 #include <thread>
 
 #include "reference.h"
 #include "suite.h"
+#include "sweep.h"
 
 namespace chorus::conformance::internal {
 namespace {
 
 constexpr int64_t kTimeoutMs = 60000;
-constexpr size_t kCounts[] = {0, 1, 1001, 100003};  // large: > a 64 KiB chunk in every dtype
+const std::vector<size_t> kCounts = {0, 1, 1001, 100003};  // large: > a 64 KiB chunk
 constexpr int kThreadRankCounts[] = {1, 2, 3, 4};
 
-// One rank's communicator, created and destroyed through the plugin's raw table.
+// One rank's communicator of the collective under test, and how its operations end.
 class Rank {
  public:
-  Rank(const Suite& suite, std::shared_ptr<KvStore> store, int rank, int size)
-      : suite_(suite), api_(*suite.plugin().collective()), store_(std::move(store)) {
-    chorus_communicator_create_args args{};
-    args.struct_size = sizeof(args);
-    args.rank = rank;
-    args.size = size;
-    args.store = store_.get();
-    args.timeout_ms = kTimeoutMs;
-    const auto raw = RawOptions();
-    args.options = raw.data();
-    args.num_options = raw.size();
-    status_ = api_.create(&args, &handle_);
-    if (status_ != CHORUS_OK) {
-      handle_ = nullptr;
-      error_ = suite.LastError();
-    }
-  }
-  ~Rank() {
-    if (handle_ != nullptr) api_.destroy(handle_);
-  }
-  Rank(const Rank&) = delete;
-  Rank& operator=(const Rank&) = delete;
+  Rank(const Suite& suite, RankCommunicator& comm) : suite_(suite), comm_(comm) {}
 
-  chorus_status create_status() const { return status_; }
-  const std::string& create_error() const { return error_; }
-  chorus_communicator* handle() const { return handle_; }
-  const chorus_collective_api& api() const { return api_; }
+  chorus_communicator* handle() const { return comm_.get(); }
+  const chorus_collective_api& api() const { return comm_.api(); }
+  // Destroys this rank's communicator now: the rank leaves the job.
+  void Leave() { comm_.Destroy(); }
 
-  // Waits on and frees a request the plugin returned; "" when the operation succeeded.
-  std::string Finish(chorus_status status, chorus_request* request, const std::string& what) {
-    const chorus_plugin& table = suite_.plugin().table();
-    if (status == CHORUS_OK && request != nullptr) {
-      status = table.request_wait(request, kTimeoutMs);
-      if (status == CHORUS_TIMEOUT) return what + ": request_wait timed out";
-      const std::string message = status == CHORUS_OK ? "" : suite_.LastError();
-      table.request_free(request);
-      if (status != CHORUS_OK) return what + ": " + StatusName(status) + ": " + message;
-      return "";
+  // Completes an operation `op` that returned `status` and `request`: "" when it succeeded, a
+  // failure naming `what` otherwise. A "not here" answer (UNSUPPORTED, UNAVAILABLE) throws
+  // NotHere unless --require asks for `op` (NotHereOnRank).
+  std::string Finish(chorus_status status, chorus_request* request, chorus_collective_op op,
+                     const std::string& what) {
+    std::string message;
+    status = FinishRequest(comm_.plugin(), status, request, kTimeoutMs, &message);
+    if (status == CHORUS_OK) return "";
+    if (IsNotHere(status)) {
+      return NotHereOnRank(suite_, status, DeclaresOnHost(api(), op), what, message);
     }
-    if (status != CHORUS_OK) return what + ": " + StatusName(status) + ": " + suite_.LastError();
-    return "";
+    return what + ": " + StatusName(status) + ": " + message;
+  }
+
+  // Runs one case of the sweep and checks its result.
+  std::string Run(const OpCase& c, int id, int size) {
+    CaseBuffers buffers(c, id, size);
+    chorus_request* request = nullptr;
+    chorus_status status = CHORUS_INTERNAL;
+    switch (c.op) {
+      case CHORUS_OP_ALL_REDUCE: {
+        chorus_all_reduce_args args{};
+        args.struct_size = sizeof(args);
+        args.send = buffers.send();
+        args.recv = buffers.recv();
+        args.count = c.count;
+        args.dtype = c.dtype;
+        args.op = c.reduce;
+        status = api().all_reduce(handle(), &args, &request);
+        break;
+      }
+      case CHORUS_OP_BROADCAST: {
+        chorus_collective_broadcast_args args{};
+        args.struct_size = sizeof(args);
+        args.data = buffers.recv();
+        args.count = c.count;
+        args.dtype = c.dtype;
+        args.root = c.root;
+        status = api().broadcast(handle(), &args, &request);
+        break;
+      }
+      case CHORUS_OP_ALL_GATHER: {
+        chorus_collective_all_gather_args args{};
+        args.struct_size = sizeof(args);
+        args.send = buffers.send();
+        args.recv = buffers.recv();
+        args.count = c.count;
+        args.dtype = c.dtype;
+        status = api().all_gather(handle(), &args, &request);
+        break;
+      }
+      case CHORUS_OP_REDUCE_SCATTER: {
+        chorus_reduce_scatter_args args{};
+        args.struct_size = sizeof(args);
+        args.send = buffers.send();
+        args.recv = buffers.recv();
+        args.recv_count = c.count;
+        args.dtype = c.dtype;
+        args.op = c.reduce;
+        status = api().reduce_scatter(handle(), &args, &request);
+        break;
+      }
+      default:
+        status = api().barrier(handle(), &request);
+        break;
+    }
+    const std::string failure = Finish(status, request, c.op, Describe(c));
+    return failure.empty() ? buffers.Check() : failure;
   }
 
  private:
-  std::vector<chorus_option> RawOptions() const {
-    std::vector<chorus_option> raw;
-    for (const auto& [key, value] : suite_.options().collective_options) {
-      raw.push_back({key.c_str(), value.c_str()});
-    }
-    return raw;
-  }
-
   const Suite& suite_;
-  const chorus_collective_api& api_;
-  CKvStore store_;
-  chorus_communicator* handle_ = nullptr;
-  chorus_status status_ = CHORUS_OK;
-  std::string error_;
+  RankCommunicator& comm_;
 };
 
 using RankBody = std::function<std::string(Rank& rank, int id, int size)>;
 
-// Runs `body` on every rank of a group of `size` and returns the ranks' failures, one per line
-// ("" when all passed). Thread mode: `size` threads over a fresh in-process store. Job mode (the
-// kit was given a store): this process's rank only, and only when `size` is the job's size.
-std::string RunRanks(const Suite& suite, int size, const RankBody& body) {
-  const KitOptions& options = suite.options();
-  static std::atomic<int> group{0};
-  const std::string prefix = "conformance/" + std::to_string(group++) + "/";
-  auto run_one = [&](std::shared_ptr<KvStore> store, int id) -> std::string {
-    try {
-      Rank rank(suite, WithPrefix(std::move(store), prefix), id, size);
-      if (rank.create_status() != CHORUS_OK) {
-        return "rank " + std::to_string(id) + " of " + std::to_string(size) +
-               ": create failed with " + StatusName(rank.create_status()) + ": " +
-               rank.create_error();
-      }
-      const std::string failure = body(rank, id, size);
-      return failure.empty() ? "" : "rank " + std::to_string(id) + ": " + failure;
-    } catch (const std::exception& e) {
-      return "rank " + std::to_string(id) + ": " + e.what();
+// What a create that failed means: a skip (or, under --require, a failure) for a "not here"
+// answer, else a failure.
+std::string CreateFailure(const Suite& suite, const RankCommunicator& comm) {
+  if (IsNotHere(comm.status())) {
+    bool declared = false;
+    for (int op = CHORUS_OP_ALL_REDUCE; op <= CHORUS_OP_BARRIER; ++op) {
+      declared = declared || DeclaresOnHost(comm.api(), static_cast<chorus_collective_op>(op));
     }
-  };
-  if (options.job_store) return run_one(options.job_store, options.job_rank);
-  auto store = MakeInProcessStore();
-  std::vector<std::string> failures(static_cast<size_t>(size));
-  std::vector<std::thread> threads;
-  for (int id = 0; id < size; ++id) {
-    threads.emplace_back([&, id] { failures[static_cast<size_t>(id)] = run_one(store, id); });
+    return NotHereOnRank(suite, comm.status(), declared,
+                         std::string("create of '") + comm.api().name + "' on host memory",
+                         comm.last_error());
   }
-  for (auto& t : threads) t.join();
-  std::string all;
-  for (const auto& f : failures) {
-    if (!f.empty()) all += f + "\n";
+  return comm.CreateError();
+}
+
+// Runs `body` on every rank of a group of `size` over the collective `api`: a communicator per
+// rank as threads over a fresh in-process store, created and destroyed at once; or, in job
+// mode, this process's rank only (then `size` is the job's size).
+RanksOutcome RunRanks(const Suite& suite, const chorus_collective_api& api, int size,
+                      const RankBody& body) {
+  const CommunicatorSettings settings(kTimeoutMs, suite.options().collective_options);
+  const std::string prefix = NextGroupPrefix();
+  if (suite.job_mode()) {
+    return RunKitRanks(suite, size, [&](int id) -> std::string {
+      CKvStore store(WithPrefix(suite.options().job_store, prefix));
+      RankCommunicator comm(suite.plugin_ptr(), api, store.get(), id, size, settings);
+      if (comm.status() != CHORUS_OK) return CreateFailure(suite, comm);
+      Rank rank(suite, comm);
+      return body(rank, id, size);
+    });
   }
-  return all;
+  CommunicatorGroup group(suite.plugin_ptr(), api, size, settings, prefix);
+  const bool created = group.CreateError().empty();
+  return RunKitRanks(suite, size, [&](int id) -> std::string {
+    RankCommunicator& comm = group.member(id);
+    if (comm.status() != CHORUS_OK) return CreateFailure(suite, comm);
+    if (!created) return "";  // without every rank the check cannot run; the others report why
+    Rank rank(suite, comm);
+    return body(rank, id, size);
+  });
 }
 
 std::vector<int> RankCounts(const Suite& suite) {
-  if (suite.options().job_store) return {suite.options().job_size};
+  if (suite.job_mode()) return {suite.options().job_size};
   return {std::begin(kThreadRankCounts), std::end(kThreadRankCounts)};
 }
 
-// Input of `rank` for one op: the kit's reference patterns, periodic in kPeriod.
-HostTensor Input(chorus_dtype dtype, Pattern pattern, int rank, size_t count, size_t offset = 0) {
-  HostTensor t(dtype, count);
-  if (count == 0) return t;
-  HostTensor period(dtype, std::min(count, kPeriod));
-  period.Fill(pattern, static_cast<size_t>(rank), offset);
-  std::memcpy(t.data(), period.data(), period.bytes());
-  t.Repeat(period.count());
-  return t;
-}
-
-std::string Mismatch(const HostTensor& actual, const HostTensor& expected,
-                     const std::string& what) {
-  const auto result = SameValues(actual, expected);
-  return result ? "" : what + ": " + result.message();
-}
-
-std::string Describe(const char* op, chorus_dtype dtype, size_t count, const char* extra = "") {
-  std::ostringstream s;
-  s << op << " " << DtypeName(dtype) << " count " << count << extra;
-  return s.str();
-}
-
-std::string AllReduceBody(Rank& rank, int id, int size) {
-  for (chorus_dtype dtype : Dtypes()) {
-    for (chorus_reduce_op op : PluginReduceOps()) {
-      const Pattern pattern = PatternFor(op);
-      for (size_t count : kCounts) {
-        std::vector<HostTensor> inputs;
-        for (int r = 0; r < size; ++r) inputs.push_back(Input(dtype, pattern, r, count));
-        const HostTensor expected = ExpectedReduce(op, inputs);
-        for (bool in_place : {false, true}) {
-          HostTensor send = inputs[static_cast<size_t>(id)];
-          HostTensor recv(dtype, count);
-          chorus_all_reduce_args args{};
-          args.struct_size = sizeof(args);
-          args.send = send.data();
-          args.recv = in_place ? send.data() : recv.data();
-          args.count = count;
-          args.dtype = dtype;
-          args.op = op;
-          chorus_request* request = nullptr;
-          const std::string what =
-              Describe("all_reduce", dtype, count, in_place ? " in place" : "") + " " +
-              ReduceOpName(op);
-          std::string failure =
-              rank.Finish(rank.api().all_reduce(rank.handle(), &args, &request), request, what);
-          if (failure.empty()) failure = Mismatch(in_place ? send : recv, expected, what);
-          if (!failure.empty()) return failure;
-        }
+// The sweep of one operation: every case, stopping at a rank's first failure.
+RankBody SweepBody(chorus_collective_op op, std::vector<bool> placements) {
+  return [op, placements](Rank& rank, int id, int size) -> std::string {
+    if (op == CHORUS_OP_BROADCAST && rank.api().broadcast == nullptr) return "";
+    if (op == CHORUS_OP_ALL_GATHER && rank.api().all_gather == nullptr) return "";
+    if (op == CHORUS_OP_REDUCE_SCATTER && rank.api().reduce_scatter == nullptr) return "";
+    const auto counts = [](chorus_dtype) { return kCounts; };
+    for (const OpCase& c : Cases(op, size, counts, placements)) {
+      if (std::string failure = rank.Run(c, id, size); !failure.empty()) {
+        // The other ranks would wait for this one in the next case until the time-out.
+        if (rank.api().abort != nullptr) rank.api().abort(rank.handle());
+        return failure;
       }
     }
-  }
-  return "";
-}
-
-std::string BroadcastBody(Rank& rank, int id, int size) {
-  if (rank.api().broadcast == nullptr) return "";
-  for (chorus_dtype dtype : Dtypes()) {
-    for (size_t count : kCounts) {
-      for (int root = 0; root < size; ++root) {
-        const HostTensor expected = Input(dtype, Pattern::kData, root, count);
-        HostTensor data = id == root ? expected : HostTensor(dtype, count);
-        chorus_collective_broadcast_args args{};
-        args.struct_size = sizeof(args);
-        args.data = data.data();
-        args.count = count;
-        args.dtype = dtype;
-        args.root = root;
-        chorus_request* request = nullptr;
-        const std::string what =
-            Describe("broadcast", dtype, count) + " from rank " + std::to_string(root);
-        std::string failure =
-            rank.Finish(rank.api().broadcast(rank.handle(), &args, &request), request, what);
-        if (failure.empty()) failure = Mismatch(data, expected, what);
-        if (!failure.empty()) return failure;
-      }
-    }
-  }
-  return "";
-}
-
-std::string AllGatherBody(Rank& rank, int id, int size) {
-  if (rank.api().all_gather == nullptr) return "";
-  for (chorus_dtype dtype : Dtypes()) {
-    for (size_t count : kCounts) {
-      const size_t element = chorus_dtype_size(dtype);
-      HostTensor expected(dtype, count * static_cast<size_t>(size));
-      for (int r = 0; r < size; ++r) {
-        const HostTensor block = Input(dtype, Pattern::kData, r, count);
-        if (count > 0) {
-          std::memcpy(
-              static_cast<char*>(expected.data()) + static_cast<size_t>(r) * count * element,
-              block.data(), block.bytes());
-        }
-      }
-      const HostTensor send = Input(dtype, Pattern::kData, id, count);
-      HostTensor recv(dtype, count * static_cast<size_t>(size));
-      chorus_collective_all_gather_args args{};
-      args.struct_size = sizeof(args);
-      args.send = send.data();
-      args.recv = recv.data();
-      args.count = count;
-      args.dtype = dtype;
-      chorus_request* request = nullptr;
-      const std::string what = Describe("all_gather", dtype, count);
-      std::string failure =
-          rank.Finish(rank.api().all_gather(rank.handle(), &args, &request), request, what);
-      if (failure.empty()) failure = Mismatch(recv, expected, what);
-      if (!failure.empty()) return failure;
-    }
-  }
-  return "";
-}
-
-std::string ReduceScatterBody(Rank& rank, int id, int size) {
-  if (rank.api().reduce_scatter == nullptr) return "";
-  for (chorus_dtype dtype : Dtypes()) {
-    for (chorus_reduce_op op : PluginReduceOps()) {
-      const Pattern pattern = PatternFor(op);
-      for (size_t count : kCounts) {
-        const size_t total = count * static_cast<size_t>(size);
-        // Block id of every rank's input, reduced, is what this rank must receive.
-        std::vector<HostTensor> blocks;
-        for (int r = 0; r < size; ++r) {
-          blocks.push_back(Input(dtype, pattern, r, count, static_cast<size_t>(id) * count));
-        }
-        const HostTensor expected = ExpectedReduce(op, blocks);
-        const HostTensor send = Input(dtype, pattern, id, total);
-        HostTensor recv(dtype, count);
-        chorus_reduce_scatter_args args{};
-        args.struct_size = sizeof(args);
-        args.send = send.data();
-        args.recv = recv.data();
-        args.recv_count = count;
-        args.dtype = dtype;
-        args.op = op;
-        chorus_request* request = nullptr;
-        const std::string what = Describe("reduce_scatter", dtype, count) + " " + ReduceOpName(op);
-        std::string failure =
-            rank.Finish(rank.api().reduce_scatter(rank.handle(), &args, &request), request, what);
-        if (failure.empty()) failure = Mismatch(recv, expected, what);
-        if (!failure.empty()) return failure;
-      }
-    }
-  }
-  return "";
+    return "";
+  };
 }
 
 std::string BarrierBody(Rank& rank, int, int) {
   if (rank.api().barrier == nullptr) return "";
   for (int i = 0; i < 3; ++i) {
     chorus_request* request = nullptr;
-    const std::string failure =
-        rank.Finish(rank.api().barrier(rank.handle(), &request), request, "barrier");
+    const std::string failure = rank.Finish(rank.api().barrier(rank.handle(), &request), request,
+                                            CHORUS_OP_BARRIER, "barrier");
     if (!failure.empty()) return failure;
   }
   return "";
@@ -340,114 +234,109 @@ std::string BadArgumentsBody(const Suite& suite, Rank& rank) {
     return failure;
   }
   if (rank.api().barrier == nullptr) return "";
-  return rank.Finish(rank.api().barrier(rank.handle(), &request), request,
+  return rank.Finish(rank.api().barrier(rank.handle(), &request), request, CHORUS_OP_BARRIER,
                      "barrier after the bad calls");
 }
 
-// Skips the calling test when the collective cannot run on host memory here (a GPU collective
-// on its own, or on a machine without the hardware): create says UNSUPPORTED or UNAVAILABLE.
-bool SkipUnlessHostMemoryWorks(const Suite& suite) {
-  if (suite.options().job_store) return false;
-  Rank probe(suite, MakeInProcessStore(), 0, 1);
-  const chorus_status status = probe.create_status();
-  if (status != CHORUS_UNSUPPORTED && status != CHORUS_UNAVAILABLE) return false;
-  std::cout << "the collective does not run on host memory here (create said " << StatusName(status)
-            << ": " << probe.create_error()
-            << "); this kit checks collectives on host memory only\n";
-  return true;
+// The arguments of an f32 SUM all_reduce of `count` elements in place at `data`.
+chorus_all_reduce_args InPlaceSum(float* data, size_t count) {
+  chorus_all_reduce_args args{};
+  args.struct_size = sizeof(args);
+  args.send = data;
+  args.recv = data;
+  args.count = count;
+  args.dtype = CHORUS_F32;
+  args.op = CHORUS_REDUCE_SUM;
+  return args;
 }
 
-void AddRankTest(const SuitePtr& suite, const std::string& name,
-                 std::string (*body)(Rank&, int, int)) {
-  AddTest("Collective", name, [suite, body] {
-    if (SkipUnlessHostMemoryWorks(*suite)) GTEST_SKIP() << "no host-memory collective here";
-    for (int size : RankCounts(*suite)) {
-      SCOPED_TRACE(std::to_string(size) + " ranks");
-      const std::string failures = RunRanks(*suite, size, body);
-      EXPECT_EQ(failures, "") << "with " << size << " ranks";
+// One all_reduce of a single element.
+std::string AllReduceOfOne(Rank& rank, int, int) {
+  float value = 1;
+  const chorus_all_reduce_args args = InPlaceSum(&value, 1);
+  chorus_request* request = nullptr;
+  return rank.Finish(rank.api().all_reduce(rank.handle(), &args, &request), request,
+                     CHORUS_OP_ALL_REDUCE, "all_reduce of 1");
+}
+
+// The name of a test of collective `api`: `base`, and "/<collective>" when the plugin has more
+// than one.
+std::string TestName(const Suite& suite, const std::string& base,
+                     const chorus_collective_api& api) {
+  return suite.plugin().collectives().size() > 1 ? base + "/" + api.name : base;
+}
+
+// Collective.<name>: `body` on every rank count.
+void AddRankTest(const SuitePtr& suite, const chorus_collective_api& api, const std::string& name,
+                 RankBody body, int rounds = 1) {
+  AddTest("Collective", TestName(*suite, name, api), [suite, &api, body, rounds] {
+    for (int round = 0; round < rounds; ++round) {
+      for (int size : RankCounts(*suite)) {
+        SCOPED_TRACE(std::to_string(size) + " ranks");
+        const std::string context = std::string("collective '") + api.name + "' with " +
+                                    std::to_string(size) + " ranks" +
+                                    (rounds > 1 ? ", round " + std::to_string(round) : "");
+        if (Report(RunRanks(*suite, api, size, body), context)) return;
+      }
     }
+  });
+}
+
+void RegisterOneCollective(const SuitePtr& suite, const chorus_collective_api& api) {
+  AddRankTest(suite, api, "AllReduceEveryDtypeOpAndCount",
+              SweepBody(CHORUS_OP_ALL_REDUCE, {false, true}));
+  AddRankTest(suite, api, "BroadcastEveryDtypeCountAndRoot", SweepBody(CHORUS_OP_BROADCAST, {}));
+  AddRankTest(suite, api, "AllGatherEveryDtypeAndCount", SweepBody(CHORUS_OP_ALL_GATHER, {false}));
+  AddRankTest(suite, api, "ReduceScatterEveryDtypeOpAndCount",
+              SweepBody(CHORUS_OP_REDUCE_SCATTER, {}));
+  AddRankTest(suite, api, "RepeatedBarriers", BarrierBody);
+  const Suite* kit = suite.get();
+  AddRankTest(suite, api, "BadArgumentsFailOnTheCallingRank",
+              [kit](Rank& rank, int, int) { return BadArgumentsBody(*kit, rank); });
+  AddRankTest(suite, api, "RepeatedCreateAndDestroy", AllReduceOfOne, 3);
+  // Rank 0 all-reduces alone (rank 1 never joins, and leaves); another thread aborts rank 0's
+  // communicator: the call must end with ABORTED (or PEER_LOST/TIMEOUT, which some libraries
+  // report) well before the 60 s time-out. Thread mode only: a job's ranks cannot be told to
+  // stay away.
+  AddTest("Collective", TestName(*suite, "AbortEndsAPendingOperation", api), [suite, &api] {
+    if (suite->job_mode()) GTEST_SKIP() << "runs with ranks as threads only";
+    if (api.abort == nullptr) GTEST_SKIP() << "no abort slot";
+    const auto started = std::chrono::steady_clock::now();
+    const RanksOutcome outcome =
+        RunRanks(*suite, api, 2, [&](Rank& rank, int id, int) -> std::string {
+          if (id == 1) {
+            rank.Leave();
+            return "";
+          }
+          std::vector<float> data(1 << 16, 1.0f);
+          std::thread aborter([&] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            rank.api().abort(rank.handle());
+          });
+          const chorus_all_reduce_args args = InPlaceSum(data.data(), data.size());
+          chorus_request* request = nullptr;
+          chorus_status status = rank.api().all_reduce(rank.handle(), &args, &request);
+          status = FinishRequest(suite->plugin(), status, request, kTimeoutMs);
+          aborter.join();
+          if (status == CHORUS_OK) return "an all_reduce with a missing rank succeeded";
+          if (status == CHORUS_INVALID_ARGUMENT || status == CHORUS_INTERNAL) {
+            return std::string("the aborted all_reduce returned ") + StatusName(status) +
+                   ", expected ABORTED";
+          }
+          return "";
+        });
+    if (Report(outcome, std::string("collective '") + api.name + "'")) return;
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30))
+        << "abort did not end the pending operation promptly";
   });
 }
 
 }  // namespace
 
 void RegisterCollectiveTests(const SuitePtr& suite) {
-  if (suite->plugin().collective() == nullptr) return;
-  AddRankTest(suite, "AllReduceEveryDtypeOpAndCount", AllReduceBody);
-  AddRankTest(suite, "BroadcastEveryDtypeCountAndRoot", BroadcastBody);
-  AddRankTest(suite, "AllGatherEveryDtypeAndCount", AllGatherBody);
-  AddRankTest(suite, "ReduceScatterEveryDtypeOpAndCount", ReduceScatterBody);
-  AddRankTest(suite, "RepeatedBarriers", BarrierBody);
-  AddTest("Collective", "BadArgumentsFailOnTheCallingRank", [suite] {
-    if (SkipUnlessHostMemoryWorks(*suite)) GTEST_SKIP() << "no host-memory collective here";
-    for (int size : RankCounts(*suite)) {
-      const std::string failures = RunRanks(
-          *suite, size, [&](Rank& rank, int, int) { return BadArgumentsBody(*suite, rank); });
-      EXPECT_EQ(failures, "") << "with " << size << " ranks";
-    }
-  });
-  AddTest("Collective", "RepeatedCreateAndDestroy", [suite] {
-    if (SkipUnlessHostMemoryWorks(*suite)) GTEST_SKIP() << "no host-memory collective here";
-    for (int round = 0; round < 3; ++round) {
-      for (int size : RankCounts(*suite)) {
-        const std::string failures =
-            RunRanks(*suite, size, [](Rank& rank, int, int) -> std::string {
-              float value = 1;
-              chorus_all_reduce_args args{};
-              args.struct_size = sizeof(args);
-              args.send = &value;
-              args.recv = &value;
-              args.count = 1;
-              args.dtype = CHORUS_F32;
-              args.op = CHORUS_REDUCE_SUM;
-              chorus_request* request = nullptr;
-              return rank.Finish(rank.api().all_reduce(rank.handle(), &args, &request), request,
-                                 "all_reduce of 1");
-            });
-        EXPECT_EQ(failures, "") << "round " << round << ", " << size << " ranks";
-      }
-    }
-  });
-  // Rank 0 all-reduces alone (rank 1 never joins); another thread aborts rank 0's communicator:
-  // the call must end with ABORTED (or PEER_LOST/TIMEOUT, which some libraries report) well
-  // before the 60 s time-out. Thread mode only: a job's ranks cannot be told to stay away.
-  AddTest("Collective", "AbortEndsAPendingOperation", [suite] {
-    if (suite->options().job_store) GTEST_SKIP() << "runs with ranks as threads only";
-    if (SkipUnlessHostMemoryWorks(*suite)) GTEST_SKIP() << "no host-memory collective here";
-    if (suite->plugin().collective()->abort == nullptr) GTEST_SKIP() << "no abort slot";
-    const auto started = std::chrono::steady_clock::now();
-    const std::string failures = RunRanks(*suite, 2, [&](Rank& rank, int id, int) -> std::string {
-      if (id == 1) return "";
-      std::vector<float> data(1 << 16, 1.0f);
-      std::thread aborter([&] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
-        rank.api().abort(rank.handle());
-      });
-      chorus_all_reduce_args args{};
-      args.struct_size = sizeof(args);
-      args.send = data.data();
-      args.recv = data.data();
-      args.count = data.size();
-      args.dtype = CHORUS_F32;
-      args.op = CHORUS_REDUCE_SUM;
-      chorus_request* request = nullptr;
-      chorus_status status = rank.api().all_reduce(rank.handle(), &args, &request);
-      if (status == CHORUS_OK && request != nullptr) {
-        status = suite->plugin().table().request_wait(request, kTimeoutMs);
-        if (status != CHORUS_TIMEOUT) suite->plugin().table().request_free(request);
-      }
-      aborter.join();
-      if (status == CHORUS_OK) return "an all_reduce with a missing rank succeeded";
-      if (status == CHORUS_INVALID_ARGUMENT || status == CHORUS_INTERNAL) {
-        return std::string("the aborted all_reduce returned ") + StatusName(status) +
-               ", expected ABORTED";
-      }
-      return "";
-    });
-    EXPECT_EQ(failures, "");
-    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30))
-        << "abort did not end the pending operation promptly";
-  });
+  for (const chorus_collective_api* api : suite->plugin().collectives()) {
+    RegisterOneCollective(suite, *api);
+  }
 }
 
 }  // namespace chorus::conformance::internal

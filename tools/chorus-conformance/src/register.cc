@@ -1,6 +1,7 @@
 // RegisterConformanceTests: which checks apply to a plugin, from the interfaces it provides.
 #include <chorus/conformance.h>
 
+#include "declarations.h"
 #include "suite.h"
 
 namespace chorus::conformance {
@@ -18,17 +19,44 @@ void RegisterConformanceTests(std::shared_ptr<PluginLibrary> plugin, const KitOp
   internal::RegisterCrossDeviceOpsTests(suite);
   internal::RegisterBadArgumentTests(suite);
   internal::RegisterCollectiveTests(suite);
+  internal::RegisterTransportTests(suite);
+  internal::RegisterAlgorithmTests(suite);
 }
 
-std::vector<std::string> Limitations(const PluginLibrary& plugin) {
+std::vector<std::string> Limitations(const PluginLibrary& plugin, const KitOptions& options) {
+  using internal::DeclaresOnHost;
   std::vector<std::string> lines;
-  auto add = [&](const char* interface, const char* name) {
-    lines.push_back(std::string(interface) + " '" + name +
-                    "': this kit checks its negotiation only (table size, function slots, "
-                    "name); its operations are not run");
-  };
-  if (auto* t = plugin.algorithm()) add("algorithm", t->name);
-  if (auto* t = plugin.transport()) add("transport", t->name);
+  const std::string unrequired = " (what it answers UNSUPPORTED or UNAVAILABLE there is skipped";
+  for (const auto* t : plugin.collectives()) {
+    bool host = false;
+    for (int op = CHORUS_OP_ALL_REDUCE; op <= CHORUS_OP_BARRIER; ++op) {
+      host = host || DeclaresOnHost(*t, static_cast<chorus_collective_op>(op));
+    }
+    if (!host) {
+      lines.push_back(std::string("collective '") + t->name +
+                      "' declares no host memory; this kit runs collectives on host memory" +
+                      unrequired + ", even with --require)");
+    }
+  }
+  for (const auto* t : plugin.cross_device_ops_list()) {
+    if (!internal::DeclaresAnyOnCpuDevices(*t)) {
+      lines.push_back(std::string("cross-device ops '") + t->name +
+                      "' declare neither host nor cpu memory; this kit runs them on the core's "
+                      "cpu devices" +
+                      unrequired + ", even with --require)");
+    }
+  }
+  if (plugin.device_enumerators().size() > 1) {
+    lines.push_back(std::string("device enumerator checks run on the first one ('") +
+                    plugin.device_enumerators()[0]->platform +
+                    "') only: chorus::DeviceEnumerator creates no other (the others are checked "
+                    "for negotiation)");
+  }
+  if (!plugin.algorithms().empty() && options.transport_plugin == nullptr) {
+    lines.push_back(
+        "algorithms run over the core's tcp transport only; --transport PATH adds the transports "
+        "of another plugin");
+  }
   return lines;
 }
 

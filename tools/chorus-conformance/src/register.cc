@@ -60,4 +60,8 @@ std::vector<std::string> Limitations(const PluginLibrary& plugin, const KitOptio
   return lines;
 }
 
+std::vector<std::string> Limitations(const PluginLibrary& plugin) {
+  return Limitations(plugin, KitOptions{});
+}
+
 }  // namespace chorus::conformance

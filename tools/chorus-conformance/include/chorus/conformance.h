@@ -58,6 +58,7 @@ void RegisterConformanceTests(std::shared_ptr<PluginLibrary> plugin, const KitOp
 // cross-device ops that declare no memory the kit runs on, algorithms with only the core's tcp
 // transport to run over.
 std::vector<std::string> Limitations(const PluginLibrary& plugin, const KitOptions& options);
+std::vector<std::string> Limitations(const PluginLibrary& plugin);  // with KitOptions{}
 
 }  // namespace chorus::conformance
 

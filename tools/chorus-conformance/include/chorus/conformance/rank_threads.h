@@ -93,7 +93,7 @@ class ThreadJob {
 // How each rank's communicator is created.
 struct CommunicatorSettings {
   CommunicatorSettings() = default;
-  CommunicatorSettings(int64_t timeout, Options create_options = {})
+  explicit CommunicatorSettings(int64_t timeout, Options create_options = {})
       : timeout_ms(timeout), options(std::move(create_options)) {}
 
   int64_t timeout_ms = 60000;  // the set-up's and every operation's

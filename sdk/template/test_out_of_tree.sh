@@ -53,8 +53,8 @@ exports=$(nm -D --defined-only "$plugin" | awk '{print $NF}' | sort)
 
 conformance=$prefix/bin/chorus-conformance
 [[ -x $conformance ]] || fail "the install has no $conformance"
-step "running $conformance --plugin $plugin"
-"$conformance" --plugin "$plugin" --gtest_brief=1 ||
+step "running $conformance --plugin $plugin --require"
+"$conformance" --plugin "$plugin" --require --gtest_brief=1 ||
   fail "chorus-conformance found problems in the template plugin (output above)"
 # The same template declaring 90 for its operations (the reference scores 5): AUTO must take it
 # for the cpu devices' cross-device ops, with no CHORUS_* variable set.

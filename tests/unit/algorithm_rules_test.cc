@@ -3,13 +3,13 @@
 #include <chorus/base/error.h>
 #include <chorus/collective/algorithm_rules.h>
 #include <chorus/collective/communicator.h>
+#include <chorus/conformance/rank_threads.h>
 #include <chorus/rendezvous/kv_store.h>
 #include <chorus/runtime/registry.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace chorus {
@@ -85,38 +85,28 @@ TEST(AlgorithmRules, ACommunicatorRoutesEachSizeToItsCollective) {
   if (!HasCollective("gloo")) GTEST_SKIP() << "the gloo plugin is not built here";
   constexpr int kRanks = 3;
   auto store = MakeInProcessStore();
-  std::vector<std::string> errors(kRanks);
   std::vector<std::vector<std::string>> used(kRanks);
   std::vector<std::vector<float>> small(kRanks), large(kRanks);
-  std::vector<std::thread> threads;
+  const conformance::RankFailures failures = conformance::RunRankThreads(kRanks, [&](int rank) {
+    CommunicatorConfig config;
+    config.rank = rank;
+    config.size = kRanks;
+    config.store = store;
+    config.timeout_seconds = 30;
+    config.address = "127.0.0.1";
+    const auto plan = PlanNamed(Registry::Global(), "core_ring", JobShape{},
+                                ParseAlgorithmRules("allreduce:0-1K=gloo"));
+    auto comm = Communicator::Create(Registry::Global(), plan, config);
+    small[rank].assign(3, static_cast<float>(rank + 1));
+    large[rank].assign(1001, static_cast<float>(rank + 1));
+    used[rank].push_back(comm->BackendFor(CHORUS_OP_ALL_REDUCE, 3 * sizeof(float)));
+    used[rank].push_back(comm->BackendFor(CHORUS_OP_ALL_REDUCE, 1001 * sizeof(float)));
+    used[rank].push_back(comm->BackendFor(CHORUS_OP_BROADCAST, 4));
+    comm->AllReduce(small[rank].data(), small[rank].data(), 3, CHORUS_F32, CHORUS_REDUCE_SUM);
+    comm->AllReduce(large[rank].data(), large[rank].data(), 1001, CHORUS_F32, CHORUS_REDUCE_SUM);
+  });
+  ASSERT_EQ(failures.Joined(), "");
   for (int rank = 0; rank < kRanks; ++rank) {
-    threads.emplace_back([&, rank] {
-      try {
-        CommunicatorConfig config;
-        config.rank = rank;
-        config.size = kRanks;
-        config.store = store;
-        config.timeout_seconds = 30;
-        config.address = "127.0.0.1";
-        const auto plan = PlanNamed(Registry::Global(), "core_ring", JobShape{},
-                                    ParseAlgorithmRules("allreduce:0-1K=gloo"));
-        auto comm = Communicator::Create(Registry::Global(), plan, config);
-        small[rank].assign(3, static_cast<float>(rank + 1));
-        large[rank].assign(1001, static_cast<float>(rank + 1));
-        used[rank].push_back(comm->BackendFor(CHORUS_OP_ALL_REDUCE, 3 * sizeof(float)));
-        used[rank].push_back(comm->BackendFor(CHORUS_OP_ALL_REDUCE, 1001 * sizeof(float)));
-        used[rank].push_back(comm->BackendFor(CHORUS_OP_BROADCAST, 4));
-        comm->AllReduce(small[rank].data(), small[rank].data(), 3, CHORUS_F32, CHORUS_REDUCE_SUM);
-        comm->AllReduce(large[rank].data(), large[rank].data(), 1001, CHORUS_F32,
-                        CHORUS_REDUCE_SUM);
-      } catch (const std::exception& e) {
-        errors[rank] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int rank = 0; rank < kRanks; ++rank) {
-    ASSERT_EQ(errors[rank], "") << "rank " << rank;
     EXPECT_EQ(used[rank], (std::vector<std::string>{"gloo", "core_ring", "core_ring"}));
     EXPECT_EQ(small[rank], std::vector<float>(3, 6.0f));
     EXPECT_EQ(large[rank], std::vector<float>(1001, 6.0f));

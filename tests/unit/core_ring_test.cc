@@ -1,14 +1,15 @@
 // The core's reference collective "core_ring" (the ring algorithm over the core's tcp
 // transport), called through the builtin plugin's C table with ranks as threads over an
-// in-process rendezvous store: every operation, rank count, element count and dtype against
-// exact expected values, then failures (a lost rank, a time-out, abort, mismatched sizes).
+// in-process rendezvous store (the conformance kit's harness): every operation, rank count, element
+// count and dtype against exact expected values, then failures (a lost rank, a time-out, abort,
+// mismatched sizes).
 #include <chorus/base/dtype.h>
 #include <chorus/base/error.h>
-#include <chorus/rendezvous/kv_store.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -25,26 +26,13 @@ using Clock = std::chrono::steady_clock;
 const chorus_collective_api& Api() { return *Core().collective(); }
 std::string LastError() { return Core().LastError(); }
 
-using CommPtr = std::unique_ptr<chorus_communicator, void (*)(chorus_communicator*)>;
-CommPtr NoComm() {
-  return CommPtr(nullptr, [](chorus_communicator* c) { Api().destroy(c); });
-}
-
-chorus_status CreateComm(int rank, int size, const CKvStore& store, int64_t timeout_ms,
-                         CommPtr* out, const std::vector<chorus_option>& options = {}) {
-  chorus_communicator_create_args args{};
-  args.struct_size = sizeof(args);
-  args.rank = rank;
-  args.size = size;
-  args.store = store.get();
-  args.timeout_ms = timeout_ms;
-  args.options = options.data();
-  args.num_options = options.size();
-  chorus_communicator* comm = nullptr;
-  const chorus_status status = Api().create(&args, &comm);
-  *out = NoComm();
-  if (status == CHORUS_OK) out->reset(comm);
-  return status;
+// Rank `rank` of `size`'s core_ring communicator over `job`, created on the calling thread.
+std::unique_ptr<conformance::RankCommunicator> CreateComm(const conformance::ThreadJob& job,
+                                                          int rank, int size, int64_t timeout_ms,
+                                                          const Options& options = {}) {
+  return std::make_unique<conformance::RankCommunicator>(
+      CorePlugin(), Api(), job.store(rank), rank, size,
+      conformance::CommunicatorSettings(timeout_ms, options));
 }
 
 chorus_status AllReduce(chorus_communicator* comm, const void* send, void* recv, size_t count,
@@ -196,29 +184,29 @@ class CoreRingSweep : public ::testing::TestWithParam<std::tuple<int, size_t>> {
 
 TEST_P(CoreRingSweep, EveryOperation) {
   const auto [size, count] = GetParam();
-  CKvStore store(MakeInProcessStore());
+  const conformance::ThreadJob job(size);
   RunRanks(size, [&, size = size, count = count](int rank) {
-    CommPtr comm = NoComm();
-    ASSERT_EQ(CreateComm(rank, size, store, 20000, &comm), CHORUS_OK) << LastError();
+    const auto comm = CreateComm(job, rank, size, 20000);
+    ASSERT_EQ(comm->status(), CHORUS_OK) << comm->last_error();
     for (chorus_dtype dtype : AllDtypes()) {
-      CheckAllReduce(comm.get(), rank, size, count, dtype, CHORUS_REDUCE_SUM, false);
-      CheckAllReduce(comm.get(), rank, size, count, dtype, CHORUS_REDUCE_SUM, true);
-      CheckReduceScatter(comm.get(), rank, size, count, dtype, CHORUS_REDUCE_SUM);
-      CheckAllGather(comm.get(), rank, size, count, dtype);
+      CheckAllReduce(comm->get(), rank, size, count, dtype, CHORUS_REDUCE_SUM, false);
+      CheckAllReduce(comm->get(), rank, size, count, dtype, CHORUS_REDUCE_SUM, true);
+      CheckReduceScatter(comm->get(), rank, size, count, dtype, CHORUS_REDUCE_SUM);
+      CheckAllGather(comm->get(), rank, size, count, dtype);
     }
     for (chorus_dtype dtype : {CHORUS_F32, CHORUS_I64, CHORUS_U8, CHORUS_BF16}) {
       for (chorus_reduce_op op : {CHORUS_REDUCE_PROD, CHORUS_REDUCE_MIN, CHORUS_REDUCE_MAX}) {
-        CheckAllReduce(comm.get(), rank, size, count, dtype, op, false);
+        CheckAllReduce(comm->get(), rank, size, count, dtype, op, false);
       }
-      CheckReduceScatter(comm.get(), rank, size, count, dtype, CHORUS_REDUCE_MAX);
+      CheckReduceScatter(comm->get(), rank, size, count, dtype, CHORUS_REDUCE_MAX);
     }
     for (int root = 0; root < size; ++root) {
       const std::vector<chorus_dtype> dtypes = AllDtypes();
-      CheckBroadcast(comm.get(), rank, size, count,
+      CheckBroadcast(comm->get(), rank, size, count,
                      dtypes[static_cast<size_t>(root) % dtypes.size()], root);
-      CheckBroadcast(comm.get(), rank, size, count, CHORUS_F16, root);
+      CheckBroadcast(comm->get(), rank, size, count, CHORUS_F16, root);
     }
-    for (int i = 0; i < 3; ++i) EXPECT_EQ(Barrier(comm.get()), CHORUS_OK) << LastError();
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(Barrier(comm->get()), CHORUS_OK) << LastError();
   });
 }
 
@@ -234,16 +222,15 @@ INSTANTIATE_TEST_SUITE_P(CoreRing, CoreRingSweep,
 // Segments smaller than a chunk, of an odd size, and of less than one element.
 TEST(CoreRing, SegmentBytesOption) {
   for (const char* segment_bytes : {"1", "12", "4100"}) {
-    CKvStore store(MakeInProcessStore());
-    const std::vector<chorus_option> options = {{"segment_bytes", segment_bytes}};
+    const conformance::ThreadJob job(3);
     RunRanks(3, [&](int rank) {
-      CommPtr comm = NoComm();
-      ASSERT_EQ(CreateComm(rank, 3, store, 20000, &comm, options), CHORUS_OK) << LastError();
-      CheckAllReduce(comm.get(), rank, 3, 1001, CHORUS_F32, CHORUS_REDUCE_SUM, false);
-      CheckAllReduce(comm.get(), rank, 3, 1001, CHORUS_F16, CHORUS_REDUCE_MAX, true);
-      CheckReduceScatter(comm.get(), rank, 3, 333, CHORUS_I32, CHORUS_REDUCE_SUM);
-      CheckAllGather(comm.get(), rank, 3, 333, CHORUS_F64);
-      CheckBroadcast(comm.get(), rank, 3, 1001, CHORUS_I64, 1);
+      const auto comm = CreateComm(job, rank, 3, 20000, {{"segment_bytes", segment_bytes}});
+      ASSERT_EQ(comm->status(), CHORUS_OK) << comm->last_error();
+      CheckAllReduce(comm->get(), rank, 3, 1001, CHORUS_F32, CHORUS_REDUCE_SUM, false);
+      CheckAllReduce(comm->get(), rank, 3, 1001, CHORUS_F16, CHORUS_REDUCE_MAX, true);
+      CheckReduceScatter(comm->get(), rank, 3, 333, CHORUS_I32, CHORUS_REDUCE_SUM);
+      CheckAllGather(comm->get(), rank, 3, 333, CHORUS_F64);
+      CheckBroadcast(comm->get(), rank, 3, 1001, CHORUS_I64, 1);
     });
   }
 }
@@ -258,32 +245,32 @@ TEST(CoreRing, BuiltinPluginProvidesCollectiveAlgorithmAndTransport) {
 }
 
 TEST(CoreRing, MeanAndUnknownDtypeAreRejected) {
-  CKvStore store(MakeInProcessStore());
-  CommPtr comm = NoComm();
-  ASSERT_EQ(CreateComm(0, 1, store, 5000, &comm), CHORUS_OK) << LastError();
+  const conformance::ThreadJob job(1);
+  const auto comm = CreateComm(job, 0, 1, 5000);
+  ASSERT_EQ(comm->status(), CHORUS_OK) << comm->last_error();
   float data[4] = {1, 2, 3, 4};
-  EXPECT_EQ(AllReduce(comm.get(), data, data, 4, CHORUS_F32, CHORUS_REDUCE_MEAN),
+  EXPECT_EQ(AllReduce(comm->get(), data, data, 4, CHORUS_F32, CHORUS_REDUCE_MEAN),
             CHORUS_UNSUPPORTED);
   EXPECT_NE(LastError().find("MEAN"), std::string::npos) << LastError();
-  EXPECT_EQ(AllReduce(comm.get(), data, data, 4, static_cast<chorus_dtype>(99), CHORUS_REDUCE_SUM),
+  EXPECT_EQ(AllReduce(comm->get(), data, data, 4, static_cast<chorus_dtype>(99), CHORUS_REDUCE_SUM),
             CHORUS_INVALID_ARGUMENT);
-  EXPECT_EQ(Broadcast(comm.get(), data, 4, CHORUS_F32, 1), CHORUS_INVALID_ARGUMENT);
+  EXPECT_EQ(Broadcast(comm->get(), data, 4, CHORUS_F32, 1), CHORUS_INVALID_ARGUMENT);
   EXPECT_NE(LastError().find("root 1"), std::string::npos) << LastError();
   // A rejected argument does not break the communicator.
-  EXPECT_EQ(AllReduce(comm.get(), data, data, 4, CHORUS_F32, CHORUS_REDUCE_SUM), CHORUS_OK);
+  EXPECT_EQ(AllReduce(comm->get(), data, data, 4, CHORUS_F32, CHORUS_REDUCE_SUM), CHORUS_OK);
 }
 
 // A communicator made again over the same store (after a failure, say) finds the new addresses,
 // not the closed ports of the one before.
 TEST(CoreRing, CreatedAgainOverTheSameStore) {
-  CKvStore store(MakeInProcessStore());
+  const conformance::ThreadJob job(3);
   RunRanks(3, [&](int rank) {
     for (int round = 0; round < 3; ++round) {
-      CommPtr comm = NoComm();
-      ASSERT_EQ(CreateComm(rank, 3, store, 5000, &comm), CHORUS_OK) << LastError();
-      CheckAllReduce(comm.get(), rank, 3, 1001, CHORUS_I32, CHORUS_REDUCE_SUM, false);
+      const auto comm = CreateComm(job, rank, 3, 5000);
+      ASSERT_EQ(comm->status(), CHORUS_OK) << comm->last_error();
+      CheckAllReduce(comm->get(), rank, 3, 1001, CHORUS_I32, CHORUS_REDUCE_SUM, false);
       if (rank == round) continue;  // leaves before the barrier: the others see it go
-      EXPECT_EQ(Barrier(comm.get()), CHORUS_PEER_LOST) << LastError();
+      EXPECT_EQ(Barrier(comm->get()), CHORUS_PEER_LOST) << LastError();
     }
   });
 }
@@ -291,13 +278,13 @@ TEST(CoreRing, CreatedAgainOverTheSameStore) {
 // ---- Failures ---------------------------------------------------------------------------------
 
 TEST(CoreRing, RankWithAnotherSizeFailsCreate) {
-  CKvStore store(MakeInProcessStore());
+  const conformance::ThreadJob job(2);
   std::vector<chorus_status> statuses(2);
   std::vector<std::string> messages(2);
   RunRanks(2, [&](int rank) {
-    CommPtr comm = NoComm();
-    statuses[static_cast<size_t>(rank)] = CreateComm(rank, rank == 1 ? 3 : 2, store, 3000, &comm);
-    messages[static_cast<size_t>(rank)] = LastError();
+    const auto comm = CreateComm(job, rank, rank == 1 ? 3 : 2, 3000);
+    statuses[static_cast<size_t>(rank)] = comm->status();
+    messages[static_cast<size_t>(rank)] = comm->last_error();
   });
   for (size_t rank = 0; rank < 2; ++rank) {
     EXPECT_EQ(statuses[rank], CHORUS_INVALID_ARGUMENT) << rank << ": " << messages[rank];
@@ -307,62 +294,62 @@ TEST(CoreRing, RankWithAnotherSizeFailsCreate) {
 }
 
 TEST(CoreRing, CreateTimesOutNamingTheMissingRank) {
-  CKvStore store(MakeInProcessStore());
-  CommPtr comm = NoComm();
+  const conformance::ThreadJob job(2);
   const auto start = Clock::now();
-  EXPECT_EQ(CreateComm(0, 2, store, 300, &comm), CHORUS_TIMEOUT);
+  const auto comm = CreateComm(job, 0, 2, 300);
+  EXPECT_EQ(comm->status(), CHORUS_TIMEOUT);
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
-  EXPECT_NE(LastError().find("rank 1"), std::string::npos) << LastError();
+  EXPECT_NE(comm->last_error().find("rank 1"), std::string::npos) << comm->last_error();
 }
 
 TEST(CoreRing, OperationTimesOutNamingTheOpAndThePeer) {
-  CKvStore store(MakeInProcessStore());
+  const conformance::ThreadJob job(2);
   std::atomic<bool> done{false};
   RunRanks(2, [&](int rank) {
-    CommPtr comm = NoComm();
-    ASSERT_EQ(CreateComm(rank, 2, store, 300, &comm), CHORUS_OK) << LastError();
+    const auto comm = CreateComm(job, rank, 2, 300);
+    ASSERT_EQ(comm->status(), CHORUS_OK) << comm->last_error();
     if (rank == 1) {  // never joins the all-reduce
       while (!done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
       return;
     }
     std::vector<float> data(1000, 1.0f);
     const auto start = Clock::now();
-    EXPECT_EQ(
-        AllReduce(comm.get(), data.data(), data.data(), data.size(), CHORUS_F32, CHORUS_REDUCE_SUM),
-        CHORUS_TIMEOUT);
+    EXPECT_EQ(AllReduce(comm->get(), data.data(), data.data(), data.size(), CHORUS_F32,
+                        CHORUS_REDUCE_SUM),
+              CHORUS_TIMEOUT);
     const std::string message = LastError();
     EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
     EXPECT_NE(message.find("all_reduce"), std::string::npos) << message;
     EXPECT_NE(message.find("rank 1"), std::string::npos) << message;
     // The communicator is unusable afterwards, and says why.
-    EXPECT_EQ(Barrier(comm.get()), CHORUS_ABORTED);
+    EXPECT_EQ(Barrier(comm->get()), CHORUS_ABORTED);
     EXPECT_NE(LastError().find("earlier failure"), std::string::npos) << LastError();
     done.store(true);
   });
 }
 
 TEST(CoreRing, AbortFromAnotherThreadUnblocksAnOperation) {
-  CKvStore store(MakeInProcessStore());
+  const conformance::ThreadJob job(2);
   std::atomic<bool> done{false};
   RunRanks(2, [&](int rank) {
-    CommPtr comm = NoComm();
-    ASSERT_EQ(CreateComm(rank, 2, store, 20000, &comm), CHORUS_OK) << LastError();
+    const auto comm = CreateComm(job, rank, 2, 20000);
+    ASSERT_EQ(comm->status(), CHORUS_OK) << comm->last_error();
     if (rank == 1) {
       while (!done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
       return;
     }
     std::thread aborter([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      Api().abort(comm.get());
+      Api().abort(comm->get());
     });
     std::vector<double> data(100000, 2.0);
     const auto start = Clock::now();
-    EXPECT_EQ(
-        AllReduce(comm.get(), data.data(), data.data(), data.size(), CHORUS_F64, CHORUS_REDUCE_SUM),
-        CHORUS_ABORTED);
+    EXPECT_EQ(AllReduce(comm->get(), data.data(), data.data(), data.size(), CHORUS_F64,
+                        CHORUS_REDUCE_SUM),
+              CHORUS_ABORTED);
     EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
     aborter.join();
-    EXPECT_EQ(Barrier(comm.get()), CHORUS_ABORTED);
+    EXPECT_EQ(Barrier(comm->get()), CHORUS_ABORTED);
     done.store(true);
   });
 }
@@ -373,22 +360,22 @@ TEST(CoreRing, AbortFromAnotherThreadUnblocksAnOperation) {
 TEST(CoreRing, RankThatLeavesGivesPeerLostToEveryOtherRank) {
   constexpr int kSize = 5;
   constexpr int kLeaver = 2;
-  CKvStore store(MakeInProcessStore());
+  const conformance::ThreadJob job(kSize);
   std::vector<chorus_status> statuses(kSize, CHORUS_OK);
   std::vector<std::string> messages(kSize);
   std::vector<double> seconds(kSize, 0);
   RunRanks(kSize, [&](int rank) {
-    CommPtr comm = NoComm();
-    ASSERT_EQ(CreateComm(rank, kSize, store, 20000, &comm), CHORUS_OK) << LastError();
+    const auto comm = CreateComm(job, rank, kSize, 20000);
+    ASSERT_EQ(comm->status(), CHORUS_OK) << comm->last_error();
     if (rank == kLeaver) {  // joins no operation and leaves while the others are inside one
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      comm.reset();
+      comm->Destroy();
       return;
     }
     std::vector<float> data(1 << 20, 1.0f);
     const auto start = Clock::now();
-    statuses[static_cast<size_t>(rank)] =
-        AllReduce(comm.get(), data.data(), data.data(), data.size(), CHORUS_F32, CHORUS_REDUCE_SUM);
+    statuses[static_cast<size_t>(rank)] = AllReduce(comm->get(), data.data(), data.data(),
+                                                    data.size(), CHORUS_F32, CHORUS_REDUCE_SUM);
     messages[static_cast<size_t>(rank)] = LastError();
     seconds[static_cast<size_t>(rank)] =
         std::chrono::duration<double>(Clock::now() - start).count();
@@ -407,23 +394,23 @@ TEST(CoreRing, RankAbortedMidAllReduceGivesPeerLostToTheOthers) {
   constexpr int kSize = 4;
   constexpr int kAborted = 1;
   constexpr int kLate = 3;  // joins late, so the others are surely mid-operation at the abort
-  CKvStore store(MakeInProcessStore());
+  const conformance::ThreadJob job(kSize);
   std::vector<chorus_status> statuses(kSize, CHORUS_OK);
   std::vector<std::string> messages(kSize);
   RunRanks(kSize, [&](int rank) {
-    CommPtr comm = NoComm();
-    ASSERT_EQ(CreateComm(rank, kSize, store, 20000, &comm), CHORUS_OK) << LastError();
+    const auto comm = CreateComm(job, rank, kSize, 20000);
+    ASSERT_EQ(comm->status(), CHORUS_OK) << comm->last_error();
     std::thread aborter;
     if (rank == kAborted) {
       aborter = std::thread([&] {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        Api().abort(comm.get());
+        Api().abort(comm->get());
       });
     }
     if (rank == kLate) std::this_thread::sleep_for(std::chrono::milliseconds(300));
     std::vector<int32_t> data(1 << 20, 1);
-    statuses[static_cast<size_t>(rank)] =
-        AllReduce(comm.get(), data.data(), data.data(), data.size(), CHORUS_I32, CHORUS_REDUCE_SUM);
+    statuses[static_cast<size_t>(rank)] = AllReduce(comm->get(), data.data(), data.data(),
+                                                    data.size(), CHORUS_I32, CHORUS_REDUCE_SUM);
     messages[static_cast<size_t>(rank)] = LastError();
     if (aborter.joinable()) aborter.join();
   });

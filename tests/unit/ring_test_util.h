@@ -1,8 +1,10 @@
 // Helpers for the tests of the core's tcp transport, ring algorithm and core_ring collective:
-// the builtin plugin's tables, ranks as threads, and typed values that are exact in every dtype.
+// the builtin plugin's tables, ranks as threads (the conformance kit's harness), and typed values
+// that are exact in every dtype.
 #ifndef CHORUS_TESTS_UNIT_RING_TEST_UTIL_H_
 #define CHORUS_TESTS_UNIT_RING_TEST_UTIL_H_
 
+#include <chorus/conformance/rank_threads.h>
 #include <chorus/runtime/plugin_library.h>
 #include <chorus/runtime/registry.h>
 #include <gtest/gtest.h>
@@ -13,27 +15,28 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
+#include <utility>
 #include <vector>
 
 namespace chorus::ring_test {
 
 // The builtin plugin "core", loaded with no other plugin.
-inline const PluginLibrary& Core() {
+inline const std::shared_ptr<PluginLibrary>& CorePlugin() {
   static const std::shared_ptr<PluginLibrary> core = [] {
     LoaderOptions options;
     options.filter = "none";
     static Registry registry(options);
     return registry.FindPlugin(kBuiltinPluginName);
   }();
-  return *core;
+  return core;
 }
+inline const PluginLibrary& Core() { return *CorePlugin(); }
 
-// Runs body(rank) on `size` threads at once and joins them.
-inline void RunRanks(int size, const std::function<void(int)>& body) {
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < size; ++rank) threads.emplace_back(body, rank);
-  for (std::thread& thread : threads) thread.join();
+// Runs body(rank) on `size` rank threads at once (conformance::RunRankThreads); a rank whose body
+// throws or returns a failure fails the test, naming the rank.
+template <typename Body>
+void RunRanks(int size, Body&& body) {
+  EXPECT_EQ(conformance::RunRankThreads(size, std::forward<Body>(body)).Joined(), "");
 }
 
 // Element i of a buffer of `dtype`, as a double; and the other way round. Every value the tests

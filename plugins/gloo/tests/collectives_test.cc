@@ -10,7 +10,7 @@
 #include <string>
 #include <tuple>
 
-#include "plugin_ranks.h"
+#include "gloo_plugin.h"
 #include "typed_values.h"
 
 namespace chorus::gloo_test {
@@ -40,8 +40,8 @@ class GlooCollectives : public testing::TestWithParam<std::tuple<int, size_t>> {
 
   // all_reduce with `algorithm`; in place for SUM and MIN, out of place for PROD and MAX.
   void CheckAllReduce(const std::string& algorithm) {
-    RankGroup group(size(), {{"algorithm", algorithm}});
-    ASSERT_EQ(group.CreateError(), "");
+    const auto group = Group(size(), {{"algorithm", algorithm}});
+    ASSERT_EQ(group->CreateError(), "");
     for (const auto& [dtype, op] : DtypeOpPairs(count())) {
       const std::string what =
           std::string("all_reduce ") + chorus::DtypeName(dtype) + " " + chorus::ReduceOpName(op);
@@ -55,7 +55,7 @@ class GlooCollectives : public testing::TestWithParam<std::tuple<int, size_t>> {
         const chorus_all_reduce_args args{sizeof(args), send.data(), recv.data(), count(),
                                           dtype,        op,          nullptr};
         chorus_request* request = nullptr;
-        if (Succeeded(rank, what, Gloo().all_reduce(group.comm(rank), &args, &request), request)) {
+        if (Succeeded(rank, what, Gloo().all_reduce(group->comm(rank), &args, &request), request)) {
           Record(rank, what, Mismatches(recv, 0, expected));
         }
       });
@@ -70,8 +70,8 @@ TEST_P(GlooCollectives, AllReduceRingChunked) { CheckAllReduce("ring_chunked"); 
 TEST_P(GlooCollectives, AllReduceBcube) { CheckAllReduce("bcube"); }
 
 TEST_P(GlooCollectives, BroadcastFromEveryRoot) {
-  RankGroup group(size());
-  ASSERT_EQ(group.CreateError(), "");
+  const auto group = Group(size());
+  ASSERT_EQ(group->CreateError(), "");
   for (int root = 0; root < size(); ++root) {
     const std::vector<double> sent = Values(count(), [&](size_t i) { return MovedValue(root, i); });
     for (chorus_dtype dtype : kAllDtypes) {
@@ -83,7 +83,7 @@ TEST_P(GlooCollectives, BroadcastFromEveryRoot) {
         const chorus_collective_broadcast_args args{sizeof(args), data.data(), count(),
                                                     dtype,        root,        nullptr};
         chorus_request* request = nullptr;
-        if (Succeeded(rank, what, Gloo().broadcast(group.comm(rank), &args, &request), request)) {
+        if (Succeeded(rank, what, Gloo().broadcast(group->comm(rank), &args, &request), request)) {
           Record(rank, what, Mismatches(data, 0, sent));
         }
       });
@@ -92,8 +92,8 @@ TEST_P(GlooCollectives, BroadcastFromEveryRoot) {
 }
 
 TEST_P(GlooCollectives, AllGather) {
-  RankGroup group(size());
-  ASSERT_EQ(group.CreateError(), "");
+  const auto group = Group(size());
+  ASSERT_EQ(group->CreateError(), "");
   std::vector<std::vector<double>> blocks;
   for (int rank = 0; rank < size(); ++rank) {
     blocks.push_back(Values(count(), [&](size_t i) { return MovedValue(rank, i); }));
@@ -113,7 +113,7 @@ TEST_P(GlooCollectives, AllGather) {
       const chorus_collective_all_gather_args args{sizeof(args), source, recv.data(),
                                                    count(),      dtype,  nullptr};
       chorus_request* request = nullptr;
-      if (Succeeded(rank, what, Gloo().all_gather(group.comm(rank), &args, &request), request)) {
+      if (Succeeded(rank, what, Gloo().all_gather(group->comm(rank), &args, &request), request)) {
         for (int from = 0; from < size(); ++from) {
           Record(rank, what + ", block " + std::to_string(from),
                  Mismatches(recv, static_cast<size_t>(from) * count(), blocks[from]));
@@ -125,8 +125,8 @@ TEST_P(GlooCollectives, AllGather) {
 
 // Through the default algorithm, ring_chunked (reduce_scatter is an all-reduce here).
 TEST_P(GlooCollectives, ReduceScatter) {
-  RankGroup group(size());
-  ASSERT_EQ(group.CreateError(), "");
+  const auto group = Group(size());
+  ASSERT_EQ(group->CreateError(), "");
   const size_t total = count() * static_cast<size_t>(size());
   for (const auto& [dtype, op] : DtypeOpPairs(count())) {
     const std::string what =
@@ -137,7 +137,7 @@ TEST_P(GlooCollectives, ReduceScatter) {
       const chorus_reduce_scatter_args args{sizeof(args), send.data(), recv.data(), count(),
                                             dtype,        op,          nullptr};
       chorus_request* request = nullptr;
-      if (Succeeded(rank, what, Gloo().reduce_scatter(group.comm(rank), &args, &request),
+      if (Succeeded(rank, what, Gloo().reduce_scatter(group->comm(rank), &args, &request),
                     request)) {
         const size_t first = static_cast<size_t>(rank) * count();
         Record(rank, what, Mismatches(recv, 0, Values(count(), [&](size_t i) {
@@ -150,19 +150,19 @@ TEST_P(GlooCollectives, ReduceScatter) {
 
 // No rank leaves a barrier before every rank has entered it.
 TEST_P(GlooCollectives, Barrier) {
-  RankGroup group(size());
-  ASSERT_EQ(group.CreateError(), "");
+  const auto group = Group(size());
+  ASSERT_EQ(group->CreateError(), "");
   std::atomic<int> entered{0};
   OnRanks(size(), [&](int rank) {
     for (int round = 1; round <= 3; ++round) {
       entered.fetch_add(1);
       chorus_request* request = nullptr;
-      if (!Succeeded(rank, "barrier", Gloo().barrier(group.comm(rank), &request), request)) return;
+      if (!Succeeded(rank, "barrier", Gloo().barrier(group->comm(rank), &request), request)) return;
       if (entered.load() < round * size()) {
         Record(rank, "barrier", "left round " + std::to_string(round) + " before every rank came");
       }
       // A second barrier, so that no rank enters the next round before all checked this one.
-      if (!Succeeded(rank, "barrier", Gloo().barrier(group.comm(rank), &request), request)) return;
+      if (!Succeeded(rank, "barrier", Gloo().barrier(group->comm(rank), &request), request)) return;
     }
   });
 }

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <thread>
 
-#include "plugin_ranks.h"
+#include "gloo_plugin.h"
 
 namespace chorus::gloo_test {
 namespace {
@@ -22,24 +22,25 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 // Rank 1 of 3 never calls create: ranks 0 and 2 time out after about the time-out, saying who.
 TEST(GlooErrors, CreateTimesOutWhenARankNeverArrives) {
   constexpr int64_t kTimeoutMs = 500;
-  Job job(3);
-  Created created[3];
+  const ThreadJob job(3, "comm/");
+  std::unique_ptr<RankCommunicator> created[3];
   OnRanks(3, [&](int rank) {
-    if (rank != 1) created[rank] = job.Create(rank, {}, kTimeoutMs);
+    if (rank != 1) created[rank] = CreateRank(job, rank, {}, kTimeoutMs);
   });
   for (int rank : {0, 2}) {
     SCOPED_TRACE("rank " + std::to_string(rank));
-    EXPECT_EQ(created[rank].status, CHORUS_TIMEOUT) << created[rank].message;
-    EXPECT_EQ(created[rank].comm, nullptr);
-    EXPECT_THAT(created[rank].message,
+    ASSERT_NE(created[rank], nullptr);
+    EXPECT_EQ(created[rank]->status(), CHORUS_TIMEOUT) << created[rank]->last_error();
+    EXPECT_EQ(created[rank]->get(), nullptr);
+    EXPECT_THAT(created[rank]->last_error(),
                 AllOf(HasSubstr("rank 1 did not arrive"), HasSubstr("500 ms")));
-    EXPECT_GE(created[rank].seconds, 0.45);
-    EXPECT_LT(created[rank].seconds, 3.0);
+    EXPECT_GE(created[rank]->create_seconds(), 0.45);
+    EXPECT_LT(created[rank]->create_seconds(), 3.0);
   }
 }
 
-chorus_communicator_create_args CreateArgs(const Job& job, int rank, const chorus_option* options,
-                                           size_t num_options) {
+chorus_communicator_create_args CreateArgs(const ThreadJob& job, int rank,
+                                           const chorus_option* options, size_t num_options) {
   chorus_communicator_create_args args{};
   args.struct_size = sizeof(args);
   args.rank = rank;
@@ -61,7 +62,7 @@ chorus_status TryCreate(const chorus_communicator_create_args* args, std::string
 }
 
 TEST(GlooErrors, CreateRejectsBadArguments) {
-  Job job(1);
+  const ThreadJob job(1, "comm/");
   std::string message;
   EXPECT_EQ(TryCreate(nullptr, &message), CHORUS_INVALID_ARGUMENT);
   EXPECT_THAT(message, HasSubstr("arguments are NULL"));
@@ -91,7 +92,7 @@ TEST(GlooErrors, CreateRejectsBadArguments) {
 
 // create with one option; the status, and the message in *message.
 chorus_status CreateWithOptions(std::vector<chorus_option> options, std::string* message) {
-  Job job(1);
+  const ThreadJob job(1, "comm/");
   chorus_communicator_create_args args = CreateArgs(job, 0, options.data(), options.size());
   return TryCreate(&args, message);
 }
@@ -136,9 +137,9 @@ TEST(GlooErrors, CreateAcceptsTcpOptions) {
 }
 
 TEST(GlooErrors, OperationsRejectBadArguments) {
-  RankGroup group(1);
-  ASSERT_EQ(group.CreateError(), "");
-  chorus_communicator* comm = group.comm(0);
+  const auto group = Group(1);
+  ASSERT_EQ(group->CreateError(), "");
+  chorus_communicator* comm = group->comm(0);
   float data[4] = {1, 2, 3, 4};
   chorus_request* request = nullptr;
   const chorus_all_reduce_args good{sizeof(good),      data,   data, 4, CHORUS_F32,
@@ -204,21 +205,21 @@ TEST(GlooErrors, RequestFunctionsRejectEveryRequest) {
 // whose connection rank 0 closed, sees its peer lost.
 TEST(GlooErrors, AbortFailsThePendingAndLaterCallsAndTheirPeersNotice) {
   constexpr int64_t kTimeoutMs = 1000;
-  RankGroup group(2, {}, kTimeoutMs);
-  ASSERT_EQ(group.CreateError(), "");
+  const auto group = Group(2, {}, kTimeoutMs);
+  ASSERT_EQ(group->CreateError(), "");
   chorus_status pending = CHORUS_OK;
   std::string pending_message;
   double pending_seconds = 0;
   std::thread waiter([&] {
     chorus_request* request = nullptr;
     const auto start = std::chrono::steady_clock::now();
-    pending = Gloo().barrier(group.comm(0), &request);
+    pending = Gloo().barrier(group->comm(0), &request);
     pending_seconds = SecondsSince(start);
     pending_message = LastError();
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  Gloo().abort(group.comm(0));
-  Gloo().abort(group.comm(0));  // twice is harmless
+  Gloo().abort(group->comm(0));
+  Gloo().abort(group->comm(0));  // twice is harmless
   waiter.join();
   EXPECT_EQ(pending, CHORUS_ABORTED) << pending_message;
   EXPECT_THAT(pending_message, HasSubstr("aborted"));
@@ -228,12 +229,12 @@ TEST(GlooErrors, AbortFailsThePendingAndLaterCallsAndTheirPeersNotice) {
   chorus_all_reduce_args args{sizeof(args), data, data, 3, CHORUS_F32, CHORUS_REDUCE_SUM, nullptr};
   chorus_request* request = nullptr;
   auto start = std::chrono::steady_clock::now();
-  EXPECT_EQ(Gloo().all_reduce(group.comm(0), &args, &request), CHORUS_ABORTED);
+  EXPECT_EQ(Gloo().all_reduce(group->comm(0), &args, &request), CHORUS_ABORTED);
   EXPECT_THAT(LastError(), HasSubstr("the communicator was aborted"));
   EXPECT_LT(SecondsSince(start), 0.5);
 
   start = std::chrono::steady_clock::now();
-  EXPECT_EQ(Gloo().barrier(group.comm(1), &request), CHORUS_PEER_LOST) << LastError();
+  EXPECT_EQ(Gloo().barrier(group->comm(1), &request), CHORUS_PEER_LOST) << LastError();
   EXPECT_THAT(LastError(), AllOf(HasSubstr("a peer closed its connection"),
                                  HasSubstr("the process may have died")));
   EXPECT_LT(SecondsSince(start), kTimeoutMs / 1000.0);
@@ -243,11 +244,11 @@ TEST(GlooErrors, AbortFailsThePendingAndLaterCallsAndTheirPeersNotice) {
 // fails every call at once, with the same status.
 TEST(GlooErrors, AnOperationTimesOutAndTheCommunicatorStaysFailed) {
   constexpr int64_t kTimeoutMs = 400;
-  RankGroup group(2, {}, kTimeoutMs);
-  ASSERT_EQ(group.CreateError(), "");
+  const auto group = Group(2, {}, kTimeoutMs);
+  ASSERT_EQ(group->CreateError(), "");
   chorus_request* request = nullptr;
   auto start = std::chrono::steady_clock::now();
-  EXPECT_EQ(Gloo().barrier(group.comm(0), &request), CHORUS_TIMEOUT) << LastError();
+  EXPECT_EQ(Gloo().barrier(group->comm(0), &request), CHORUS_TIMEOUT) << LastError();
   EXPECT_THAT(LastError(), AllOf(HasSubstr("gloo barrier (rank 0 of 2): timed out"),
                                  HasSubstr("400 ms"), HasSubstr("Gloo: ")));
   const double waited = SecondsSince(start);
@@ -255,7 +256,7 @@ TEST(GlooErrors, AnOperationTimesOutAndTheCommunicatorStaysFailed) {
   EXPECT_LT(waited, 3.0);
 
   start = std::chrono::steady_clock::now();
-  EXPECT_EQ(Gloo().barrier(group.comm(0), &request), CHORUS_TIMEOUT);
+  EXPECT_EQ(Gloo().barrier(group->comm(0), &request), CHORUS_TIMEOUT);
   EXPECT_THAT(LastError(), HasSubstr("unusable after an earlier failure"));
   EXPECT_LT(SecondsSince(start), 0.2);
 }

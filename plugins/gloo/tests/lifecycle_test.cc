@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin_ranks.h"
+#include "gloo_plugin.h"
 
 namespace chorus::gloo_test {
 namespace {
@@ -21,25 +21,25 @@ TEST_P(GlooLifecycle, DestroyRightAfterAnAllReduceLeavesSlowerRanksUnharmed) {
   constexpr int kSize = 4, kRounds = 20;
   std::mutex mutex;
   for (int round = 0; round < kRounds; ++round) {
-    Job job(kSize);
+    const ThreadJob job(kSize, "comm/");
     OnRanks(kSize, [&](int rank) {
-      Created created = job.Create(rank, {{"algorithm", GetParam()}}, 10000);
-      if (created.status != CHORUS_OK) {
+      const auto created = CreateRank(job, rank, {{"algorithm", GetParam()}}, 10000);
+      if (created->status() != CHORUS_OK) {
         std::lock_guard<std::mutex> lock(mutex);
-        ADD_FAILURE() << "create: " << created.message;
+        ADD_FAILURE() << created->CreateError();
         return;
       }
       std::vector<float> data(1001, static_cast<float>(rank));
       chorus_all_reduce_args args{sizeof(args), data.data(),       data.data(), data.size(),
                                   CHORUS_F32,   CHORUS_REDUCE_SUM, nullptr};
       chorus_request* request = nullptr;
-      const chorus_status status = Gloo().all_reduce(created.comm, &args, &request);
+      const chorus_status status = Gloo().all_reduce(created->get(), &args, &request);
       if (status != CHORUS_OK || data[1000] != 6.0f) {
         std::lock_guard<std::mutex> lock(mutex);
         ADD_FAILURE() << "round " << round << " rank " << rank << ": " << StatusName(status) << ": "
                       << LastError();
       }
-      Gloo().destroy(created.comm);  // at once, while others may still be in all_reduce
+      created->Destroy();  // at once, while others may still be in all_reduce
     });
   }
 }

@@ -6,6 +6,7 @@
 // the communicator has size 1).
 #include <chorus/collective/communicator.h>
 #include <chorus/collective/cross_device_ops.h>
+#include <chorus/conformance/rank_threads.h>
 #include <chorus/distribute/strategies.h>
 #include <chorus/rendezvous/kv_store.h>
 #include <chorus/runtime/device.h>
@@ -18,7 +19,6 @@
 #include <cstring>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace chorus {
@@ -395,7 +395,8 @@ TEST(NcclGpu, CollectiveAllReduceWithOneRank) {
   plugin->collective()->destroy(comm);
 }
 
-// Two ranks in two threads, one GPU each, over one in-process store: rank 0 without a stream
+// Two ranks in two threads (the conformance kit's harness), one GPU each, over one in-process
+// store, created and destroyed at once: rank 0 without a stream
 // (the communicator's own, waited on), rank 1 on its own stream (the call returns once enqueued,
 // which on a non-blocking communicator may come after NCCL's connection set-up).
 TEST(NcclGpu, CollectiveAllReduceAcrossTwoGpusInTwoThreads) {
@@ -403,69 +404,51 @@ TEST(NcclGpu, CollectiveAllReduceAcrossTwoGpusInTwoThreads) {
   if (GpuCount() < 2) GTEST_SKIP() << "needs two GPUs (NCCL allows one rank per GPU)";
   auto plugin = NcclRegistry().FindPlugin("nccl");
   auto gpu = DeviceEnumerator::Create(plugin);
-  auto store = MakeInProcessStore();
   constexpr size_t kCount = (1 << 20) + 7;
   constexpr size_t kBytes = kCount * sizeof(float);
+  conformance::CommunicatorSettings settings(120000);
+  settings.devices = gpu;  // rank r on GPU r
+  conformance::CommunicatorGroup group(plugin, *plugin->collective(), 2, settings);
+  ASSERT_EQ(group.CreateError(), "");
   std::vector<std::vector<float>> results(2);
-  std::vector<std::string> errors(2);
-  auto run_rank = [&](int r) {
-    CKvStore c_store(store);
-    chorus_communicator_create_args args{};
-    args.struct_size = sizeof(args);
-    args.rank = r;
-    args.size = 2;
-    args.store = c_store.get();
-    args.timeout_ms = 120000;
-    args.devices_api = &gpu->api();
-    args.devices = gpu->context();
-    args.device = static_cast<uint32_t>(r);
-    chorus_communicator* comm = nullptr;
-    if (plugin->collective()->create(&args, &comm) != CHORUS_OK) {
-      errors[r] = "create: " + plugin->LastError();
-      return;
-    }
-    const std::vector<float> mine(kCount, static_cast<float>(r + 1));
-    const std::vector<float> zeros(kCount, 0.0f);
-    void* send = gpu->Allocate(r, kBytes);
-    void* recv = gpu->Allocate(r, kBytes);
-    gpu->Copy(r, send, CHORUS_HOST_DEVICE, mine.data(), kBytes);
-    gpu->Copy(r, recv, CHORUS_HOST_DEVICE, zeros.data(), kBytes);
-    cudaStream_t stream = nullptr;
-    if (r == 1) {
-      cudaSetDevice(r);
-      cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-    }
-    chorus_all_reduce_args ar{};
-    ar.struct_size = sizeof(ar);
-    ar.send = send;
-    ar.recv = recv;
-    ar.count = kCount;
-    ar.dtype = CHORUS_F32;
-    ar.op = CHORUS_REDUCE_SUM;
-    ar.stream = reinterpret_cast<chorus_stream*>(stream);
-    chorus_request* request = nullptr;
-    if (plugin->collective()->all_reduce(comm, &ar, &request) != CHORUS_OK) {
-      errors[r] = "all_reduce: " + plugin->LastError();
-    } else if (stream != nullptr && cudaStreamSynchronize(stream) != cudaSuccess) {
-      errors[r] = "cudaStreamSynchronize failed";
-    }
-    results[r].resize(kCount);
-    gpu->Copy(CHORUS_HOST_DEVICE, results[r].data(), r, recv, kBytes);
-    gpu->Deallocate(r, send);
-    gpu->Deallocate(r, recv);
-    if (stream != nullptr) cudaStreamDestroy(stream);
-    plugin->collective()->destroy(comm);
-  };
-  auto rank = [&](int r) {
-    try {
-      run_rank(r);
-    } catch (const std::exception& e) {  // a throwing helper must not end the test process
-      errors[r] = e.what();
-    }
-  };
-  std::thread rank1(rank, 1);
-  rank(0);
-  rank1.join();
+  // A helper that throws fails its rank, named, rather than the test process.
+  const conformance::RankFailures errors =
+      conformance::RunRankThreads(2, [&](int r) -> std::string {
+        std::string error;
+        const auto device = static_cast<uint32_t>(r);
+        const std::vector<float> mine(kCount, static_cast<float>(r + 1));
+        const std::vector<float> zeros(kCount, 0.0f);
+        void* send = gpu->Allocate(device, kBytes);
+        void* recv = gpu->Allocate(device, kBytes);
+        gpu->Copy(device, send, CHORUS_HOST_DEVICE, mine.data(), kBytes);
+        gpu->Copy(device, recv, CHORUS_HOST_DEVICE, zeros.data(), kBytes);
+        cudaStream_t stream = nullptr;
+        if (r == 1) {
+          cudaSetDevice(r);
+          cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+        }
+        chorus_all_reduce_args ar{};
+        ar.struct_size = sizeof(ar);
+        ar.send = send;
+        ar.recv = recv;
+        ar.count = kCount;
+        ar.dtype = CHORUS_F32;
+        ar.op = CHORUS_REDUCE_SUM;
+        ar.stream = reinterpret_cast<chorus_stream*>(stream);
+        chorus_request* request = nullptr;
+        if (plugin->collective()->all_reduce(group.comm(r), &ar, &request) != CHORUS_OK) {
+          error = "all_reduce: " + plugin->LastError();
+        } else if (stream != nullptr && cudaStreamSynchronize(stream) != cudaSuccess) {
+          error = "cudaStreamSynchronize failed";
+        }
+        auto& result = results[static_cast<size_t>(r)];
+        result.resize(kCount);
+        gpu->Copy(CHORUS_HOST_DEVICE, result.data(), device, recv, kBytes);
+        gpu->Deallocate(device, send);
+        gpu->Deallocate(device, recv);
+        if (stream != nullptr) cudaStreamDestroy(stream);
+        return error;
+      });
   for (int r = 0; r < 2; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r));
     EXPECT_EQ(errors[r], "");

@@ -1,10 +1,10 @@
 // All-reduce throughput of the ring-grpc plugin: `ranks` threads of one process, each with its
-// communicator over the core's in-process store, all-reduce `mib` MiB of f32 (SUM) `iters` times
-// after two warm-up rounds. Prints the mean time and, as nccl-tests does, algbw = bytes / time
-// and busbw = algbw * 2 (n - 1) / n.
+// communicator over the core's in-process store (the conformance kit's rank threads), all-reduce
+// `mib` MiB of f32 (SUM) `iters` times after two warm-up rounds. Prints the mean time and, as
+// nccl-tests does, algbw = bytes / time and busbw = algbw * 2 (n - 1) / n.
 //
 //   chorus_ring_grpc_bench [ranks=2] [mib=64] [iters=5] [segment_bytes=1048576]
-#include <chorus/rendezvous/kv_store.h>
+#include <chorus/conformance/rank_threads.h>
 #include <chorus/runtime/plugin_library.h>
 
 #include <algorithm>
@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace {
@@ -33,58 +32,45 @@ int Run(const Settings& settings) {
   }
   const chorus_collective_api& api = *library->collective();
   const size_t count = settings.mib * (size_t{1} << 20) / sizeof(float);
-  chorus::CKvStore store(chorus::MakeInProcessStore());
-  std::vector<double> seconds(settings.ranks, 0);
-  std::vector<int> failed(settings.ranks, 0);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < settings.ranks; ++rank) {
-    threads.emplace_back([&, rank] {
-      const chorus_option option{"segment_bytes", settings.segment_bytes.c_str()};
-      chorus_communicator_create_args create{};
-      create.struct_size = sizeof(create);
-      create.rank = rank;
-      create.size = settings.ranks;
-      create.store = store.get();
-      create.timeout_ms = 60000;
-      create.options = &option;
-      create.num_options = 1;
-      chorus_communicator* comm = nullptr;
-      if (api.create(&create, &comm) != CHORUS_OK) {
-        std::fprintf(stderr, "rank %d: create: %s\n", rank, library->LastError().c_str());
-        failed[rank] = 1;
-        return;
-      }
-      std::vector<float> data(count, 1.0f);
-      chorus_all_reduce_args args{};
-      args.struct_size = sizeof(args);
-      args.send = data.data();
-      args.recv = data.data();
-      args.count = count;
-      args.dtype = CHORUS_F32;
-      args.op = CHORUS_REDUCE_SUM;
-      chorus_request* request = nullptr;
-      for (int i = 0; i < 2 + settings.iters && !failed[rank]; ++i) {
-        if (i == 2 &&
-            api.barrier(comm, &request) != CHORUS_OK) {  // start the timed rounds together
-          failed[rank] = 1;
-          break;
-        }
-        const auto start = std::chrono::steady_clock::now();
-        if (api.all_reduce(comm, &args, &request) != CHORUS_OK) {
-          std::fprintf(stderr, "rank %d: all_reduce: %s\n", rank, library->LastError().c_str());
-          failed[rank] = 1;
-        }
-        if (i >= 2) {
-          seconds[rank] +=
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        }
-      }
-      api.destroy(comm);
-    });
+  chorus::conformance::CommunicatorGroup group(
+      library, api, settings.ranks,
+      chorus::conformance::CommunicatorSettings(60000,
+                                                {{"segment_bytes", settings.segment_bytes}}));
+  if (const std::string error = group.CreateError(); !error.empty()) {
+    std::fprintf(stderr, "%s", error.c_str());
+    return 1;
   }
-  for (auto& thread : threads) thread.join();
-  for (int f : failed) {
-    if (f) return 1;
+  std::vector<double> seconds(static_cast<size_t>(settings.ranks), 0);
+  const auto failures = chorus::conformance::RunRankThreads(settings.ranks, [&](int rank) {
+    chorus_communicator* comm = group.comm(rank);
+    std::vector<float> data(count, 1.0f);
+    chorus_all_reduce_args args{};
+    args.struct_size = sizeof(args);
+    args.send = data.data();
+    args.recv = data.data();
+    args.count = count;
+    args.dtype = CHORUS_F32;
+    args.op = CHORUS_REDUCE_SUM;
+    chorus_request* request = nullptr;
+    for (int i = 0; i < 2 + settings.iters; ++i) {
+      // Start the timed rounds together.
+      if (i == 2 && api.barrier(comm, &request) != CHORUS_OK) {
+        return "barrier: " + library->LastError();
+      }
+      const auto start = std::chrono::steady_clock::now();
+      if (api.all_reduce(comm, &args, &request) != CHORUS_OK) {
+        return "all_reduce: " + library->LastError();
+      }
+      if (i >= 2) {
+        seconds[static_cast<size_t>(rank)] +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      }
+    }
+    return std::string();
+  });
+  if (!failures.ok()) {
+    std::fprintf(stderr, "%s", failures.Joined().c_str());
+    return 1;
   }
   double slowest = 0;
   for (double s : seconds) slowest = std::max(slowest, s);

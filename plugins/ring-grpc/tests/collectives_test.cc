@@ -89,7 +89,7 @@ TEST_P(RingCollectives, AllReduceEveryDtypeAndOpOutOfPlaceAndInPlace) {
   const auto [size, count] = GetParam();
   std::vector<Data> data;
   for (chorus_reduce_op op : kReduceOps) data.push_back(MakeData(size, count, op));
-  RunRing(size, kTimeoutMs, kSmallSegments, [&](int rank, CommunicatorPtr& comm) {
+  RunRing(size, kTimeoutMs, kSmallSegments, [&](int rank, RankCommunicator& comm) {
     for (chorus_dtype dtype : chorus::AllDtypes()) {
       for (size_t o = 0; o < std::size(kReduceOps); ++o) {
         const chorus_reduce_op op = kReduceOps[o];
@@ -124,7 +124,7 @@ TEST_P(RingCollectives, AllReduceEveryDtypeAndOpOutOfPlaceAndInPlace) {
 TEST_P(RingCollectives, BroadcastFromEveryRoot) {
   const auto [size, count] = GetParam();
   const Data values = MakeData(size, count, CHORUS_REDUCE_SUM);
-  RunRing(size, kTimeoutMs, kSmallSegments, [&](int rank, CommunicatorPtr& comm) {
+  RunRing(size, kTimeoutMs, kSmallSegments, [&](int rank, RankCommunicator& comm) {
     for (chorus_dtype dtype : chorus::AllDtypes()) {
       for (int root = 0; root < size; ++root) {
         const std::vector<uint8_t> expected = Encode(dtype, values.inputs[root]);
@@ -151,7 +151,7 @@ TEST_P(RingCollectives, AllGatherOutOfPlaceAndInPlace) {
   const Data values = MakeData(size, count, CHORUS_REDUCE_SUM);
   std::vector<double> all;
   for (const auto& block : values.inputs) all.insert(all.end(), block.begin(), block.end());
-  RunRing(size, kTimeoutMs, kSmallSegments, [&](int rank, CommunicatorPtr& comm) {
+  RunRing(size, kTimeoutMs, kSmallSegments, [&](int rank, RankCommunicator& comm) {
     for (chorus_dtype dtype : chorus::AllDtypes()) {
       const std::vector<uint8_t> expected = Encode(dtype, all);
       const std::vector<uint8_t> send = Encode(dtype, values.inputs[rank]);
@@ -181,7 +181,7 @@ TEST_P(RingCollectives, ReduceScatterEveryDtypeAndOp) {
   const auto [size, count] = GetParam();
   std::vector<Data> data;
   for (chorus_reduce_op op : kReduceOps) data.push_back(MakeData(size, count * size, op));
-  RunRing(size, kTimeoutMs, kSmallSegments, [&](int rank, CommunicatorPtr& comm) {
+  RunRing(size, kTimeoutMs, kSmallSegments, [&](int rank, RankCommunicator& comm) {
     for (chorus_dtype dtype : chorus::AllDtypes()) {
       for (size_t o = 0; o < std::size(kReduceOps); ++o) {
         const chorus_reduce_op op = kReduceOps[o];
@@ -221,7 +221,7 @@ class RingBarrier : public testing::TestWithParam<int> {};
 TEST_P(RingBarrier, NoRankLeavesBeforeEveryRankArrived) {
   const int size = GetParam();
   std::atomic<int> arrived{0};
-  RunRing(size, kTimeoutMs, {}, [&](int, CommunicatorPtr& comm) {
+  RunRing(size, kTimeoutMs, {}, [&](int, RankCommunicator& comm) {
     for (int round = 1; round <= 5; ++round) {
       arrived.fetch_add(1);
       chorus_request* request = nullptr;
@@ -241,7 +241,7 @@ TEST(RingSegments, TinySegmentsAndMixedOperations) {
   const Data values = MakeData(size, count, CHORUS_REDUCE_SUM);
   for (const char* segment_bytes : {"6", "100"}) {
     RunRing(size, kTimeoutMs, {{"segment_bytes", segment_bytes}},
-            [&](int rank, CommunicatorPtr& comm) {
+            [&](int rank, RankCommunicator& comm) {
               for (chorus_dtype dtype : {CHORUS_F32, CHORUS_I64, CHORUS_BF16}) {
                 const std::vector<uint8_t> send = Encode(dtype, values.inputs[rank]);
                 std::vector<uint8_t> recv(send.size());
@@ -278,7 +278,7 @@ TEST(RingSegments, DefaultSegmentSizeOnSeveralMiB) {
   const int size = 2;
   const size_t count = (size_t{3} << 20) + 5;  // 12 MiB of f32
   const Data values = MakeData(size, count, CHORUS_REDUCE_MAX);
-  RunRing(size, kTimeoutMs, {}, [&](int rank, CommunicatorPtr& comm) {
+  RunRing(size, kTimeoutMs, {}, [&](int rank, RankCommunicator& comm) {
     const std::vector<uint8_t> send = Encode(CHORUS_F32, values.inputs[rank]);
     std::vector<uint8_t> recv(send.size());
     chorus_all_reduce_args args{};

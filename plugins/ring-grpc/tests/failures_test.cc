@@ -46,7 +46,7 @@ chorus_status Barrier(chorus_communicator* comm) {
 TEST(RingFailures, ARankThatNeverArrivesIsATimeoutNamingIt) {
   const int size = 3;
   std::barrier done(size);
-  RunRing(size, 500, {}, [&](int rank, CommunicatorPtr& comm) {
+  RunRing(size, 500, {}, [&](int rank, RankCommunicator& comm) {
     if (rank != 2) {  // rank 2 never calls the all-reduce
       const auto start = Clock::now();
       EXPECT_EQ(AllReduce(comm.get(), 1001), CHORUS_TIMEOUT);
@@ -70,7 +70,7 @@ TEST(RingFailures, ARankThatNeverArrivesIsATimeoutNamingIt) {
 TEST(RingFailures, AbortFromAnotherThreadFailsThePendingOperationQuickly) {
   const int size = 2;
   std::barrier done(size);
-  RunRing(size, 60000, {}, [&](int rank, CommunicatorPtr& comm) {
+  RunRing(size, 60000, {}, [&](int rank, RankCommunicator& comm) {
     if (rank == 0) {
       std::thread aborter([&] {
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -93,7 +93,7 @@ TEST(RingFailures, AbortFromAnotherThreadFailsThePendingOperationQuickly) {
 }
 
 TEST(RingFailures, AbortBeforeAnyOperation) {
-  RunRing(1, 1000, {}, [&](int, CommunicatorPtr& comm) {
+  RunRing(1, 1000, {}, [&](int, RankCommunicator& comm) {
     Collective().abort(comm.get());
     EXPECT_EQ(Barrier(comm.get()), CHORUS_ABORTED);
   });
@@ -101,10 +101,10 @@ TEST(RingFailures, AbortBeforeAnyOperation) {
 
 TEST(RingFailures, ARankThatDestroysItsCommunicatorMidOperationLosesItsPeers) {
   const int size = 3;
-  RunRing(size, 60000, {}, [&](int rank, CommunicatorPtr& comm) {
+  RunRing(size, 60000, {}, [&](int rank, RankCommunicator& comm) {
     if (rank == 2) {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
-      comm.reset();  // while ranks 0 and 1 wait inside the all-reduce
+      comm.Destroy();  // while ranks 0 and 1 wait inside the all-reduce
       return;
     }
     const auto start = Clock::now();
@@ -120,7 +120,7 @@ TEST(RingFailures, ARankThatDestroysItsCommunicatorMidOperationLosesItsPeers) {
 TEST(RingFailures, MismatchedCountsAreAnInvalidArgumentNamingBoth) {
   const int size = 3;
   std::barrier done(size);
-  RunRing(size, 20000, {}, [&](int rank, CommunicatorPtr& comm) {
+  RunRing(size, 20000, {}, [&](int rank, RankCommunicator& comm) {
     EXPECT_EQ(AllReduce(comm.get(), rank == 2 ? 1002 : 1001), CHORUS_INVALID_ARGUMENT);
     const std::string message = LastError();
     // Rank 0 (receiving from rank 2) and rank 2 (receiving from rank 1) see the mismatch, and
@@ -133,13 +133,13 @@ TEST(RingFailures, MismatchedCountsAreAnInvalidArgumentNamingBoth) {
 
 TEST(RingFailures, MismatchedDtypesAndOperationsAreInvalidArguments) {
   std::barrier done(2);
-  RunRing(2, 20000, {}, [&](int rank, CommunicatorPtr& comm) {
+  RunRing(2, 20000, {}, [&](int rank, RankCommunicator& comm) {
     EXPECT_EQ(AllReduce(comm.get(), 10, rank == 0 ? CHORUS_F32 : CHORUS_I32),
               CHORUS_INVALID_ARGUMENT);
     EXPECT_TRUE(Contains(LastError(), rank == 0 ? "of i32" : "of f32")) << LastError();
     done.arrive_and_wait();
   });
-  RunRing(2, 20000, {}, [&](int rank, CommunicatorPtr& comm) {
+  RunRing(2, 20000, {}, [&](int rank, RankCommunicator& comm) {
     const chorus_status status = rank == 0 ? AllReduce(comm.get(), 10) : Barrier(comm.get());
     EXPECT_EQ(status, CHORUS_INVALID_ARGUMENT);
     // Rank 1 sees the mismatch; rank 0 hears of it from rank 1.
@@ -150,7 +150,7 @@ TEST(RingFailures, MismatchedDtypesAndOperationsAreInvalidArguments) {
 }
 
 TEST(RingFailures, ArgumentErrorsLeaveTheCommunicatorUsable) {
-  RunRing(2, 20000, {}, [&](int rank, CommunicatorPtr& comm) {
+  RunRing(2, 20000, {}, [&](int rank, RankCommunicator& comm) {
     if (rank == 0) {
       std::vector<float> data(4);
       chorus_all_reduce_args args{};
@@ -168,40 +168,36 @@ TEST(RingFailures, ArgumentErrorsLeaveTheCommunicatorUsable) {
 }
 
 TEST(RingFailures, SegmentBytesThatDifferFailCreate) {
-  TestStore store;
-  std::vector<std::thread> ranks;
-  for (int rank = 0; rank < 2; ++rank) {
-    ranks.emplace_back([&, rank] {
-      CommunicatorPtr comm;
-      const Options options = {{"segment_bytes", rank == 0 ? "1024" : "2048"}};
-      EXPECT_EQ(CreateCommunicator(rank, 2, store, 10000, options, &comm), CHORUS_INVALID_ARGUMENT);
-      EXPECT_TRUE(Contains(LastError(), "segment_bytes")) << LastError();
-    });
-  }
-  for (auto& rank : ranks) rank.join();
+  const ThreadJob job(2);
+  const auto failures = conformance::RunRankThreads(2, [&](int rank) {
+    const Options options = {{"segment_bytes", rank == 0 ? "1024" : "2048"}};
+    const auto comm = CreateCommunicator(job, rank, 2, 10000, options);
+    EXPECT_EQ(comm->status(), CHORUS_INVALID_ARGUMENT);
+    EXPECT_TRUE(Contains(comm->last_error(), "segment_bytes")) << comm->last_error();
+  });
+  EXPECT_EQ(failures.Joined(), "");
 }
 
 TEST(RingFailures, CreateTimesOutWhenANeighbourNeverComes) {
-  TestStore store;
-  CommunicatorPtr comm;
+  const ThreadJob job(2);
   const auto start = Clock::now();
-  EXPECT_EQ(CreateCommunicator(0, 2, store, 300, {}, &comm), CHORUS_TIMEOUT);
-  EXPECT_TRUE(Contains(LastError(), "rank 1")) << LastError();
+  const auto comm = CreateCommunicator(job, 0, 2, 300);
+  EXPECT_EQ(comm->status(), CHORUS_TIMEOUT);
+  EXPECT_TRUE(Contains(comm->last_error(), "rank 1")) << comm->last_error();
   EXPECT_LT(SecondsSince(start), 5.0);
-  EXPECT_EQ(comm, nullptr);
+  EXPECT_EQ(comm->get(), nullptr);
 }
 
 TEST(RingBadArguments, CreateRejectsBadRanksOptionsAndStores) {
-  TestStore store;
-  CommunicatorPtr comm;
-  EXPECT_EQ(CreateCommunicator(2, 2, store, 1000, {}, &comm), CHORUS_INVALID_ARGUMENT);
-  EXPECT_EQ(CreateCommunicator(0, 0, store, 1000, {}, &comm), CHORUS_INVALID_ARGUMENT);
-  EXPECT_EQ(CreateCommunicator(0, 1, store, 1000, {{"colour", "blue"}}, &comm),
+  const ThreadJob job(3);
+  EXPECT_EQ(CreateCommunicator(job, 2, 2, 1000)->status(), CHORUS_INVALID_ARGUMENT);
+  EXPECT_EQ(CreateCommunicator(job, 0, 0, 1000)->status(), CHORUS_INVALID_ARGUMENT);
+  EXPECT_EQ(CreateCommunicator(job, 0, 1, 1000, {{"colour", "blue"}})->status(),
             CHORUS_INVALID_ARGUMENT);
   EXPECT_TRUE(Contains(LastError(), "colour")) << LastError();
-  EXPECT_EQ(CreateCommunicator(0, 1, store, 1000, {{"segment_bytes", "0"}}, &comm),
+  EXPECT_EQ(CreateCommunicator(job, 0, 1, 1000, {{"segment_bytes", "0"}})->status(),
             CHORUS_INVALID_ARGUMENT);
-  EXPECT_EQ(CreateCommunicator(0, 1, store, 1000, {{"segment_bytes", "x"}}, &comm),
+  EXPECT_EQ(CreateCommunicator(job, 0, 1, 1000, {{"segment_bytes", "x"}})->status(),
             CHORUS_INVALID_ARGUMENT);
   chorus_communicator_create_args args{};
   args.struct_size = sizeof(args);
@@ -217,7 +213,7 @@ TEST(RingBadArguments, CreateRejectsBadRanksOptionsAndStores) {
 }
 
 TEST(RingBadArguments, OperationsRejectBadArgumentsWithoutCommunicating) {
-  RunRing(1, 1000, {}, [&](int, CommunicatorPtr& comm) {
+  RunRing(1, 1000, {}, [&](int, RankCommunicator& comm) {
     const chorus_collective_api& api = Collective();
     chorus_request* request = nullptr;
     std::vector<float> data(8);

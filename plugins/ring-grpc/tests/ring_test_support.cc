@@ -1,6 +1,5 @@
 #include "ring_test_support.h"
 
-#include <chorus/rendezvous/kv_store.h>
 #include <chorus/runtime/plugin_library.h>
 #include <gtest/gtest.h>
 
@@ -8,12 +7,10 @@
 #include <chorus/plugin_sdk.hpp>
 #include <cstring>
 #include <stdexcept>
-#include <thread>
 
 namespace chorus::ring_grpc::test {
-namespace {
 
-const PluginLibrary& Library() {
+const std::shared_ptr<PluginLibrary>& Plugin() {
   static const std::shared_ptr<PluginLibrary> library = [] {
     std::string reason;
     auto loaded = PluginLibrary::Load(CHORUS_RING_GRPC_PLUGIN_FILE, &reason);
@@ -23,65 +20,31 @@ const PluginLibrary& Library() {
     }
     return loaded;
   }();
-  return *library;
+  return library;
 }
 
-}  // namespace
-
 const chorus_collective_api& Collective() {
-  const chorus_collective_api* api = Library().collective();
+  const chorus_collective_api* api = Plugin()->collective();
   if (api == nullptr) throw std::runtime_error("the plugin provides no collective");
   return *api;
 }
 
-std::string LastError() { return Library().LastError(); }
+std::string LastError() { return Plugin()->LastError(); }
 
-void CommunicatorDeleter::operator()(chorus_communicator* comm) const {
-  Collective().destroy(comm);
-}
-
-struct TestStore::State {
-  explicit State(std::shared_ptr<KvStore> store) : table(std::move(store)) {}
-  CKvStore table;
-};
-
-TestStore::TestStore() : state_(std::make_unique<State>(MakeInProcessStore())) {}
-TestStore::~TestStore() = default;
-const chorus_kv_store* TestStore::get() const { return state_->table.get(); }
-
-chorus_status CreateCommunicator(int rank, int size, const TestStore& store, int64_t timeout_ms,
-                                 const Options& options, CommunicatorPtr* out) {
-  std::vector<chorus_option> raw;
-  for (const auto& [key, value] : options) raw.push_back({key.c_str(), value.c_str()});
-  chorus_communicator_create_args args{};
-  args.struct_size = sizeof(args);
-  args.rank = rank;
-  args.size = size;
-  args.store = store.get();
-  args.timeout_ms = timeout_ms;
-  args.options = raw.data();
-  args.num_options = raw.size();
-  chorus_communicator* comm = nullptr;
-  const chorus_status status = Collective().create(&args, &comm);
-  out->reset(comm);
-  return status;
+std::unique_ptr<RankCommunicator> CreateCommunicator(const ThreadJob& job, int rank, int size,
+                                                     int64_t timeout_ms, const Options& options) {
+  return std::make_unique<RankCommunicator>(Plugin(), Collective(), job.store(rank), rank, size,
+                                            conformance::CommunicatorSettings(timeout_ms, options));
 }
 
 void RunRing(int size, int64_t timeout_ms, const Options& options,
-             const std::function<void(int rank, CommunicatorPtr& comm)>& body) {
-  Collective();  // load the plugin here, where a failure fails the test rather than a thread
-  TestStore store;
-  std::vector<std::thread> ranks;
-  for (int rank = 0; rank < size; ++rank) {
-    ranks.emplace_back([&, rank] {
-      CommunicatorPtr comm;
-      const chorus_status status =
-          CreateCommunicator(rank, size, store, timeout_ms, options, &comm);
-      ASSERT_EQ(status, CHORUS_OK) << "rank " << rank << ": " << LastError();
-      body(rank, comm);
-    });
-  }
-  for (auto& rank : ranks) rank.join();
+             const std::function<void(int rank, RankCommunicator& comm)>& body) {
+  conformance::CommunicatorGroup ring(Plugin(), Collective(), size,
+                                      conformance::CommunicatorSettings(timeout_ms, options));
+  ASSERT_EQ(ring.CreateError(), "");
+  EXPECT_EQ(
+      conformance::RunRankThreads(size, [&](int rank) { body(rank, ring.member(rank)); }).Joined(),
+      "");
 }
 
 std::vector<uint8_t> Encode(chorus_dtype dtype, const std::vector<double>& values) {

@@ -1,53 +1,42 @@
 // Helpers for the ring-grpc tests: the plugin loaded through the core's loader, rings of ranks
-// as threads over one in-process store, and exact test data in every dtype.
+// as threads (the conformance kit's harness), and exact test data in every dtype.
 #ifndef CHORUS_PLUGINS_RING_GRPC_TESTS_RING_TEST_SUPPORT_H_
 #define CHORUS_PLUGINS_RING_GRPC_TESTS_RING_TEST_SUPPORT_H_
 
+#include <chorus/conformance/rank_threads.h>
 #include <chorus/plugin.h>
+#include <chorus/runtime/plugin_library.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace chorus::ring_grpc::test {
 
-// The plugin's collective table (loaded once per process; the test fails when it cannot be).
+using conformance::RankCommunicator;
+using conformance::ThreadJob;
+
+// The plugin and its collective table (loaded once per process; the test fails when it cannot
+// be).
+const std::shared_ptr<PluginLibrary>& Plugin();
 const chorus_collective_api& Collective();
 // The calling thread's last error in the plugin.
 std::string LastError();
 
-using Options = std::vector<std::pair<std::string, std::string>>;
+// Rank `rank` of `size`'s communicator over `job`, created on the calling thread; its status()
+// says how create went.
+std::unique_ptr<RankCommunicator> CreateCommunicator(const ThreadJob& job, int rank, int size,
+                                                     int64_t timeout_ms,
+                                                     const Options& options = {});
 
-struct CommunicatorDeleter {
-  void operator()(chorus_communicator* comm) const;
-};
-using CommunicatorPtr = std::unique_ptr<chorus_communicator, CommunicatorDeleter>;
-
-// A rendezvous store shared by the ranks of one ring (the core's in-process store).
-class TestStore {
- public:
-  TestStore();
-  ~TestStore();
-  const chorus_kv_store* get() const;
-
- private:
-  struct State;
-  std::unique_ptr<State> state_;
-};
-
-// Creates rank `rank` of `size`; returns the status, with the communicator in *out.
-chorus_status CreateCommunicator(int rank, int size, const TestStore& store, int64_t timeout_ms,
-                                 const Options& options, CommunicatorPtr* out);
-
-// Creates a ring of `size` ranks as threads (each creates its communicator, then runs
-// body(rank, comm), then destroys it unless body already reset comm). Expects every create to
-// succeed.
+// A ring of `size` ranks as threads: the communicators are created at once, body(rank, comm)
+// runs on each rank's thread (comm.Destroy() leaves early), and they are destroyed at once.
+// Expects every create to succeed, and no rank to throw.
 void RunRing(int size, int64_t timeout_ms, const Options& options,
-             const std::function<void(int rank, CommunicatorPtr& comm)>& body);
+             const std::function<void(int rank, RankCommunicator& comm)>& body);
 
 // The dtypes the tests sweep: every one of plugin.h.
 

@@ -37,15 +37,16 @@ struct KindInfo {
   Kind kind;
   const char* name;
   bool reduces;
+  chorus_collective_op op;  // what capabilities call it
 };
 
 constexpr KindInfo kKinds[] = {
-    {Kind::kAllReduceInPlace, "AllReduceInPlace", true},
-    {Kind::kAllReduceOutOfPlace, "AllReduceOutOfPlace", true},
-    {Kind::kReduceToOneDevice, "ReduceToOneDevice", true},
-    {Kind::kBatchReduce, "BatchReduce", true},
-    {Kind::kBroadcast, "Broadcast", false},
-    {Kind::kAllGather, "AllGather", false},
+    {Kind::kAllReduceInPlace, "AllReduceInPlace", true, CHORUS_OP_ALL_REDUCE},
+    {Kind::kAllReduceOutOfPlace, "AllReduceOutOfPlace", true, CHORUS_OP_ALL_REDUCE},
+    {Kind::kReduceToOneDevice, "ReduceToOneDevice", true, CHORUS_OP_ALL_REDUCE},
+    {Kind::kBatchReduce, "BatchReduce", true, CHORUS_OP_ALL_REDUCE},
+    {Kind::kBroadcast, "Broadcast", false, CHORUS_OP_BROADCAST},
+    {Kind::kAllGather, "AllGather", false, CHORUS_OP_ALL_GATHER},
 };
 
 const std::vector<chorus_reduce_op>& AllReduceOps() {
@@ -247,11 +248,20 @@ std::string Describe(const KindInfo& kind, chorus_dtype dtype, const chorus_redu
   return out.str();
 }
 
-void Sweep(const Suite& suite, const KindInfo& kind, chorus_dtype dtype) {
+void Sweep(const Suite& suite, const chorus_cross_device_ops_api& api, const KindInfo& kind,
+           chorus_dtype dtype) {
   const auto cpu = suite.CpuDevices(kCpuDevices);
   int failures = 0;
+  std::unique_ptr<OpsDriver> ops;
+  // False when the test should stop: too many failures, or a "not here" answer (a skip, or under
+  // --require for what the ops declare, a failure).
   auto report = [&](const std::string& what, const testing::AssertionResult& result) {
     if (result) return true;
+    if (IsNotHere(ops->last_status())) {
+      FailOrSkipNotHere(suite, ops->last_status(), DeclaresOnCpuDevices(api, kind.op), what,
+                        result.message());
+      return false;
+    }
     ADD_FAILURE() << what << ": " << result.message();
     if (++failures < kMaxFailures) return true;
     ADD_FAILURE() << "stopping after " << kMaxFailures << " failing cases";
@@ -259,13 +269,12 @@ void Sweep(const Suite& suite, const KindInfo& kind, chorus_dtype dtype) {
   };
   for (size_t n : kReplicaCounts) {
     const auto indices = ReplicaDevices(n);
-    std::unique_ptr<OpsDriver> ops;
     std::string message;
-    const chorus_status status = OpsDriver::Create(suite, cpu, indices, &ops, &message);
-    if (status == CHORUS_UNSUPPORTED || status == CHORUS_UNAVAILABLE) {
-      GTEST_SKIP() << "the cross-device ops do not run on the core's cpu devices (create said "
-                   << StatusName(status) << ": " << message
-                   << "); this kit checks them on cpu devices only";
+    const chorus_status status = OpsDriver::Create(suite, api, cpu, indices, &ops, &message);
+    if (IsNotHere(status)) {
+      FailOrSkipNotHere(suite, status, DeclaresOnCpuDevices(api, kind.op),
+                        "create over " + std::to_string(n) + " of the core's cpu devices", message);
+      return;
     }
     ASSERT_EQ(status, CHORUS_OK) << "create over " << n << " cpu devices: " << StatusName(status)
                                  << ": " << message;
@@ -292,11 +301,15 @@ void Sweep(const Suite& suite, const KindInfo& kind, chorus_dtype dtype) {
 }  // namespace
 
 void RegisterCrossDeviceOpsTests(const SuitePtr& suite) {
-  if (suite->plugin().cross_device_ops() == nullptr) return;
-  for (const KindInfo& kind : kKinds) {
-    for (chorus_dtype dtype : Dtypes()) {
-      AddTest("CrossDeviceOps", std::string(kind.name) + "/" + DtypeName(dtype),
-              [suite, kind, dtype] { Sweep(*suite, kind, dtype); });
+  const auto& all = suite->plugin().cross_device_ops_list();
+  for (const chorus_cross_device_ops_api* api : all) {
+    // CrossDeviceOps.<kind>/<dtype>, and /<name> when the plugin has several.
+    const std::string of = all.size() > 1 ? std::string("/") + api->name : "";
+    for (const KindInfo& kind : kKinds) {
+      for (chorus_dtype dtype : Dtypes()) {
+        AddTest("CrossDeviceOps", std::string(kind.name) + "/" + DtypeName(dtype) + of,
+                [suite, api, kind, dtype] { Sweep(*suite, *api, kind, dtype); });
+      }
     }
   }
 }

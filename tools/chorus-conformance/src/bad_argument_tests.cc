@@ -26,12 +26,13 @@ const std::vector<chorus_status> kInvalid = {CHORUS_INVALID_ARGUMENT};
 // one and breaks it.
 class Setup {
  public:
-  explicit Setup(const Suite& suite) : suite_(suite) {}
+  Setup(const Suite& suite, const chorus_cross_device_ops_api& api) : suite_(suite), api_(api) {}
 
   // The status of the ops' create; *message holds its last_error() when it failed.
   chorus_status Init(std::string* message) {
     cpu_ = suite_.CpuDevices(8);
-    const chorus_status status = OpsDriver::Create(suite_, cpu_, {0, 1, 2, 3}, &ops_, message);
+    const chorus_status status =
+        OpsDriver::Create(suite_, api_, cpu_, {0, 1, 2, 3}, &ops_, message);
     if (status != CHORUS_OK) return status;
     for (uint32_t d = 0; d < kReplicas; ++d) {
       HostTensor host(CHORUS_F32, kCount);
@@ -127,14 +128,11 @@ class Setup {
  private:
   const chorus_cross_device_ops_api& api() const { return ops_->api(); }
   chorus_status Finish(chorus_status status, chorus_request* request) {
-    if (request == nullptr) return status;
-    const chorus_plugin& table = suite_.plugin().table();
-    if (status == CHORUS_OK) status = table.request_wait(request, OpsDriver::kRequestTimeoutMs);
-    if (status != CHORUS_TIMEOUT) table.request_free(request);
-    return status;
+    return FinishRequest(suite_.plugin(), status, request, OpsDriver::kRequestTimeoutMs);
   }
 
   const Suite& suite_;
+  const chorus_cross_device_ops_api& api_;
   std::shared_ptr<DeviceEnumerator> cpu_;
   std::unique_ptr<OpsDriver> ops_;
   std::vector<DeviceBuffer> in_, out_, gathered_;
@@ -142,16 +140,28 @@ class Setup {
 
 using OpsCall = std::function<chorus_status(Setup&)>;
 
+// BadArguments.<name> (and /<ops> when the plugin has several cross-device ops) for every
+// cross-device ops of the plugin: `test(api)`.
+void AddForEachOps(const SuitePtr& suite, const std::string& name,
+                   const std::function<void(const chorus_cross_device_ops_api& api)>& test) {
+  const auto& all = suite->plugin().cross_device_ops_list();
+  for (const chorus_cross_device_ops_api* api : all) {
+    AddTest("BadArguments", name + (all.size() > 1 ? "/" + std::string(api->name) : ""),
+            [api, test] { test(*api); });
+  }
+}
+
 // BadArguments.<name>: `call` makes one broken call; its status must be one of `allowed`.
 void AddOpsCase(const SuitePtr& suite, const std::string& name, OpsCall call,
                 std::vector<chorus_status> allowed = kInvalid) {
-  AddTest("BadArguments", name, [suite, name, call, allowed] {
-    Setup setup(*suite);
+  AddForEachOps(suite, name, [suite, name, call, allowed](const chorus_cross_device_ops_api& api) {
+    Setup setup(*suite, api);
     std::string message;
     const chorus_status status = setup.Init(&message);
-    if (status == CHORUS_UNSUPPORTED || status == CHORUS_UNAVAILABLE) {
-      GTEST_SKIP() << "the cross-device ops do not run on the core's cpu devices here ("
-                   << StatusName(status) << "): " << message;
+    if (IsNotHere(status)) {
+      FailOrSkipNotHere(*suite, status, DeclaresAnyOnCpuDevices(api),
+                        "create over 4 of the core's cpu devices", message);
+      return;
     }
     ASSERT_EQ(status, CHORUS_OK) << "create over 4 cpu devices: " << StatusName(status) << ": "
                                  << message;
@@ -181,13 +191,12 @@ OpsCall ReduceWith(Edit edit) {
 void RegisterCreateCases(const SuitePtr& suite) {
   using Edit = std::function<void(chorus_cross_device_ops_create_args&)>;
   auto add = [&suite](const std::string& name, Edit edit, bool null_args = false) {
-    AddTest("BadArguments", name, [suite, name, edit, null_args] {
+    AddForEachOps(suite, name, [suite, name, edit, null_args](const auto& api) {
       const auto cpu = suite->CpuDevices(8);
       const std::vector<uint32_t> indices = {0, 1, 2, 3};
       auto args = CreateArgs(*cpu, indices, {});
       edit(args);
       chorus_cross_device_ops* out = nullptr;
-      const auto& api = *suite->plugin().cross_device_ops();
       ExpectStatus(*suite, api.create(null_args ? nullptr : &args, &out), kInvalid, name);
       if (out != nullptr) {
         ADD_FAILURE() << name << ": create set *out to an object although it should fail";

@@ -3,6 +3,7 @@
 //   chorus-conformance --plugin path/to/libchorus-<name>.so [options] [--gtest_* flags]
 //   chorus-conformance --builtin [options] [--gtest_* flags]
 //   mpirun -n 3 chorus-conformance --plugin libchorus-mpi.so --ranks-from-environment
+//   chorus-conformance --plugin libchorus-<name>.so --require --transport libchorus-<other>.so
 //
 // Exit status: 0 when every check passed, 1 when one failed, 2 when the plugin could not be
 // loaded or the command line is wrong.
@@ -25,21 +26,27 @@ namespace {
 constexpr const char* kUsage =
     "usage: chorus-conformance (--plugin PATH | --builtin) [options] [--gtest_* flags]\n"
     "  --plugin PATH                a plugin file, libchorus-<name>.so\n"
-    "  --builtin                    the core's builtin plugin ('core': cpu devices and\n"
-    "                               reduction_to_one_device)\n"
+    "  --builtin                    the core's builtin plugin ('core': cpu devices,\n"
+    "                               reduction_to_one_device, core_ring, ring and tcp)\n"
     "  --enumerator-option KEY=VAL  handed to the plugin's device enumerator create (repeat);\n"
     "                               --builtin defaults to count=4\n"
     "  --ops-option KEY=VAL         handed to the plugin's cross-device ops create (repeat)\n"
     "  --collective-option KEY=VAL  handed to the plugin's collective create (repeat)\n"
-    "  --ranks-from-environment     run the Collective checks with this process as one rank of\n"
-    "                               the job that TF_CONFIG, mpirun, torchrun or Slurm describes\n"
-    "                               (start every rank the same way); without it they run 1-4\n"
-    "                               ranks as threads of this process\n"
+    "  --ranks-from-environment     run the Collective, Transport and Algorithm checks with this\n"
+    "                               process as one rank of the job that TF_CONFIG, mpirun,\n"
+    "                               torchrun or Slurm describes (start every rank the same way);\n"
+    "                               without it they run ranks as threads of this process\n"
+    "  --require                    fail, instead of skipping, where the plugin answers\n"
+    "                               UNSUPPORTED or UNAVAILABLE for what its tables declare\n"
+    "                               (capabilities' memory and ops, supported_ops, slots)\n"
+    "  --transport PATH             another plugin file whose transports the Algorithm checks\n"
+    "                               run over too (besides the core's tcp)\n"
     "  --help                       this text, then GoogleTest's flags\n"
     "GoogleTest flags pass through, e.g. --gtest_filter='CrossDeviceOps.*' --gtest_brief=1.\n";
 
 struct Arguments {
   std::string plugin_path;
+  std::string transport_path;
   bool builtin = false;
   bool help = false;
   bool ranks_from_environment = false;
@@ -76,8 +83,14 @@ bool Parse(int argc, char** argv, Arguments* args) {
       const char* v = value("--plugin");
       if (v == nullptr) return false;
       args->plugin_path = v;
+    } else if (is("--transport")) {
+      const char* v = value("--transport");
+      if (v == nullptr) return false;
+      args->transport_path = v;
     } else if (arg == "--ranks-from-environment") {
       args->ranks_from_environment = true;
+    } else if (arg == "--require") {
+      args->options.require = true;
     } else if (is("--enumerator-option") || is("--ops-option") || is("--collective-option")) {
       const bool enumerator = is("--enumerator-option");
       const bool collective = is("--collective-option");
@@ -172,13 +185,36 @@ int main(int argc, char** argv) {
     std::cerr << "chorus-conformance: " << e.what() << "\n";
     return 2;
   }
+  if (!args.transport_path.empty()) {
+    std::string reason;
+    args.options.transport_plugin = chorus::PluginLibrary::Load(args.transport_path, &reason);
+    if (!args.options.transport_plugin) {
+      std::cerr << "chorus-conformance: --transport: cannot load " << args.transport_path << ": "
+                << reason << "\n";
+      return 2;
+    }
+    if (args.options.transport_plugin->transports().empty()) {
+      std::cerr << "chorus-conformance: --transport: plugin '"
+                << args.options.transport_plugin->name() << "' (" << args.transport_path
+                << ") provides no transport; it provides "
+                << Join(args.options.transport_plugin->Provides()) << "\n";
+      return 2;
+    }
+  }
 
   std::cout << "chorus-conformance: plugin '" << plugin->name() << "' " << plugin->version()
             << " from " << plugin->path() << ", ABI " << plugin->abi_major() << "."
             << plugin->abi_minor() << " (kit ABI " << CHORUS_ABI_MAJOR << "." << CHORUS_ABI_MINOR
             << "), provides " << Join(plugin->Provides()) << "\n";
   for (const auto& note : plugin->notes()) std::cout << "note: " << note << "\n";
-  for (const auto& line : chorus::conformance::Limitations(*plugin)) {
+  if (args.options.transport_plugin) {
+    std::cout << "note: algorithms also run over plugin '" << args.options.transport_plugin->name()
+              << "': " << Join(args.options.transport_plugin->Provides()) << "\n";
+  }
+  if (args.options.require) {
+    std::cout << "note: --require: UNSUPPORTED or UNAVAILABLE for what a table declares fails\n";
+  }
+  for (const auto& line : chorus::conformance::Limitations(*plugin, args.options)) {
     std::cout << "note: " << line << "\n";
   }
   if (!args.options.enumerator_options.empty()) {

@@ -27,9 +27,10 @@ struct ReduceCall {
 
 class OpsDriver {
  public:
-  // Creates the plugin's cross-device ops over `indices` of `devices`. Returns the status of the
-  // plugin's create; on failure *message holds its last_error().
-  static chorus_status Create(const Suite& suite, std::shared_ptr<DeviceEnumerator> devices,
+  // Creates cross-device ops `api` (a table of the plugin) over `indices` of `devices`. Returns
+  // the status of the plugin's create; on failure *message holds its last_error().
+  static chorus_status Create(const Suite& suite, const chorus_cross_device_ops_api& api,
+                              std::shared_ptr<DeviceEnumerator> devices,
                               const std::vector<uint32_t>& indices, std::unique_ptr<OpsDriver>* out,
                               std::string* message);
   ~OpsDriver();
@@ -41,7 +42,7 @@ class OpsDriver {
   const DeviceEnumerator& devices() const { return *devices_; }
 
   // Each completes the operation (waiting on a request if the plugin returns one) and fails
-  // with the status and the plugin's message.
+  // with the status and the plugin's message; last_status() is then the failure's status.
   testing::AssertionResult Reduce(chorus_reduce_op op, const ReduceCall& call);
   testing::AssertionResult BatchReduce(chorus_reduce_op op, const std::vector<ReduceCall>& calls);
   testing::AssertionResult Broadcast(chorus_dtype dtype, size_t count, chorus_buffer source,
@@ -50,12 +51,15 @@ class OpsDriver {
                                      const std::vector<size_t>& counts,
                                      const std::vector<chorus_buffer>& outputs);
 
+  chorus_status last_status() const { return last_status_; }
+
   // How long a request may take before the check fails.
   static constexpr int64_t kRequestTimeoutMs = 60000;
 
  private:
-  OpsDriver(const Suite& suite, std::shared_ptr<DeviceEnumerator> devices)
-      : suite_(suite), api_(*suite.plugin().cross_device_ops()), devices_(std::move(devices)) {}
+  OpsDriver(const Suite& suite, const chorus_cross_device_ops_api& api,
+            std::shared_ptr<DeviceEnumerator> devices)
+      : suite_(suite), api_(api), devices_(std::move(devices)) {}
   testing::AssertionResult Finish(chorus_status status, chorus_request* request, const char* what);
   testing::AssertionResult DivideOutputs(const ReduceCall& call);
 
@@ -63,6 +67,7 @@ class OpsDriver {
   const chorus_cross_device_ops_api& api_;
   std::shared_ptr<DeviceEnumerator> devices_;
   chorus_cross_device_ops* handle_ = nullptr;
+  chorus_status last_status_ = CHORUS_OK;
 };
 
 // Fills a create-args struct for `indices` of `devices` (all fields of ABI 1.0 set).

@@ -19,10 +19,11 @@ chorus_cross_device_ops_create_args CreateArgs(const DeviceEnumerator& devices,
   return args;
 }
 
-chorus_status OpsDriver::Create(const Suite& suite, std::shared_ptr<DeviceEnumerator> devices,
+chorus_status OpsDriver::Create(const Suite& suite, const chorus_cross_device_ops_api& api,
+                                std::shared_ptr<DeviceEnumerator> devices,
                                 const std::vector<uint32_t>& indices,
                                 std::unique_ptr<OpsDriver>* out, std::string* message) {
-  std::unique_ptr<OpsDriver> driver(new OpsDriver(suite, std::move(devices)));
+  std::unique_ptr<OpsDriver> driver(new OpsDriver(suite, api, std::move(devices)));
   std::vector<chorus_option> options;
   for (const auto& [key, value] : suite.options().cross_device_ops_options) {
     options.push_back({key.c_str(), value.c_str()});
@@ -48,31 +49,27 @@ OpsDriver::~OpsDriver() {
 
 testing::AssertionResult OpsDriver::Finish(chorus_status status, chorus_request* request,
                                            const char* what) {
-  const chorus_plugin& table = suite_.plugin().table();
-  if (status != CHORUS_OK) {
-    const std::string message = suite_.LastError();
-    if (request != nullptr) {
-      return testing::AssertionFailure()
-             << what << " returned " << StatusName(status) << " (" << message
-             << ") and a request; a failed call must not leave a request behind";
-    }
+  last_status_ = status;
+  if (status != CHORUS_OK && request != nullptr) {
+    return testing::AssertionFailure()
+           << what << " returned " << StatusName(status) << " (" << suite_.LastError()
+           << ") and a request; a failed call must not leave a request behind";
+  }
+  std::string message;
+  const bool returned_failure = status != CHORUS_OK;
+  status = FinishRequest(suite_.plugin(), status, request, kRequestTimeoutMs, &message);
+  last_status_ = status;
+  if (status == CHORUS_OK) return testing::AssertionSuccess();
+  if (returned_failure) {
     return testing::AssertionFailure()
            << what << " returned " << StatusName(status) << ": " << message;
   }
-  if (request == nullptr) return testing::AssertionSuccess();
-  status = table.request_wait(request, kRequestTimeoutMs);
-  if (status == CHORUS_TIMEOUT) {
-    // Leaked on purpose: the operation may still write into the buffers.
+  if (status == CHORUS_TIMEOUT) {  // the request is left live: the operation may still write
     return testing::AssertionFailure()
            << what << ": its request did not finish within " << kRequestTimeoutMs / 1000 << " s";
   }
-  const std::string message = status == CHORUS_OK ? "" : suite_.LastError();
-  table.request_free(request);
-  if (status != CHORUS_OK) {
-    return testing::AssertionFailure()
-           << what << ": its request finished with " << StatusName(status) << ": " << message;
-  }
-  return testing::AssertionSuccess();
+  return testing::AssertionFailure()
+         << what << ": its request finished with " << StatusName(status) << ": " << message;
 }
 
 testing::AssertionResult OpsDriver::DivideOutputs(const ReduceCall& call) {

@@ -1,4 +1,7 @@
-// The chorus conformance kit: GoogleTest checks that a plugin keeps the ABI's promises.
+// The chorus conformance kit: GoogleTest checks that a plugin keeps the ABI's promises, for every
+// implementation of every interface it provides (sdk/README.md, section 10, lists the suites).
+// Ranks of collectives, transports and algorithms run as threads of this process
+// (chorus/conformance/rank_threads.h) or, with KitOptions::job_store, one per process.
 //
 // chorus-conformance is the usual way to run it. A project with tests of its own can also link
 // chorus::conformance (after find_package(GTest)) and register the checks in its own main():
@@ -28,25 +31,34 @@ struct KitOptions {
   Options cross_device_ops_options;
   // Options handed to the plugin's collective create (e.g. {"algorithm", "bcube"}).
   Options collective_options;
-  // A job's rendezvous store: the Collective checks then run with this process as rank
-  // job_rank of job_size (every process of the job runs the kit). Without it they run 1, 2, 3
-  // and 4 ranks as threads of this process over an in-process store.
+  // A job's rendezvous store: the Collective, Transport and Algorithm checks then run with this
+  // process as rank job_rank of job_size (every process of the job runs the kit). Without it
+  // they run ranks as threads of this process over an in-process store.
   std::shared_ptr<KvStore> job_store;
   int job_rank = 0;
   int job_size = 1;
+  // Without it, what the plugin answers UNSUPPORTED or UNAVAILABLE is skipped, saying why. With
+  // it, such an answer fails where the table declares what was asked: its capabilities' memory
+  // and ops (ABI 1.1), an algorithm's supported_ops, or a function slot that is not NULL (1.0).
+  bool require = false;
+  // Another plugin whose transports the Algorithm checks also run over (besides the core's
+  // tcp); it stays loaded while the tests run.
+  std::shared_ptr<PluginLibrary> transport_plugin;
 };
 
 // Registers, with testing::RegisterTest, every check that applies to `plugin`: negotiation and
-// lifecycle always, device enumerator and cross-device ops checks when it provides them. Call
+// lifecycle always, the others for every implementation of the interfaces it provides. Call
 // after testing::InitGoogleTest and before RUN_ALL_TESTS. `plugin` stays loaded while the tests
 // run. Suites: Negotiation, Lifecycle, DeviceEnumerator, CrossDeviceOps, BadArguments,
-// Collective.
+// Collective, Transport, Algorithm.
 void RegisterConformanceTests(std::shared_ptr<PluginLibrary> plugin);
 void RegisterConformanceTests(std::shared_ptr<PluginLibrary> plugin, const KitOptions& options);
 
-// Lines saying what the kit does not check for this plugin: algorithm and transport interfaces
-// are checked for negotiation only.
-std::vector<std::string> Limitations(const PluginLibrary& plugin);
+// Lines saying what the kit does not check for this plugin with these options: collectives and
+// cross-device ops that declare no memory the kit runs on, algorithms with only the core's tcp
+// transport to run over.
+std::vector<std::string> Limitations(const PluginLibrary& plugin, const KitOptions& options);
+std::vector<std::string> Limitations(const PluginLibrary& plugin);  // with KitOptions{}
 
 }  // namespace chorus::conformance
 

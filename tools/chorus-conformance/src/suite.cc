@@ -5,6 +5,8 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <sstream>
 
 namespace chorus::conformance::internal {
@@ -81,6 +83,83 @@ void AddTest(const std::string& suite, const std::string& name, std::function<vo
   testing::RegisterTest(
       suite.c_str(), name.c_str(), nullptr, nullptr, file, line,
       [body = std::move(body)]() -> FunctionTest* { return new FunctionTest(body); });
+}
+
+std::string NextGroupPrefix() {
+  static std::atomic<int> group{0};
+  return "conformance/" + std::to_string(group++) + "/";
+}
+
+namespace {
+
+std::string NotHereReason(const Suite& suite, chorus_status status, bool declared,
+                          const std::string& what, const std::string& message) {
+  return what + " answered " + StatusName(status) + " (" + message + "): " +
+         (declared ? "the table declares it; --require would fail here"
+                   : "the table does not declare it") +
+         (suite.require() && !declared ? ", so --require does not ask for it" : "");
+}
+
+}  // namespace
+
+std::string NotHereOnRank(const Suite& suite, chorus_status status, bool declared,
+                          const std::string& what, const std::string& message) {
+  if (suite.require() && declared) {
+    return what + " answered " + StatusName(status) + " (" + message +
+           "), but the table declares it, and --require asks for everything declared";
+  }
+  throw NotHere(NotHereReason(suite, status, declared, what, message));
+}
+
+void FailOrSkipNotHere(const Suite& suite, chorus_status status, bool declared,
+                       const std::string& what, const std::string& message) {
+  std::string failure;
+  try {
+    failure = NotHereOnRank(suite, status, declared, what, message);
+  } catch (const NotHere& skip) {
+    GTEST_SKIP() << skip.what();
+  }
+  ADD_FAILURE() << failure;
+}
+
+RanksOutcome RunKitRanks(const Suite& suite, int size,
+                         const std::function<std::string(int rank)>& body) {
+  std::mutex mutex;
+  RanksOutcome outcome;
+  auto guarded = [&](int rank) -> std::string {
+    try {
+      return body(rank);
+    } catch (const NotHere& skip) {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (outcome.skipped.empty()) outcome.skipped = skip.what();
+      return "";
+    }
+  };
+  if (!suite.job_mode()) {
+    outcome.failures = RunRankThreads(size, guarded).Joined();
+    return outcome;
+  }
+  const int rank = suite.options().job_rank;
+  std::string failure;
+  try {
+    failure = guarded(rank);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  if (!failure.empty()) outcome.failures = "rank " + std::to_string(rank) + ": " + failure + "\n";
+  return outcome;
+}
+
+bool Report(const RanksOutcome& outcome, const std::string& context) {
+  if (!outcome.failures.empty()) {
+    ADD_FAILURE() << context << ":\n" << outcome.failures;
+    return true;
+  }
+  if (!outcome.skipped.empty()) {
+    [&] { GTEST_SKIP() << context << ": " << outcome.skipped; }();
+    return true;
+  }
+  return false;
 }
 
 void ExpectStatus(const Suite& suite, chorus_status status,

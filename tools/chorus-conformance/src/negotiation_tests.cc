@@ -1,0 +1,320 @@
+// Negotiation: the plugin table and every interface table it hands out (each one of the 1.1
+// arrays), as plugin.h defines them, and the 1.1 capabilities of collectives and cross-device
+// ops with their scores. Checked on the table chorus_plugin_get() returned, not the core's copy
+// (the loader drops capabilities it cannot use).
+#include <chorus/base/dtype.h>
+#include <chorus/runtime/loader.h>
+
+#include <filesystem>
+#include <regex>
+#include <set>
+
+#include "suite.h"
+
+namespace chorus::conformance::internal {
+namespace {
+
+struct Slot {
+  const char* name;
+  const void* pointer;
+};
+
+template <typename Function>
+Slot MakeSlot(const char* name, Function* function) {
+  return Slot{name, reinterpret_cast<const void*>(function)};
+}
+
+// An interface table: at least its ABI 1.0 size, every 1.0 function present, a name.
+void ExpectInterfaceTable(const char* interface, size_t struct_size, size_t size_1_0,
+                          const char* name, std::initializer_list<Slot> slots) {
+  EXPECT_GE(struct_size, size_1_0)
+      << interface << " table: struct_size " << struct_size << " is smaller than ABI 1.0's "
+      << size_1_0 << " bytes; set struct_size = sizeof(the table)";
+  if (struct_size < size_1_0) return;  // later fields are not the plugin's to be read
+  EXPECT_TRUE(name != nullptr && name[0] != '\0')
+      << interface << " table: its name is NULL or empty; it is what variables select it by";
+  for (const Slot& slot : slots) {
+    EXPECT_NE(slot.pointer, nullptr)
+        << interface << " table: function '" << slot.name << "' is NULL; ABI 1.0 needs all";
+  }
+}
+
+// The tables of one interface in the plugin's own table: every one of its 1.1 array when the
+// table holds a non-empty one, else the single pointer; none when the interface is absent.
+template <typename Api>
+std::vector<const Api*> RawTables(const chorus_plugin& raw, const Api* chorus_plugin::*single,
+                                  size_t single_end, const Api* const* chorus_plugin::*list,
+                                  size_t chorus_plugin::*count, size_t list_end) {
+  if (raw.struct_size >= list_end && raw.*list != nullptr && raw.*count > 0) {
+    return std::vector<const Api*>(raw.*list, raw.*list + raw.*count);
+  }
+  if (raw.struct_size >= single_end && raw.*single != nullptr) return {raw.*single};
+  return {};
+}
+
+// A table's name for a test name: its own, or its place in the array.
+template <typename Api>
+std::string TableName(const Api* table, size_t index, size_t name_end,
+                      const char* Api::*name_field) {
+  if (table != nullptr && table->struct_size >= name_end && table->*name_field != nullptr &&
+      (table->*name_field)[0] != '\0') {
+    return table->*name_field;
+  }
+  return "#" + std::to_string(index);
+}
+
+// Registers `test`/<name> running check(table) for every table of one interface, and `test`s
+// "List" check of the 1.1 array: no NULL entry, names unique, the single pointer at its first.
+template <typename Api, typename Check>
+void AddInterfaceTests(const SuitePtr& suite, const char* test, const Api* chorus_plugin::*single,
+                       size_t single_end, const Api* const* chorus_plugin::*list,
+                       size_t chorus_plugin::*count, size_t list_end, const char* Api::*name_field,
+                       size_t name_end, Check check) {
+  const chorus_plugin* raw = suite->raw_table();
+  if (raw == nullptr) return;
+  const auto tables = RawTables(*raw, single, single_end, list, count, list_end);
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const Api* table = tables[i];
+    AddTest("Negotiation", std::string(test) + "/" + TableName(table, i, name_end, name_field),
+            [table, check] {
+              ASSERT_NE(table, nullptr) << "the 1.1 array holds a NULL table";
+              check(*table);
+            });
+  }
+  if (raw->struct_size < list_end || raw->*list == nullptr || raw->*count == 0) return;
+  AddTest("Negotiation", std::string(test) + "List", [tables, raw, single, name_end, name_field] {
+    EXPECT_EQ(raw->*single, tables[0])
+        << "with a 1.1 array, the single pointer must point at its first table (what a "
+           "1.0 core uses)";
+    std::set<std::string> names;
+    for (const Api* table : tables) {
+      if (table == nullptr || table->struct_size < name_end || table->*name_field == nullptr) {
+        continue;
+      }
+      EXPECT_TRUE(names.insert(table->*name_field).second)
+          << "two tables of one interface are named '" << table->*name_field
+          << "'; names must be unique (the core keeps the first)";
+    }
+  });
+}
+
+// The job shapes, sizes and requests the scores are asked for.
+struct ScoreShape {
+  int32_t ranks, hosts, ranks_per_host;
+};
+const uint64_t kScoreBytes[] = {0, 4096, 1 << 20, uint64_t{64} << 20};
+const chorus_implementation_request kRequests[] = {CHORUS_REQUEST_AUTO, CHORUS_REQUEST_RING,
+                                                   CHORUS_REQUEST_NCCL};
+
+// A capabilities struct as plugin.h defines it, and its score over a grid of every declared op x
+// every dtype x sizes {0, 4K, 1M, 64M} x `shapes` that its shape admits x every declared memory
+// x every request: within 0..CHORUS_SCORE_MAX and the same when asked twice. Only declared ops
+// and memory are asked (plugin.h: score is called for nothing else).
+void CheckCapabilities(const char* interface, const char* name, const chorus_capabilities* c,
+                       uint32_t known_ops, const std::vector<ScoreShape>& shapes) {
+  const std::string where = std::string(interface) + " '" + name + "': capabilities";
+  ASSERT_GE(c->struct_size, CHORUS_STRUCT_SIZE(chorus_capabilities, score))
+      << where << ".struct_size " << c->struct_size << " is smaller than ABI 1.1's";
+  ASSERT_NE(c->memory, nullptr) << where << ".memory is NULL; list \"host\", a platform or \"*\"";
+  constexpr size_t kMaxMemoryKinds = 64;
+  std::vector<std::string> memory;
+  for (size_t i = 0; i < kMaxMemoryKinds && c->memory[i] != nullptr; ++i) {
+    memory.emplace_back(c->memory[i]);
+  }
+  ASSERT_FALSE(memory.empty()) << where << ".memory is empty";
+  ASSERT_LT(memory.size(), kMaxMemoryKinds) << where << ".memory has no NULL at its end";
+  for (const std::string& m : memory) EXPECT_FALSE(m.empty()) << where << ".memory names \"\"";
+  EXPECT_NE(c->ops, 0u) << where << ".ops is 0: it serves nothing";
+  EXPECT_EQ(c->ops & ~known_ops, 0u)
+      << where << ".ops has bits (0x" << std::hex << (c->ops & ~known_ops) << std::dec
+      << ") of no operation this interface has";
+  const bool one_host = c->shape == CHORUS_SHAPE_ONE_HOST;
+  EXPECT_TRUE(c->shape == CHORUS_SHAPE_ANY || one_host || c->shape == CHORUS_SHAPE_UNIFORM)
+      << where << ".shape " << c->shape << " is no chorus_job_shape";
+  ASSERT_NE(c->score, nullptr) << where << ".score is NULL";
+  int failures = 0;
+  for (int op = CHORUS_OP_ALL_REDUCE; op <= CHORUS_OP_BARRIER; ++op) {
+    if ((c->ops & known_ops & CHORUS_OP_BIT(op)) == 0) continue;
+    for (chorus_dtype dtype : AllDtypes()) {
+      for (uint64_t bytes : kScoreBytes) {
+        if (op == CHORUS_OP_BARRIER && bytes > 0) continue;
+        for (const ScoreShape& shape : shapes) {
+          if (one_host && shape.hosts > 1) continue;
+          for (const std::string& m : memory) {
+            for (chorus_implementation_request request : kRequests) {
+              chorus_score_args args{};
+              args.struct_size = sizeof(args);
+              args.op = static_cast<chorus_collective_op>(op);
+              args.dtype = dtype;
+              args.bytes = bytes;
+              args.ranks = shape.ranks;
+              args.hosts = shape.hosts;
+              args.ranks_per_host = shape.ranks_per_host;
+              args.memory = m == "*" ? "host" : m.c_str();
+              args.request = request;
+              const uint32_t first = c->score(&args);
+              const uint32_t second = c->score(&args);
+              if (first <= CHORUS_SCORE_MAX && first == second) continue;
+              ADD_FAILURE() << where << ": score of " << OpName(args.op) << " " << DtypeName(dtype)
+                            << " " << bytes << " bytes, " << shape.ranks << " ranks on "
+                            << shape.hosts << " host(s), memory " << args.memory << ", request "
+                            << request << " is " << first << ", then " << second
+                            << "; it must be within 0.." << CHORUS_SCORE_MAX
+                            << " and the same every time";
+              if (++failures == 3) return;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// A table's capabilities, when it has a capabilities field (1.1) and sets it; NULL means it is
+// chosen by name only.
+template <typename Api>
+const chorus_capabilities* RawCapabilities(const Api& t) {
+  if (t.struct_size < CHORUS_STRUCT_SIZE(Api, capabilities)) return nullptr;
+  return t.capabilities;
+}
+
+// The single pointer and the 1.1 array of one interface, with where each ends in the table.
+#define KIT_INTERFACE(field, list, count)                                                \
+  &chorus_plugin::field, CHORUS_STRUCT_SIZE(chorus_plugin, field), &chorus_plugin::list, \
+      &chorus_plugin::count, CHORUS_STRUCT_SIZE(chorus_plugin, count)
+// A table's name field, and where it ends.
+#define KIT_NAME(type, field) &type::field, CHORUS_STRUCT_SIZE(type, field)
+
+}  // namespace
+
+void RegisterNegotiationTests(const SuitePtr& suite) {
+  AddTest("Negotiation", "PluginTable", [suite] {
+    const chorus_plugin* raw = suite->raw_table();
+    ASSERT_NE(raw, nullptr) << suite->raw_table_error();
+    EXPECT_GE(raw->struct_size, CHORUS_PLUGIN_MIN_SIZE)
+        << "chorus_plugin.struct_size is smaller than ABI 1.0's required fields";
+    EXPECT_EQ(raw->abi_major, static_cast<uint32_t>(CHORUS_ABI_MAJOR))
+        << "abi_major must be the CHORUS_ABI_MAJOR of the plugin.h it was built with";
+    if (raw->abi_minor > CHORUS_ABI_MINOR) {
+      std::cout << "note: the plugin is built for ABI " << raw->abi_major << "." << raw->abi_minor
+                << "; this kit checks the ABI " << CHORUS_ABI_MAJOR << "." << CHORUS_ABI_MINOR
+                << " fields only\n";
+    }
+    if (raw->struct_size < CHORUS_PLUGIN_MIN_SIZE) return;
+    for (const Slot& slot :
+         {MakeSlot("init", raw->init), MakeSlot("shutdown", raw->shutdown),
+          MakeSlot("last_error", raw->last_error), MakeSlot("request_test", raw->request_test),
+          MakeSlot("request_wait", raw->request_wait),
+          MakeSlot("request_free", raw->request_free)}) {
+      EXPECT_NE(slot.pointer, nullptr) << "chorus_plugin." << slot.name << " is NULL";
+    }
+  });
+
+  AddTest("Negotiation", "NameVersionDescription", [suite] {
+    const chorus_plugin* raw = suite->raw_table();
+    ASSERT_NE(raw, nullptr) << suite->raw_table_error();
+    ASSERT_NE(raw->name, nullptr) << "chorus_plugin.name is NULL";
+    static const std::regex kName("[a-z0-9_-]+");
+    EXPECT_TRUE(std::regex_match(raw->name, kName))
+        << "name '" << raw->name << "' must match [a-z0-9_-]+";
+    EXPECT_NE(raw->version, nullptr) << "chorus_plugin.version is NULL";
+    EXPECT_NE(raw->description, nullptr) << "chorus_plugin.description is NULL";
+  });
+
+  if (!suite->plugin().builtin()) {
+    AddTest("Negotiation", "FileName", [suite] {
+      const std::string file = std::filesystem::path(suite->plugin().path()).filename().string();
+      EXPECT_EQ(file, "libchorus-" + suite->plugin().name() + ".so")
+          << "the file must be named libchorus-<name>.so after the table's name, so that "
+             "CHORUS_PLUGINS and CHORUS_CROSS_DEVICE_OPS names find it";
+      EXPECT_EQ(PluginNameFromFileName(file), suite->plugin().name());
+    });
+
+    AddTest("Negotiation", "EntryPointIsStable", [suite] {
+      const chorus_plugin* raw = suite->raw_table();
+      ASSERT_NE(raw, nullptr) << suite->raw_table_error();
+      ASSERT_NE(raw->name, nullptr);
+      EXPECT_STREQ(raw->name, suite->plugin().name().c_str())
+          << "a second call of " << CHORUS_PLUGIN_ENTRY_SYMBOL
+          << "() returned a table of another name";
+    });
+  }
+
+  AddTest("Negotiation", "LastError", [suite] {
+    const chorus_plugin* raw = suite->raw_table();
+    ASSERT_NE(raw, nullptr) << suite->raw_table_error();
+    ASSERT_GE(raw->struct_size, CHORUS_PLUGIN_MIN_SIZE);
+    ASSERT_NE(raw->last_error, nullptr) << "chorus_plugin.last_error is NULL";
+    EXPECT_NE(raw->last_error(), nullptr)
+        << "last_error() returned NULL; it must return \"\" when there was no error";
+  });
+
+  AddInterfaceTests(
+      suite, "DeviceEnumeratorTable",
+      KIT_INTERFACE(device_enumerator, device_enumerator_list, num_device_enumerators),
+      KIT_NAME(chorus_device_enumerator_api, platform), [](const chorus_device_enumerator_api& t) {
+        ExpectInterfaceTable(
+            "device_enumerator", t.struct_size,
+            CHORUS_STRUCT_SIZE(chorus_device_enumerator_api, synchronize), t.platform,
+            {MakeSlot("create", t.create), MakeSlot("destroy", t.destroy),
+             MakeSlot("device_count", t.device_count), MakeSlot("device_info", t.device_info),
+             MakeSlot("allocate", t.allocate), MakeSlot("deallocate", t.deallocate),
+             MakeSlot("copy", t.copy), MakeSlot("reduce", t.reduce), MakeSlot("divide", t.divide),
+             MakeSlot("synchronize", t.synchronize)});
+      });
+  AddInterfaceTests(
+      suite, "CrossDeviceOpsTable",
+      KIT_INTERFACE(cross_device_ops, cross_device_ops_list, num_cross_device_ops),
+      KIT_NAME(chorus_cross_device_ops_api, name), [](const chorus_cross_device_ops_api& t) {
+        ExpectInterfaceTable(
+            "cross_device_ops", t.struct_size,
+            CHORUS_STRUCT_SIZE(chorus_cross_device_ops_api, all_gather), t.name,
+            {MakeSlot("create", t.create), MakeSlot("destroy", t.destroy),
+             MakeSlot("reduce", t.reduce), MakeSlot("batch_reduce", t.batch_reduce),
+             MakeSlot("broadcast", t.broadcast), MakeSlot("all_gather", t.all_gather)});
+        // Devices of one host: 2, 4 and 3 replicas.
+        if (const chorus_capabilities* c = RawCapabilities(t)) {
+          CheckCapabilities("cross_device_ops", t.name, c, kCrossDeviceOps,
+                            {{2, 1, 2}, {4, 1, 4}, {3, 1, 3}});
+        }
+      });
+  AddInterfaceTests(
+      suite, "CollectiveTable", KIT_INTERFACE(collective, collective_list, num_collectives),
+      KIT_NAME(chorus_collective_api, name), [](const chorus_collective_api& t) {
+        ExpectInterfaceTable(
+            "collective", t.struct_size, CHORUS_STRUCT_SIZE(chorus_collective_api, abort), t.name,
+            {MakeSlot("create", t.create), MakeSlot("destroy", t.destroy),
+             MakeSlot("all_reduce", t.all_reduce), MakeSlot("broadcast", t.broadcast),
+             MakeSlot("all_gather", t.all_gather), MakeSlot("reduce_scatter", t.reduce_scatter),
+             MakeSlot("barrier", t.barrier), MakeSlot("abort", t.abort)});
+        // 1 host of 2 ranks, 2 hosts of 2, 3 hosts of 1.
+        if (const chorus_capabilities* c = RawCapabilities(t)) {
+          CheckCapabilities("collective", t.name, c, kKnownOps, {{2, 1, 2}, {4, 2, 2}, {3, 3, 1}});
+        }
+      });
+  AddInterfaceTests(suite, "AlgorithmTable",
+                    KIT_INTERFACE(algorithm, algorithm_list, num_algorithms),
+                    KIT_NAME(chorus_algorithm_api, name), [](const chorus_algorithm_api& t) {
+                      ExpectInterfaceTable("algorithm", t.struct_size,
+                                           CHORUS_STRUCT_SIZE(chorus_algorithm_api, run), t.name,
+                                           {MakeSlot("run", t.run)});
+                      if (t.struct_size < CHORUS_STRUCT_SIZE(chorus_algorithm_api, run)) return;
+                      EXPECT_NE(t.supported_ops, 0u)
+                          << "algorithm table: supported_ops is 0 (set CHORUS_OP_BIT of each op)";
+                      EXPECT_EQ(t.supported_ops & ~kKnownOps, 0u)
+                          << "algorithm table: supported_ops has bits of no operation of plugin.h";
+                    });
+  AddInterfaceTests(
+      suite, "TransportTable", KIT_INTERFACE(transport, transport_list, num_transports),
+      KIT_NAME(chorus_transport_api, name), [](const chorus_transport_api& t) {
+        ExpectInterfaceTable(
+            "transport", t.struct_size, CHORUS_STRUCT_SIZE(chorus_transport_api, abort), t.name,
+            {MakeSlot("create", t.create), MakeSlot("destroy", t.destroy),
+             MakeSlot("isend", t.isend), MakeSlot("irecv", t.irecv), MakeSlot("abort", t.abort)});
+      });
+}
+
+#undef KIT_NAME
+#undef KIT_INTERFACE
+
+}  // namespace chorus::conformance::internal

@@ -163,6 +163,59 @@ const chorus_collective_api* const kCollectives[] = {&kFast, &kPlain};
 const chorus_collective_api kOnly = Collective(FAKE_NAME, false);
 #endif
 
+#ifdef FAKE_TWO_ENUMERATORS
+// Two device enumerators of no devices (1.1 arrays): enough for the registry to create a context
+// of each and for the kit to check each.
+struct Context {
+  int unused = 0;
+};
+chorus_status EnumCreate(const chorus_device_context_create_args* args,
+                         chorus_device_context** out) {
+  if (args == nullptr || out == nullptr) {
+    g_error = FAKE_NAME ": create needs args and out";
+    return CHORUS_INVALID_ARGUMENT;
+  }
+  *out = reinterpret_cast<chorus_device_context*>(new Context);
+  return CHORUS_OK;
+}
+void EnumDestroy(chorus_device_context* ctx) { delete reinterpret_cast<Context*>(ctx); }
+chorus_status EnumCount(chorus_device_context*, uint32_t* count) {
+  *count = 0;
+  return CHORUS_OK;
+}
+chorus_status EnumInfo(chorus_device_context*, uint32_t, chorus_device_info*) {
+  g_error = FAKE_NAME ": no device of that index (it has none)";
+  return CHORUS_INVALID_ARGUMENT;
+}
+chorus_status EnumNoDevice(chorus_device_context*, ...) {
+  g_error = FAKE_NAME ": it has no devices";
+  return CHORUS_INVALID_ARGUMENT;
+}
+chorus_device_enumerator_api Enumerator(const char* platform) {
+  chorus_device_enumerator_api t{};
+  t.struct_size = sizeof(t);
+  t.platform = platform;
+  t.create = EnumCreate;
+  t.destroy = EnumDestroy;
+  t.device_count = EnumCount;
+  t.device_info = EnumInfo;
+  t.allocate = [](chorus_device_context* c, uint32_t, size_t, void**) { return EnumNoDevice(c); };
+  t.deallocate = [](chorus_device_context* c, uint32_t, void*) { return EnumNoDevice(c); };
+  t.copy = [](chorus_device_context* c, const chorus_copy_args*) { return EnumNoDevice(c); };
+  t.reduce = [](chorus_device_context* c, const chorus_reduce_kernel_args*) {
+    return EnumNoDevice(c);
+  };
+  t.divide = [](chorus_device_context* c, const chorus_divide_args*) { return EnumNoDevice(c); };
+  t.synchronize = [](chorus_device_context* c, uint32_t, chorus_stream*) {
+    return EnumNoDevice(c);
+  };
+  return t;
+}
+const chorus_device_enumerator_api kEnumeratorA = Enumerator("fakea");
+const chorus_device_enumerator_api kEnumeratorB = Enumerator("fakeb");
+const chorus_device_enumerator_api* const kEnumerators[] = {&kEnumeratorA, &kEnumeratorB};
+#endif
+
 #if CHORUS_ABI_MINOR >= 1 && defined(FAKE_SCORED)
 // Two extensions of types no core knows (a vendor's range): the loader must walk and skip them.
 struct VendorExtension {
@@ -227,6 +280,12 @@ const NewerTable kTable = [] {
 #endif
 #if CHORUS_ABI_MINOR >= 1 && defined(FAKE_SCORED)
   t.extensions = &kFirst.base;
+#endif
+#ifdef FAKE_TWO_ENUMERATORS
+  t.device_enumerator = kEnumerators[0];
+  t.device_enumerator_list = kEnumerators;
+  t.num_device_enumerators = 2;
+  t.cross_device_ops = nullptr;
 #endif
   return table;
 }();

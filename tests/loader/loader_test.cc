@@ -1,5 +1,6 @@
 // The loader's decision and message for each variant of fake_plugin.cc.
 #include <chorus/runtime/plugin_library.h>
+#include <chorus/runtime/registry.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -174,6 +175,21 @@ TEST(Loader, UnusableCapabilitiesMakeTheTableChosenByNameOnly) {
   EXPECT_NE(plugin->notes()[0].find("have no score function; it is chosen only by name"),
             std::string::npos)
       << plugin->notes()[0];
+}
+
+TEST(Loader, AcceptsSeveralDeviceEnumeratorsAndTheRegistryCreatesEach) {
+  LoaderOptions options;
+  options.search_dirs = {FAKE_PLUGIN_DIR};
+  options.filter = "fake_two_enumerators";
+  Registry registry(options);
+  const auto plugin = registry.FindPlugin("fake_two_enumerators");
+  ASSERT_NE(plugin, nullptr);
+  ASSERT_EQ(plugin->device_enumerators().size(), 2u);
+  std::vector<std::string> platforms;
+  for (const auto& enumerator : registry.DeviceEnumerators()) {
+    platforms.push_back(enumerator->platform());
+  }
+  EXPECT_EQ(platforms, (std::vector<std::string>{"cpu", "fakea", "fakeb"}));
 }
 
 // dlopen hands back the same library; its init must not run twice, so the loader does too.

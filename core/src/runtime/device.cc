@@ -2,6 +2,7 @@
 #include <chorus/base/error.h>
 #include <chorus/runtime/device.h>
 
+#include <algorithm>
 #include <utility>
 
 namespace chorus {
@@ -29,9 +30,22 @@ std::shared_ptr<DeviceEnumerator> DeviceEnumerator::Create(std::shared_ptr<Plugi
                                              (library ? library->name() : std::string("(null)")) +
                                              "' provides no device enumerator");
   }
+  const chorus_device_enumerator_api& api = *library->device_enumerator();
+  return Create(std::move(library), api, options);
+}
+
+std::shared_ptr<DeviceEnumerator> DeviceEnumerator::Create(std::shared_ptr<PluginLibrary> library,
+                                                           const chorus_device_enumerator_api& api,
+                                                           const Options& options) {
+  if (!library) throw Error(CHORUS_INVALID_ARGUMENT, "device enumerator: no plugin");
+  const auto& known = library->device_enumerators();
+  if (std::find(known.begin(), known.end(), &api) == known.end()) {
+    throw Error(CHORUS_INVALID_ARGUMENT, "device enumerator '" + std::string(api.platform) +
+                                             "' is not one of plugin '" + library->name() + "'");
+  }
   std::shared_ptr<DeviceEnumerator> self(new DeviceEnumerator());
   self->library_ = std::move(library);
-  self->api_ = self->library_->device_enumerator();
+  self->api_ = &api;
   self->platform_ = self->api_->platform;
   if (self->api_->create == nullptr || self->api_->device_count == nullptr ||
       self->api_->device_info == nullptr || self->api_->destroy == nullptr) {

@@ -125,11 +125,13 @@ std::vector<std::shared_ptr<DeviceEnumerator>> Registry::DeviceEnumerators() con
     created.push_back(
         DeviceEnumerator::Create(plugins_.front(), {{"count", std::to_string(cpu_count)}}));
     for (size_t i = 1; i < plugins_.size(); ++i) {
-      if (plugins_[i]->device_enumerator() == nullptr) continue;
-      try {
-        created.push_back(DeviceEnumerator::Create(plugins_[i]));
-      } catch (const Error& e) {
-        Log().warn("devices of plugin {} are not used: {}", plugins_[i]->name(), e.what());
+      for (const auto* api : plugins_[i]->device_enumerators()) {
+        try {
+          created.push_back(DeviceEnumerator::Create(plugins_[i], *api));
+        } catch (const Error& e) {
+          Log().warn("devices '{}' of plugin {} are not used: {}", api->platform,
+                     plugins_[i]->name(), e.what());
+        }
       }
     }
     enumerators_ = std::move(created);

@@ -299,15 +299,18 @@ void RegisterAllGatherCases(const SuitePtr& suite) {
 void AddEnumeratorCase(const SuitePtr& suite, const std::string& name,
                        std::function<chorus_status(const DeviceEnumerator&)> call,
                        std::vector<chorus_status> allowed = kInvalid, bool needs_device = false) {
-  AddTest("BadArguments", "Enumerator" + name, [suite, name, call, allowed, needs_device] {
-    auto devices = suite->PluginDevices();
-    if (!devices) return;
-    if (needs_device && devices->count() == 0) {
-      GTEST_SKIP() << "the plugin's enumerator has no devices on this machine; this case needs "
-                      "one";
-    }
-    ExpectStatus(*suite, call(*devices), allowed, name);
-  });
+  for (size_t e = 0; e < suite->plugin().device_enumerators().size(); ++e) {
+    AddTest("BadArguments", suite->EnumeratorTestName("Enumerator" + name, e),
+            [suite, e, name, call, allowed, needs_device] {
+              auto devices = suite->PluginDevices(e);
+              if (!devices) return;
+              if (needs_device && devices->count() == 0) {
+                GTEST_SKIP() << "the plugin's enumerator has no devices on this machine; this "
+                                "case needs one";
+              }
+              ExpectStatus(*suite, call(*devices), allowed, name);
+            });
+  }
 }
 
 // kCount f32 on device 0 of the plugin's enumerator, for the kernel cases; freed on scope exit.

@@ -174,121 +174,124 @@ void CheckDivideKernel(const Suite& suite, const DeviceEnumerator& devices, uint
 }  // namespace
 
 void RegisterDeviceEnumeratorTests(const SuitePtr& suite) {
-  if (suite->plugin().device_enumerator() == nullptr) return;
+  // Every enumerator of the plugin (a 1.1 library may have several).
+  for (size_t e = 0; e < suite->plugin().device_enumerators().size(); ++e) {
+    AddTest("DeviceEnumerator", suite->EnumeratorTestName("DeviceInfo", e), [suite, e] {
+      auto devices = suite->PluginDevices(e);
+      if (devices) CheckInfo(*suite, *devices);
+    });
 
-  AddTest("DeviceEnumerator", "DeviceInfo", [suite] {
-    auto devices = suite->PluginDevices();
-    if (devices) CheckInfo(*suite, *devices);
-  });
-
-  // device_info past the last device fails cleanly, with or without devices.
-  AddTest("DeviceEnumerator", "DeviceInfoOutOfRange", [suite] {
-    auto devices = suite->PluginDevices();
-    if (!devices) return;
-    for (uint32_t index : {devices->count(), devices->count() + 1000}) {
-      chorus_device_info info{};
-      info.struct_size = sizeof(info);
-      ExpectStatus(*suite, devices->api().device_info(devices->context(), index, &info),
-                   {CHORUS_INVALID_ARGUMENT, CHORUS_NOT_FOUND},
-                   "device_info(" + std::to_string(index) + ") of " +
-                       std::to_string(devices->count()) + " devices");
-    }
-  });
-
-  // plugin.h: "The caller sets struct_size; the plugin fills what fits." A caller built with an
-  // older plugin.h passes a smaller struct; nothing past its struct_size may be written.
-  AddTest("DeviceEnumerator", "DeviceInfoRespectsStructSize", [suite] {
-    auto devices = suite->PluginDevices();
-    if (!devices) return;
-    FOR_EACH_DEVICE(devices, device) {
-      constexpr size_t kSize = CHORUS_STRUCT_SIZE(chorus_device_info, name);
-      unsigned char bytes[sizeof(chorus_device_info)];
-      std::memset(bytes, 0xa5, sizeof(bytes));
-      chorus_device_info info;
-      std::memcpy(&info, bytes, sizeof(info));
-      info.struct_size = kSize;
-      ASSERT_OK(*suite, devices->api().device_info(devices->context(), device, &info),
-                "device_info with struct_size " << kSize << " (up to 'name')");
-      std::memcpy(bytes, &info, sizeof(info));
-      for (size_t i = kSize; i < sizeof(bytes); ++i) {
-        ASSERT_EQ(bytes[i], 0xa5) << "device_info wrote byte " << i << ", past struct_size "
-                                  << kSize;
+    // device_info past the last device fails cleanly, with or without devices.
+    AddTest("DeviceEnumerator", suite->EnumeratorTestName("DeviceInfoOutOfRange", e), [suite, e] {
+      auto devices = suite->PluginDevices(e);
+      if (!devices) return;
+      for (uint32_t index : {devices->count(), devices->count() + 1000}) {
+        chorus_device_info info{};
+        info.struct_size = sizeof(info);
+        ExpectStatus(*suite, devices->api().device_info(devices->context(), index, &info),
+                     {CHORUS_INVALID_ARGUMENT, CHORUS_NOT_FOUND},
+                     "device_info(" + std::to_string(index) + ") of " +
+                         std::to_string(devices->count()) + " devices");
       }
-    }
-  });
+    });
 
-  AddTest("DeviceEnumerator", "CopyRoundTrip", [suite] {
-    auto devices = suite->PluginDevices();
-    if (!devices) return;
-    FOR_EACH_DEVICE(devices, device) {
-      constexpr size_t kBytes = 4099;
+    // plugin.h: "The caller sets struct_size; the plugin fills what fits." A caller built with an
+    // older plugin.h passes a smaller struct; nothing past its struct_size may be written.
+    AddTest("DeviceEnumerator", suite->EnumeratorTestName("DeviceInfoRespectsStructSize", e),
+            [suite, e] {
+              auto devices = suite->PluginDevices(e);
+              if (!devices) return;
+              FOR_EACH_DEVICE(devices, device) {
+                constexpr size_t kSize = CHORUS_STRUCT_SIZE(chorus_device_info, name);
+                unsigned char bytes[sizeof(chorus_device_info)];
+                std::memset(bytes, 0xa5, sizeof(bytes));
+                chorus_device_info info;
+                std::memcpy(&info, bytes, sizeof(info));
+                info.struct_size = kSize;
+                ASSERT_OK(*suite, devices->api().device_info(devices->context(), device, &info),
+                          "device_info with struct_size " << kSize << " (up to 'name')");
+                std::memcpy(bytes, &info, sizeof(info));
+                for (size_t i = kSize; i < sizeof(bytes); ++i) {
+                  ASSERT_EQ(bytes[i], 0xa5)
+                      << "device_info wrote byte " << i << ", past struct_size " << kSize;
+                }
+              }
+            });
+
+    AddTest("DeviceEnumerator", suite->EnumeratorTestName("CopyRoundTrip", e), [suite, e] {
+      auto devices = suite->PluginDevices(e);
+      if (!devices) return;
+      FOR_EACH_DEVICE(devices, device) {
+        constexpr size_t kBytes = 4099;
+        std::vector<unsigned char> source(kBytes), back(kBytes, 0);
+        std::iota(source.begin(), source.end(), static_cast<unsigned char>(device * 17));
+        Memory first(*devices, device, kBytes), second(*devices, device, kBytes);
+        ASSERT_OK(*suite, first.status(), "allocate " << kBytes << " bytes on device " << device);
+        ASSERT_OK(*suite, second.status(), "allocate " << kBytes << " bytes on device " << device);
+        ASSERT_OK(*suite,
+                  Copy(*devices, device, first.data(), CHORUS_HOST_DEVICE, source.data(), kBytes),
+                  "copy host to device " << device);
+        ASSERT_OK(*suite, Copy(*devices, device, second.data(), device, first.data(), kBytes),
+                  "copy within device " << device);
+        ASSERT_OK(*suite,
+                  Copy(*devices, CHORUS_HOST_DEVICE, back.data(), device, second.data(), kBytes),
+                  "copy device " << device << " to host");
+        EXPECT_EQ(source, back) << "host -> device " << device << " -> device " << device
+                                << " -> host changed the bytes";
+      }
+    });
+
+    AddTest("DeviceEnumerator", suite->EnumeratorTestName("CopyBetweenDevices", e), [suite, e] {
+      auto devices = suite->PluginDevices(e);
+      if (!devices) return;
+      if (devices->count() < 2) {
+        GTEST_SKIP() << "the '" << devices->platform() << "' enumerator has " << devices->count()
+                     << " device(s) here; copies between devices need two";
+      }
+      constexpr size_t kBytes = 1 << 16;
       std::vector<unsigned char> source(kBytes), back(kBytes, 0);
-      std::iota(source.begin(), source.end(), static_cast<unsigned char>(device * 17));
-      Memory first(*devices, device, kBytes), second(*devices, device, kBytes);
-      ASSERT_OK(*suite, first.status(), "allocate " << kBytes << " bytes on device " << device);
-      ASSERT_OK(*suite, second.status(), "allocate " << kBytes << " bytes on device " << device);
+      std::iota(source.begin(), source.end(), static_cast<unsigned char>(3));
+      const uint32_t last = devices->count() - 1;
+      Memory first(*devices, 0, kBytes), second(*devices, last, kBytes);
+      ASSERT_OK(*suite, first.status(), "allocate on device 0");
+      ASSERT_OK(*suite, second.status(), "allocate on device " << last);
+      ASSERT_OK(*suite, Copy(*devices, 0, first.data(), CHORUS_HOST_DEVICE, source.data(), kBytes),
+                "copy host to device 0");
+      ASSERT_OK(*suite, Copy(*devices, last, second.data(), 0, first.data(), kBytes),
+                "copy device 0 to device " << last);
       ASSERT_OK(*suite,
-                Copy(*devices, device, first.data(), CHORUS_HOST_DEVICE, source.data(), kBytes),
-                "copy host to device " << device);
-      ASSERT_OK(*suite, Copy(*devices, device, second.data(), device, first.data(), kBytes),
-                "copy within device " << device);
-      ASSERT_OK(*suite,
-                Copy(*devices, CHORUS_HOST_DEVICE, back.data(), device, second.data(), kBytes),
-                "copy device " << device << " to host");
-      EXPECT_EQ(source, back) << "host -> device " << device << " -> device " << device
-                              << " -> host changed the bytes";
-    }
-  });
+                Copy(*devices, CHORUS_HOST_DEVICE, back.data(), last, second.data(), kBytes),
+                "copy device " << last << " to host");
+      EXPECT_EQ(source, back) << "host -> device 0 -> device " << last << " -> host changed bytes";
+    });
 
-  AddTest("DeviceEnumerator", "CopyBetweenDevices", [suite] {
-    auto devices = suite->PluginDevices();
-    if (!devices) return;
-    if (devices->count() < 2) {
-      GTEST_SKIP() << "the '" << devices->platform() << "' enumerator has " << devices->count()
-                   << " device(s) here; copies between devices need two";
-    }
-    constexpr size_t kBytes = 1 << 16;
-    std::vector<unsigned char> source(kBytes), back(kBytes, 0);
-    std::iota(source.begin(), source.end(), static_cast<unsigned char>(3));
-    const uint32_t last = devices->count() - 1;
-    Memory first(*devices, 0, kBytes), second(*devices, last, kBytes);
-    ASSERT_OK(*suite, first.status(), "allocate on device 0");
-    ASSERT_OK(*suite, second.status(), "allocate on device " << last);
-    ASSERT_OK(*suite, Copy(*devices, 0, first.data(), CHORUS_HOST_DEVICE, source.data(), kBytes),
-              "copy host to device 0");
-    ASSERT_OK(*suite, Copy(*devices, last, second.data(), 0, first.data(), kBytes),
-              "copy device 0 to device " << last);
-    ASSERT_OK(*suite, Copy(*devices, CHORUS_HOST_DEVICE, back.data(), last, second.data(), kBytes),
-              "copy device " << last << " to host");
-    EXPECT_EQ(source, back) << "host -> device 0 -> device " << last << " -> host changed bytes";
-  });
+    AddTest("DeviceEnumerator", suite->EnumeratorTestName("ReduceKernel", e), [suite, e] {
+      auto devices = suite->PluginDevices(e);
+      if (!devices) return;
+      FOR_EACH_DEVICE(devices, device) {
+        CheckReduceKernel(*suite, *devices, device);
+        if (testing::Test::HasFatalFailure()) return;
+      }
+    });
 
-  AddTest("DeviceEnumerator", "ReduceKernel", [suite] {
-    auto devices = suite->PluginDevices();
-    if (!devices) return;
-    FOR_EACH_DEVICE(devices, device) {
-      CheckReduceKernel(*suite, *devices, device);
-      if (testing::Test::HasFatalFailure()) return;
-    }
-  });
+    AddTest("DeviceEnumerator", suite->EnumeratorTestName("DivideKernel", e), [suite, e] {
+      auto devices = suite->PluginDevices(e);
+      if (!devices) return;
+      FOR_EACH_DEVICE(devices, device) {
+        CheckDivideKernel(*suite, *devices, device);
+        if (testing::Test::HasFatalFailure()) return;
+      }
+    });
 
-  AddTest("DeviceEnumerator", "DivideKernel", [suite] {
-    auto devices = suite->PluginDevices();
-    if (!devices) return;
-    FOR_EACH_DEVICE(devices, device) {
-      CheckDivideKernel(*suite, *devices, device);
-      if (testing::Test::HasFatalFailure()) return;
-    }
-  });
-
-  AddTest("DeviceEnumerator", "Synchronize", [suite] {
-    auto devices = suite->PluginDevices();
-    if (!devices) return;
-    FOR_EACH_DEVICE(devices, device) {
-      ASSERT_OK(*suite, devices->api().synchronize(devices->context(), device, nullptr),
-                "synchronize(device " << device << ", NULL stream)");
-    }
-  });
+    AddTest("DeviceEnumerator", suite->EnumeratorTestName("Synchronize", e), [suite, e] {
+      auto devices = suite->PluginDevices(e);
+      if (!devices) return;
+      FOR_EACH_DEVICE(devices, device) {
+        ASSERT_OK(*suite, devices->api().synchronize(devices->context(), device, nullptr),
+                  "synchronize(device " << device << ", NULL stream)");
+      }
+    });
+  }
 }
 
 }  // namespace chorus::conformance::internal

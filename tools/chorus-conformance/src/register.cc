@@ -46,12 +46,6 @@ std::vector<std::string> Limitations(const PluginLibrary& plugin, const KitOptio
                       unrequired + ", even with --require)");
     }
   }
-  if (plugin.device_enumerators().size() > 1) {
-    lines.push_back(std::string("device enumerator checks run on the first one ('") +
-                    plugin.device_enumerators()[0]->platform +
-                    "') only: chorus::DeviceEnumerator creates no other (the others are checked "
-                    "for negotiation)");
-  }
   if (!plugin.algorithms().empty() && options.transport_plugin == nullptr) {
     lines.push_back(
         "algorithms run over the core's tcp transport only; --transport PATH adds the transports "

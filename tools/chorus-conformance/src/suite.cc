@@ -64,9 +64,15 @@ std::shared_ptr<DeviceEnumerator> Suite::CpuDevices(uint32_t count) const {
   return DeviceEnumerator::Create(core_, {{"count", std::to_string(count)}});
 }
 
-std::shared_ptr<DeviceEnumerator> Suite::PluginDevices() const {
+std::string Suite::EnumeratorTestName(const std::string& name, size_t index) const {
+  const auto& all = plugin_->device_enumerators();
+  return all.size() > 1 ? name + "/" + all[index]->platform : name;
+}
+
+std::shared_ptr<DeviceEnumerator> Suite::PluginDevices(size_t enumerator) const {
   try {
-    return DeviceEnumerator::Create(plugin_, options_.enumerator_options);
+    return DeviceEnumerator::Create(plugin_, *plugin_->device_enumerators().at(enumerator),
+                                    options_.enumerator_options);
   } catch (const Error& e) {
     ADD_FAILURE() << "creating a context of the plugin's device enumerator failed: " << e.what();
   }

@@ -41,7 +41,9 @@ class Suite {
 
   // A fresh context of the plugin's own enumerator with options().enumerator_options, or
   // nullptr after recording a test failure that says why.
-  std::shared_ptr<DeviceEnumerator> PluginDevices() const;
+  std::shared_ptr<DeviceEnumerator> PluginDevices(size_t enumerator = 0) const;
+  // "Name" for a plugin with one enumerator, "Name/<platform>" for enumerator `index` of several.
+  std::string EnumeratorTestName(const std::string& name, size_t index) const;
 
   // The calling thread's last_error() of the plugin, "(NULL)" for a NULL pointer.
   std::string LastError() const;

@@ -32,8 +32,13 @@ const char* DeviceKindName(chorus_device_kind kind);
 // A device context of one enumerator. Thread-safe as far as the enumerator is.
 class DeviceEnumerator {
  public:
-  // Creates a context; throws Error with the plugin's message on failure.
+  // Creates a context of the plugin's (first) enumerator; throws Error with the plugin's message
+  // on failure.
   static std::shared_ptr<DeviceEnumerator> Create(std::shared_ptr<PluginLibrary> library,
+                                                  const Options& options = {});
+  // The same for `api`, one of library->device_enumerators() (a 1.1 library may have several).
+  static std::shared_ptr<DeviceEnumerator> Create(std::shared_ptr<PluginLibrary> library,
+                                                  const chorus_device_enumerator_api& api,
                                                   const Options& options = {});
   ~DeviceEnumerator();
   DeviceEnumerator(const DeviceEnumerator&) = delete;

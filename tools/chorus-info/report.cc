@@ -2,6 +2,7 @@
 
 #include <chorus/base/environment.h>
 #include <chorus/base/error.h>
+#include <chorus/base/dtype.h>
 #include <chorus/collective/cross_device_ops.h>
 #include <chorus/collective/selection.h>
 
@@ -111,7 +112,8 @@ void PrintTable(const Names& names, const std::vector<chorus_collective_op>& ops
     for (uint64_t bytes : kSizes) {
       if (!sized && bytes != kSizes[0]) break;
       const uint64_t b = sized ? bytes : 0;
-      out << "    " << std::setw(16) << OpName(op) << std::setw(9) << (sized ? SizeName(b) : "-");
+      out << "    " << std::setw(16) << CollectiveOpName(op) << std::setw(9)
+          << (sized ? SizeName(b) : "-");
       for (const auto& name : names) {
         const Score score = score_at(name, op, b);
         if (score.value == 0 && !zero_reasons.count(name)) zero_reasons[name] = score.reason;

@@ -51,4 +51,21 @@ chorus_reduce_op ParseReduceOp(std::string_view name) {
                                            JoinNames(kReduceOpNames, CHORUS_REDUCE_OP_COUNT));
 }
 
+const char* CollectiveOpName(chorus_collective_op op) {
+  switch (op) {
+    case CHORUS_OP_ALL_REDUCE:
+      return "all_reduce";
+    case CHORUS_OP_BROADCAST:
+      return "broadcast";
+    case CHORUS_OP_ALL_GATHER:
+      return "all_gather";
+    case CHORUS_OP_REDUCE_SCATTER:
+      return "reduce_scatter";
+    case CHORUS_OP_BARRIER:
+      return "barrier";
+    default:
+      return "unknown operation";
+  }
+}
+
 }  // namespace chorus

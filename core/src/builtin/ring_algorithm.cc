@@ -1,6 +1,8 @@
 // The C table of the ring algorithm: argument checks, then a RingRun.
 #include "builtin/ring_algorithm.h"
 
+#include <chorus/base/dtype.h>
+
 #include <chorus/plugin_sdk.hpp>
 #include <limits>
 
@@ -39,10 +41,7 @@ void Validate(const chorus_algorithm_run_args& a) {
     Fail(CHORUS_INVALID_ARGUMENT, "ring: unknown collective op ", static_cast<int>(a.op));
   }
   if (a.op == CHORUS_OP_BARRIER) return;
-  const char* op = a.op == CHORUS_OP_ALL_REDUCE   ? "all_reduce"
-                   : a.op == CHORUS_OP_BROADCAST  ? "broadcast"
-                   : a.op == CHORUS_OP_ALL_GATHER ? "all_gather"
-                                                  : "reduce_scatter";
+  const char* op = CollectiveOpName(a.op);
   sdk::RequireDtype(a.dtype, op);
   if (a.op == CHORUS_OP_ALL_REDUCE || a.op == CHORUS_OP_REDUCE_SCATTER) {
     sdk::RequireReduceOp(a.op_reduce, op);

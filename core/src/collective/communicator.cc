@@ -224,8 +224,9 @@ const Communicator::Backend& Communicator::Route(chorus_collective_op op, chorus
       reasons += "; " + b.name + " " + ScoreOf(b.api->capabilities, args).reason;
     }
     throw Error(CHORUS_UNSUPPORTED, std::string("no collective of communicator '") + config_.name +
-                                        "' serves " + OpName(op) + " of " + std::to_string(bytes) +
-                                        " bytes of " + DtypeName(dtype) + reasons);
+                                        "' serves " + CollectiveOpName(op) + " of " +
+                                        std::to_string(bytes) + " bytes of " + DtypeName(dtype) +
+                                        reasons);
   }
   return *best;
 }

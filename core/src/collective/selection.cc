@@ -126,23 +126,6 @@ const char* RequestName(chorus_implementation_request request) {
   }
 }
 
-const char* OpName(chorus_collective_op op) {
-  switch (op) {
-    case CHORUS_OP_ALL_REDUCE:
-      return "all_reduce";
-    case CHORUS_OP_BROADCAST:
-      return "broadcast";
-    case CHORUS_OP_ALL_GATHER:
-      return "all_gather";
-    case CHORUS_OP_REDUCE_SCATTER:
-      return "reduce_scatter";
-    case CHORUS_OP_BARRIER:
-      return "barrier";
-    default:
-      return "an unknown operation";
-  }
-}
-
 chorus_score_args ScoreArgs(chorus_collective_op op, chorus_dtype dtype, uint64_t bytes,
                             const JobShape& shape, chorus_implementation_request request) {
   chorus_score_args args{};
@@ -179,12 +162,13 @@ Score ScoreOf(const chorus_capabilities* capabilities, const chorus_score_args& 
   if (value > 0) return {value, ""};
   // Why it is 0, in the order ScoreValue looked.
   if (capabilities == nullptr) {
-    return {0, "declares no capabilities (an ABI 1.0 table, or unusable ones): chosen by name "
-               "only"};
+    return {0,
+            "declares no capabilities (an ABI 1.0 table, or unusable ones): chosen by name "
+            "only"};
   }
   if (args.op < 0 || args.op > CHORUS_OP_BARRIER ||
       (capabilities->ops & CHORUS_OP_BIT(args.op)) == 0) {
-    return {0, std::string("does not implement ") + OpName(args.op)};
+    return {0, std::string("does not implement ") + CollectiveOpName(args.op)};
   }
   const std::string memory = args.memory != nullptr ? args.memory : "host";
   bool served = false;
@@ -197,14 +181,14 @@ Score ScoreOf(const chorus_capabilities* capabilities, const chorus_score_args& 
     return {0, "does not serve " + memory + " memory (it serves " + Join(kinds) + ")"};
   }
   if (capabilities->shape == CHORUS_SHAPE_ONE_HOST && args.hosts != 1) {
-    return {0, "serves ranks on one host only (this job has " + std::to_string(args.hosts) +
-                   " hosts)"};
+    return {
+        0, "serves ranks on one host only (this job has " + std::to_string(args.hosts) + " hosts)"};
   }
   if (capabilities->shape == CHORUS_SHAPE_UNIFORM && args.ranks_per_host <= 0) {
     return {0, "needs as many ranks on every host"};
   }
-  return {0, std::string("scores 0 for ") + OpName(args.op) + " (" + RequestName(args.request) +
-                 " request)"};
+  return {0, std::string("scores 0 for ") + CollectiveOpName(args.op) + " (" +
+                 RequestName(args.request) + " request)"};
 }
 
 std::vector<Ranked> RankCollectives(const Registry& registry, const chorus_score_args& args,

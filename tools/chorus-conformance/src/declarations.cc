@@ -40,23 +40,6 @@ bool Declared(const chorus_capabilities& capabilities, chorus_collective_op op,
 
 }  // namespace
 
-const char* OpName(chorus_collective_op op) {
-  switch (op) {
-    case CHORUS_OP_ALL_REDUCE:
-      return "all_reduce";
-    case CHORUS_OP_BROADCAST:
-      return "broadcast";
-    case CHORUS_OP_ALL_GATHER:
-      return "all_gather";
-    case CHORUS_OP_REDUCE_SCATTER:
-      return "reduce_scatter";
-    case CHORUS_OP_BARRIER:
-      return "barrier";
-    default:
-      return "unknown operation";
-  }
-}
-
 bool DeclaresOnHost(const chorus_collective_api& api, chorus_collective_op op) {
   if (const chorus_capabilities* capabilities = CapabilitiesOf(api)) {
     return Declared(*capabilities, op, {"host"});

@@ -4,15 +4,13 @@
 #ifndef CHORUS_CONFORMANCE_DECLARATIONS_H_
 #define CHORUS_CONFORMANCE_DECLARATIONS_H_
 
+#include <chorus/base/dtype.h>
 #include <chorus/plugin.h>
 
 #include <stdexcept>
 #include <string>
 
 namespace chorus::conformance::internal {
-
-// "all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier".
-const char* OpName(chorus_collective_op op);
 
 // Every operation of plugin.h's chorus_collective_op, as CHORUS_OP_BIT bits.
 inline constexpr uint32_t kKnownOps = (1u << (CHORUS_OP_BARRIER + 1)) - 1;

@@ -155,10 +155,10 @@ void CheckCapabilities(const char* interface, const char* name, const chorus_cap
               const uint32_t first = c->score(&args);
               const uint32_t second = c->score(&args);
               if (first <= CHORUS_SCORE_MAX && first == second) continue;
-              ADD_FAILURE() << where << ": score of " << OpName(args.op) << " " << DtypeName(dtype)
-                            << " " << bytes << " bytes, " << shape.ranks << " ranks on "
-                            << shape.hosts << " host(s), memory " << args.memory << ", request "
-                            << request << " is " << first << ", then " << second
+              ADD_FAILURE() << where << ": score of " << CollectiveOpName(args.op) << " "
+                            << DtypeName(dtype) << " " << bytes << " bytes, " << shape.ranks
+                            << " ranks on " << shape.hosts << " host(s), memory " << args.memory
+                            << ", request " << request << " is " << first << ", then " << second
                             << "; it must be within 0.." << CHORUS_SCORE_MAX
                             << " and the same every time";
               if (++failures == 3) return;

@@ -43,7 +43,7 @@ HostTensor Input(chorus_dtype dtype, Pattern pattern, int rank, size_t count, si
 
 std::string Describe(const OpCase& c) {
   std::ostringstream s;
-  s << OpName(c.op);
+  s << CollectiveOpName(c.op);
   if (c.op == CHORUS_OP_BARRIER) return s.str();
   s << " " << DtypeName(c.dtype);
   if (Reduces(c.op)) s << " " << ReduceOpName(c.reduce);

@@ -18,6 +18,8 @@ std::vector<chorus_dtype> AllDtypes();
 
 // "sum", "prod", "min", "max", "mean".
 const char* ReduceOpName(chorus_reduce_op op);
+// "all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier"; "unknown operation".
+const char* CollectiveOpName(chorus_collective_op op);
 chorus_reduce_op ParseReduceOp(std::string_view name);
 
 }  // namespace chorus

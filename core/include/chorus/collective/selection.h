@@ -39,7 +39,6 @@ struct JobShape {
 
 chorus_implementation_request RequestOf(CommunicationImplementation implementation);
 const char* RequestName(chorus_implementation_request request);  // "AUTO", "RING", "NCCL"
-const char* OpName(chorus_collective_op op);                     // "all_reduce", ...
 
 chorus_score_args ScoreArgs(chorus_collective_op op, chorus_dtype dtype, uint64_t bytes,
                             const JobShape& shape, chorus_implementation_request request);

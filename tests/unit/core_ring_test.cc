@@ -5,6 +5,9 @@
 // mismatched sizes).
 #include <chorus/base/dtype.h>
 #include <chorus/base/error.h>
+#include <chorus/collective/communicator.h>
+#include <chorus/rendezvous/kv_store.h>
+#include <chorus/runtime/registry.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -220,6 +223,31 @@ INSTANTIATE_TEST_SUITE_P(CoreRing, CoreRingSweep,
                          });
 
 // Segments smaller than a chunk, of an odd size, and of less than one element.
+// Through the core's Communicator: core_ring's transport listens at the address the communicator
+// hands every collective (the cluster spec's), not at 127.0.0.1.
+TEST(CoreRing, ListensAtTheAddressTheCoreHandsIt) {
+  auto store = MakeInProcessStore();
+  RunRanks(2, [&](int rank) {
+    CommunicatorConfig config;
+    config.rank = rank;
+    config.size = 2;
+    config.store = store;
+    config.timeout_seconds = 10;
+    config.address = "127.0.0.2";
+    auto comm =
+        Communicator::Create(Registry(LoaderOptions{{}, std::string("none")}), "core_ring", config);
+    float value = static_cast<float>(rank + 1);
+    comm->AllReduce(&value, &value, 1, CHORUS_F32, CHORUS_REDUCE_SUM);
+    EXPECT_EQ(value, 3.0f);
+  });
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string published =
+        ToString(store->Get("comm/default/core_ring/core_ring/1/tcp/addr/" + std::to_string(rank),
+                            std::chrono::seconds(5)));
+    EXPECT_EQ(published.rfind("127.0.0.2:", 0), 0u) << published;
+  }
+}
+
 TEST(CoreRing, SegmentBytesOption) {
   for (const char* segment_bytes : {"1", "12", "4100"}) {
     const conformance::ThreadJob job(3);

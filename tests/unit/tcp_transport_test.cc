@@ -3,6 +3,7 @@
 // tag), size mismatches, abort, lost peers, time-outs, and set-up failures.
 #include <chorus/base/error.h>
 #include <chorus/collective/transport_endpoint.h>
+#include <chorus/rendezvous/kv_store.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -94,6 +95,30 @@ TEST(TcpTransport, EveryPairAndItselfExchangeMessages) {
     for (int peer = 0; peer < kSize; ++peer) {
       EXPECT_EQ(in[static_cast<size_t>(peer)], peer * 100 + rank);
     }
+  });
+}
+
+// Without an option "host", an endpoint listens at, and publishes, the address the cluster spec
+// gives its rank (the 1.1 create args' address): 127.0.0.2 here, reachable on loopback.
+TEST(TcpTransport, ListensAtTheCreateArgsAddress) {
+  TransportConfig config;
+  config.timeout_ms = kWaitMs;
+  config.address = "127.0.0.2";
+  EndpointGroup endpoints(CorePlugin(), Transport(), 2, config);
+  ASSERT_EQ(endpoints.CreateError(), "");
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string published = ToString(endpoints.job().shared()->Get(
+        "job/tcp/addr/" + std::to_string(rank), std::chrono::seconds(5)));
+    EXPECT_EQ(published.rfind("127.0.0.2:", 0), 0u) << published;
+  }
+  RunRanks(2, [&](int rank) {
+    const TransportEndpoint& e = *endpoints.endpoint(rank);
+    int64_t out = rank + 40, in = -1;
+    PluginRequest receive = Recv(e, 1 - rank, 1, &in, sizeof in);
+    PluginRequest send = Send(e, 1 - rank, 1, &out, sizeof out);
+    EXPECT_EQ(send.Wait(kWaitMs), CHORUS_OK) << LastError();
+    EXPECT_EQ(receive.Wait(kWaitMs), CHORUS_OK) << LastError();
+    EXPECT_EQ(in, 1 - rank + 40);
   });
 }
 

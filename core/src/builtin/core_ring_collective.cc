@@ -158,6 +158,9 @@ chorus_status Create(const chorus_communicator_create_args* args, chorus_communi
     const std::string prefix = KeyPrefix(*a.store, a.rank);
     ExchangeInfo(*a.store, prefix, a.rank, a.size, a.timeout_ms, deadline);
     transport_options.push_back({"store_prefix", prefix.c_str()});
+    // Without an option "host", the transport listens at the address the cluster spec gives this
+    // rank (1.1), which the other ranks must reach.
+    const std::string address(sdk::CreateAddress(a)), host_id(sdk::CreateHostId(a));
 
     chorus_transport_create_args transport{};
     transport.struct_size = sizeof(transport);
@@ -167,6 +170,8 @@ chorus_status Create(const chorus_communicator_create_args* args, chorus_communi
     transport.timeout_ms = Remaining(deadline, a.timeout_ms);
     transport.options = transport_options.data();
     transport.num_options = transport_options.size();
+    transport.address = address.empty() ? nullptr : address.c_str();
+    transport.host_id = host_id.empty() ? nullptr : host_id.c_str();
     const chorus_status status = TcpTransportTable()->create(&transport, &comm->endpoint);
     if (status != CHORUS_OK) {
       comm->endpoint = nullptr;

@@ -4,8 +4,9 @@
 // CollectiveP2p. Operations run on the calling thread, one at a time per communicator, and
 // complete before they return (*request = NULL). Host memory only.
 //
-// Options: "host" (the tcp transport's address, default 127.0.0.1) and "segment_bytes" (the
-// ring's pipelining unit, default 1 MiB); others are ignored (logged at debug level).
+// Options: "host" (the tcp transport's address; default the create args' address, the cluster
+// spec's, else 127.0.0.1) and "segment_bytes" (the ring's pipelining unit, default 1 MiB);
+// others are ignored (logged at debug level).
 //
 // A failed operation (a lost peer, a time-out, a size mismatch) aborts the endpoint, which tells
 // the neighbours, so every rank fails instead of waiting; the communicator then fails every

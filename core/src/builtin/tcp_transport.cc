@@ -39,6 +39,10 @@ TcpEndpointOptions ParseOptions(const chorus_option* options, size_t count) {
   return parsed;
 }
 
+bool HasOption(const chorus_option* options, size_t count, std::string_view key) {
+  return sdk::FindOption(options, count, key).has_value();
+}
+
 chorus_status Create(const chorus_transport_create_args* args, chorus_transport_endpoint** out) {
   return Guard([&] {
     if (out == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "tcp create: out is NULL");
@@ -48,7 +52,11 @@ chorus_status Create(const chorus_transport_create_args* args, chorus_transport_
     if (a.store == nullptr || a.store->struct_size < CHORUS_STRUCT_SIZE(chorus_kv_store, remove)) {
       Fail(CHORUS_INVALID_ARGUMENT, "tcp create: the rendezvous store is NULL or too small");
     }
-    const TcpEndpointOptions options = ParseOptions(a.options, a.num_options);
+    TcpEndpointOptions options = ParseOptions(a.options, a.num_options);
+    // Without the option, listen at the address the cluster spec gives this rank (1.1).
+    if (!HasOption(a.options, a.num_options, "host") && !sdk::CreateAddress(a).empty()) {
+      options.host = std::string(sdk::CreateAddress(a));
+    }
     auto endpoint = TcpEndpoint::Create(a.rank, a.size, *a.store, a.timeout_ms, options);
     *out = reinterpret_cast<chorus_transport_endpoint*>(endpoint.release());
   });

@@ -137,5 +137,31 @@ TEST(AbortFlag, AStrategyDestroyedWithWorkInFlightEndsIt) {
       << outcome.message;
 }
 
+// An aborted CrossDeviceOps refuses every later operation at once, and the refusal leaves no
+// operation counted in flight (a strategy's destructor waits for that count to reach zero).
+TEST(AbortFlag, AnAbortedCrossDeviceOpsRefusesLaterOperationsWithoutCountingThem) {
+  MirroredStrategy strategy(std::vector<Device>{}, "fake_blocking_ops");
+  CrossDeviceOps& ops = strategy.cross_device_ops();
+  ops.Abort("the test aborted it");
+  float data = 1;
+  ReduceSpec spec;
+  spec.count = 1;
+  spec.inputs = {{0, &data}};
+  spec.outputs = {{0, &data}};
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const auto start = Clock::now();
+    try {
+      ops.Reduce(CHORUS_REDUCE_SUM, spec);
+      FAIL() << "an aborted CrossDeviceOps ran a reduce";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), CHORUS_ABORTED);
+      EXPECT_NE(std::string(e.what()).find("the test aborted it"), std::string::npos) << e.what();
+    }
+    EXPECT_LT(Clock::now() - start, milliseconds(100));
+    EXPECT_EQ(ops.in_flight(), 0);
+  }
+  EXPECT_TRUE(ops.WaitIdle(milliseconds(10)));
+}
+
 }  // namespace
 }  // namespace chorus

@@ -22,16 +22,22 @@ std::vector<chorus_option> RawOptions(const Options& options) {
 
 }  // namespace
 
+// One operation on the calling thread: counted in in_flight() and inside the abort scope. An
+// aborted object refuses it; the count is undone by then (the Counted member is complete when
+// the body throws).
 class CrossDeviceOps::Activity {
  public:
-  Activity(CrossDeviceOps& ops, const char* what) : ops_(ops), scope_(*ops.abort_flag_) {
-    ++ops_.in_flight_;
-    ops_.ThrowIfAborted(what);
+  Activity(CrossDeviceOps& ops, const char* what) : counted_(ops), scope_(*ops.abort_flag_) {
+    ops.ThrowIfAborted(what);
   }
-  ~Activity() { --ops_.in_flight_; }
 
  private:
-  CrossDeviceOps& ops_;
+  struct Counted {
+    explicit Counted(CrossDeviceOps& ops) : ops(ops) { ++ops.in_flight_; }
+    ~Counted() { --ops.in_flight_; }
+    CrossDeviceOps& ops;
+  };
+  Counted counted_;
   internal::AbortScope scope_;
 };
 
@@ -133,7 +139,8 @@ CrossDeviceOps::~CrossDeviceOps() {
 const CrossDeviceOps::Backend& CrossDeviceOps::Route(chorus_collective_op op, chorus_dtype dtype,
                                                      uint64_t bytes) const {
   if (backends_.size() == 1) return backends_[0];
-  const auto args = ScoreArgs(op, dtype, bytes, LocalShape(devices_), CHORUS_REQUEST_AUTO);
+  const JobShape shape = LocalShape(devices_);  // args point into it
+  const auto args = ScoreArgs(op, dtype, bytes, shape, CHORUS_REQUEST_AUTO);
   const Backend* best = &backends_[0];
   uint32_t best_score = 0;
   for (const Backend& b : backends_) {

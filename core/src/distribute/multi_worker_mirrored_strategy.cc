@@ -155,9 +155,10 @@ void MultiWorkerMirroredStrategy::WatchPeers() {
 }
 
 MultiWorkerMirroredStrategy::~MultiWorkerMirroredStrategy() {
-  StopPendingWork(name());
+  // The monitor goes first: it calls into the communicator, which StopPendingWork aborts.
   stopping_.store(true);
   if (monitor_.joinable()) monitor_.join();
+  StopPendingWork(name());
   if (!store_) return;
   try {
     // The leader's store must outlive every worker's last use of it: the others say they are

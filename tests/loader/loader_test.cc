@@ -192,7 +192,8 @@ TEST(Loader, AcceptsSeveralDeviceEnumeratorsAndTheRegistryCreatesEach) {
   EXPECT_EQ(platforms, (std::vector<std::string>{"cpu", "fakea", "fakeb"}));
 }
 
-// dlopen hands back the same library; its init must not run twice, so the loader does too.
+// dlopen would hand back the same library, whose init must not run twice: the loader keeps one
+// PluginLibrary per file and hands it out again while it lives.
 TEST(Loader, LoadingAFileTwiceGivesTheSameLibrary) {
   std::string reason;
   auto first = PluginLibrary::Load(FakePath("fake_good"), &reason);

@@ -54,6 +54,22 @@ const char*& NameOf(Api* table) {
 // How many entries a NULL-terminated memory list may have before it is taken as unterminated.
 constexpr size_t kMaxMemoryKinds = 64;
 
+// Guards the one-library-per-file cache of Load, and is held while a library shuts down and
+// unloads, so that a Load of the same file never runs the plugin's init while its shutdown runs
+// (dlopen would hand back the library that is still mapped). Recursive: a library that fails
+// Accept is destroyed inside Load.
+std::recursive_mutex& LibraryMutex() {
+  static std::recursive_mutex mutex;
+  return mutex;
+}
+
+std::shared_ptr<PluginLibrary> Guarded(PluginLibrary* library) {
+  return std::shared_ptr<PluginLibrary>(library, [](PluginLibrary* dying) {
+    std::lock_guard<std::recursive_mutex> lock(LibraryMutex());
+    delete dying;
+  });
+}
+
 }  // namespace
 
 template <typename Api>
@@ -175,11 +191,10 @@ std::shared_ptr<PluginLibrary> PluginLibrary::Load(const std::string& path, std:
   }
   // One PluginLibrary per file: dlopen would hand back the same library, whose init must not run
   // twice (its host slot is one per library).
-  static std::mutex mutex;
   static std::map<std::string, std::weak_ptr<PluginLibrary>> alive;
   std::error_code canonical_error;
   const std::string key = std::filesystem::canonical(path, canonical_error).string();
-  std::lock_guard<std::mutex> lock(mutex);
+  std::lock_guard<std::recursive_mutex> lock(LibraryMutex());
   if (!canonical_error) {
     if (auto existing = alive[key].lock()) return existing;
   }
@@ -190,7 +205,7 @@ std::shared_ptr<PluginLibrary> PluginLibrary::Load(const std::string& path, std:
 
 std::shared_ptr<PluginLibrary> PluginLibrary::LoadFile(const std::string& path,
                                                        std::string* reason) {
-  std::shared_ptr<PluginLibrary> plugin(new PluginLibrary());
+  std::shared_ptr<PluginLibrary> plugin = Guarded(new PluginLibrary());
   plugin->path_ = path;
   plugin->handle_ = std::make_unique<Handle>();
   boost::dll::fs::error_code ec;
@@ -232,7 +247,7 @@ std::shared_ptr<PluginLibrary> PluginLibrary::LoadFile(const std::string& path,
 
 std::shared_ptr<PluginLibrary> PluginLibrary::FromBuiltinTable(const chorus_plugin* table,
                                                                std::string* reason) {
-  std::shared_ptr<PluginLibrary> plugin(new PluginLibrary());
+  std::shared_ptr<PluginLibrary> plugin = Guarded(new PluginLibrary());
   plugin->path_ = "builtin";
   plugin->builtin_ = true;
   plugin->handle_ = std::make_unique<Handle>();

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -123,6 +124,7 @@ TEST_F(SelectionTest, TheVariableBeatsTheTuningFile) {
 
 TEST_F(SelectionTest, TheConstructorArgumentBeatsTheVariableAndTheTuningFile) {
   setenv("CHORUS_COMMUNICATION", "fake_scored_fast", 1);
+  setenv("CHORUS_ALGORITHM", "allreduce:0-inf=fake_scored_fast", 1);
   setenv("CHORUS_TUNING_FILE", TuningFile("allreduce:0-inf=fake_scored_fast\n").c_str(), 1);
   // RING: the core's ring answers it (50); the fake does not (0).
   const CollectivePlan plan =
@@ -131,6 +133,8 @@ TEST_F(SelectionTest, TheConstructorArgumentBeatsTheVariableAndTheTuningFile) {
   EXPECT_EQ(plan.request, CHORUS_REQUEST_RING);
   EXPECT_THAT(plan.source, HasSubstr("CommunicationOptions RING"));
   EXPECT_TRUE(plan.tuning_rules.empty());
+  EXPECT_TRUE(plan.variable_rules.empty());
+  EXPECT_EQ(plan.collectives, std::vector<std::string>{"core_ring"});
   EXPECT_EQ(Decide(registry_, plan, CHORUS_OP_ALL_REDUCE, CHORUS_F32, 4096).collective,
             "core_ring");
   // NCCL: nothing here answers it, and the error says so.
@@ -233,10 +237,44 @@ TEST_F(SelectionTest, WorkersThatWouldCreateDifferentCollectivesAreToldWhy) {
   for (auto& t : ranks) t.join();
   for (const auto& error : errors) {
     EXPECT_THAT(error, HasSubstr("the workers disagree on the collectives: worker 1 would create "
-                                 "core_ring but worker 0 would create fake_scored_fast, "
-                                 "core_ring"));
+                                 "core_ring (core 1.0.0) but worker 0 would create "
+                                 "fake_scored_fast (fake_scored 0.0.1), core_ring (core 1.0.0)"));
     EXPECT_THAT(error, HasSubstr("CHORUS_PLUGIN_PATH, CHORUS_PLUGINS"));
   }
+}
+
+// A worker that lacks a collective of the plan fails with its own error, and tells the others,
+// who fail at once with it instead of waiting out their time-out.
+TEST_F(SelectionTest, AWorkerThatCannotCreateThePlanTellsTheOthersAtOnce) {
+  Registry bare(Only("none"));
+  const CollectivePlan plan =
+      PlanCollectives(registry_, CommunicationImplementation::kAuto, TwoRanksOnOneHost());
+  ASSERT_EQ(plan.collectives.front(), "fake_scored_fast");
+  auto store = MakeInProcessStore();
+  std::string errors[2];
+  std::thread ranks[2];
+  const auto start = std::chrono::steady_clock::now();
+  for (int rank = 0; rank < 2; ++rank) {
+    ranks[rank] = std::thread([&, rank] {
+      try {
+        CommunicatorConfig config;
+        config.rank = rank;
+        config.size = 2;
+        config.store = store;
+        config.timeout_seconds = 60;
+        config.task_names = {"worker 0", "worker 1"};
+        Communicator::Create(rank == 0 ? registry_ : bare, plan, config);
+      } catch (const Error& e) {
+        errors[rank] = e.what();
+      }
+    });
+  }
+  for (auto& t : ranks) t.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  EXPECT_THAT(errors[1], HasSubstr("fake_scored_fast"));
+  EXPECT_THAT(errors[0], HasSubstr("the workers disagree on the collectives: worker 1 would "
+                                   "create nothing: "));
+  EXPECT_THAT(errors[0], HasSubstr("fake_scored_fast"));
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 #include "report.h"
 
+#include <chorus/base/dtype.h>
 #include <chorus/base/environment.h>
 #include <chorus/base/error.h>
-#include <chorus/base/dtype.h>
 #include <chorus/collective/cross_device_ops.h>
 #include <chorus/collective/selection.h>
 
@@ -172,6 +172,7 @@ void PrintScores(const Registry& registry, const JobDescription& job, std::ostre
         << "    created: " << Join(plan.collectives) << "\n";
     // What a composing collective would compose, when AUTO chooses its parts.
     for (const auto& name : plan.collectives) {
+      if (!SplitComposite(name).first.empty()) continue;  // "local+cross" names both parts
       const auto entry = registry.FindCollective(name, "chorus-info");
       const chorus_capabilities* caps = entry.api->capabilities;
       if (caps == nullptr || !(caps->flags & CHORUS_CAPABILITY_COMPOSES_BY_HOST) ||

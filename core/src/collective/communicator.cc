@@ -11,6 +11,7 @@
 #include "base/abort_scope.h"
 #include "base/host_kernels.h"
 #include "base/logging.h"
+#include "collective/current_registry.h"
 #include "collective/signature_check.h"
 
 namespace chorus {
@@ -89,7 +90,8 @@ std::unique_ptr<Communicator> Communicator::Create(const Registry& registry,
   self->config_.check_signatures = config.check_signatures && ChecksFromEnvironment();
   self->plan_ = plan;
   Activity activity(*self);
-  if (config.check_plan && config.size > 1) self->CheckPlanAcrossRanks();
+  internal::RegistryScope registry_scope(registry);  // for a plugin that composes others
+  if (config.check_plan && config.size > 1) self->CheckPlanAcrossRanks(registry);
   self->backends_.reserve(plan.collectives.size());
   // Every rank creates the same collectives in the same order, so their rendezvous meet.
   for (size_t i = 0; i < plan.collectives.size(); ++i) {
@@ -110,25 +112,59 @@ std::unique_ptr<Communicator> Communicator::Create(const Registry& registry,
   return self;
 }
 
+// What decides where each operation runs: the collectives (with their plugins' versions, since
+// scores may change between versions), the request, the fixed name and the rules.
+std::string Communicator::DescribePlan(const Registry& registry) const {
+  std::vector<std::string> parts;
+  for (const auto& name : plan_.collectives) {
+    const auto [local, cross] = SplitComposite(name);
+    const auto entry = local.empty() ? registry.FindCollective(name, "the communicator")
+                                     : ComposingCollective(registry, "the communicator");
+    parts.push_back(name + " (" + entry.plugin->name() + " " + entry.plugin->version() + ")");
+  }
+  std::string text = JoinNames(parts);
+  if (plan_.request != CHORUS_REQUEST_AUTO) text += std::string("; ") + RequestName(plan_.request);
+  if (!plan_.variable_rules.empty()) {
+    text += "; CHORUS_ALGORITHM " + DescribeRules(plan_.variable_rules);
+  }
+  if (!plan_.tuning_rules.empty()) {
+    text += "; CHORUS_TUNING_FILE " + DescribeRules(plan_.tuning_rules);
+  }
+  return text;
+}
+
 // Every rank must create the same collectives, or their rendezvous never meet: a worker with
 // another plugin set (or other variables) would wait out the whole time-out. Each rank publishes
 // its list, compares it with rank 0's, and all meet before anyone creates anything, so that every
 // rank reports the difference.
-void Communicator::CheckPlanAcrossRanks() {
+// A rank that cannot describe its plan (a collective it lacks) publishes that instead, arrives and
+// throws, so that the others fail at once too instead of waiting out the time-out.
+void Communicator::CheckPlanAcrossRanks(const Registry& registry) {
   const auto timeout = std::chrono::milliseconds(TimeoutMs(config_.timeout_seconds));
   KvStore& store = *config_.store;
   const std::string base = "comm/" + config_.name + "/plan/";
   const int64_t generation = store.Add(base + "creates/" + std::to_string(config_.rank), 1);
   const std::string prefix = base + std::to_string(generation) + "/";
-  const std::string mine = JoinNames(plan_.collectives);
+  std::string mine;
+  std::exception_ptr failure;
+  try {
+    mine = DescribePlan(registry);
+  } catch (const std::exception& e) {
+    failure = std::current_exception();
+    mine = std::string("nothing: ") + e.what();
+  }
   store.Set(prefix + std::to_string(config_.rank), ToBytes(mine));
-  const std::string leaders = ToString(store.Get(prefix + "0", timeout));
-  if (leaders != mine) {
+  if (failure) {
+    store.Set(prefix + "mismatch", ToBytes(TaskName(config_.rank) + " would create " + mine));
+  } else if (const std::string leaders = ToString(store.Get(prefix + "0", timeout));
+             leaders != mine) {
     store.Set(prefix + "mismatch", ToBytes(TaskName(config_.rank) + " would create " + mine +
                                            " but " + TaskName(0) + " would create " + leaders));
   }
   store.Add(prefix + "arrived", 1);
+  if (failure) std::rethrow_exception(failure);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::milliseconds(1);
   while (store.Add(prefix + "arrived", 0) < config_.size) {
     if (std::chrono::steady_clock::now() > deadline) {
       throw Error(CHORUS_TIMEOUT, "communicator '" + config_.name + "': " + TaskName(config_.rank) +
@@ -136,7 +172,8 @@ void Communicator::CheckPlanAcrossRanks() {
                                       " s for every worker to arrive (is each started, with the "
                                       "same job?)");
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
   }
   if (store.Check(prefix + "mismatch")) {
     throw Error(CHORUS_INVALID_ARGUMENT,
@@ -287,8 +324,12 @@ void Communicator::Fail(const Backend& backend, chorus_status status, const std:
                ? " (a worker's process ended; the job cannot continue without it)"
                : " (lost " + lost + ": its process ended; the job cannot continue without it)";
   }
-  throw Error(status, what + " over " + backend.name + " on " + TaskName(config_.rank) +
-                          " failed with " + StatusName(status) + ": " + detail + hint);
+  const std::string message = what + " over " + backend.name + " on " + TaskName(config_.rank) +
+                              " failed with " + StatusName(status) + ": " + detail + hint;
+  // A lost peer ends the job: every other wait of this communicator (its other collectives, other
+  // threads) must end too.
+  if (status == CHORUS_PEER_LOST) Abort(CHORUS_PEER_LOST, message);
+  throw Error(status, message);
 }
 
 void Communicator::Finish(const Backend& backend, chorus_status status, chorus_request* request,
@@ -311,13 +352,18 @@ void Communicator::Finish(const Backend& backend, chorus_status status, chorus_r
 }
 
 void Communicator::CheckSignature(int op, size_t count, chorus_dtype dtype, chorus_reduce_op reduce,
-                                  int root) {
+                                  int root, const Backend& routed) {
   const Backend& own = backends_[0];
   if (aborted_.load()) {
     Fail(own, abort_status_.load(), internal::SignatureOpName(op), "the communicator was aborted");
   }
-  const Signature mine{
-      static_cast<int64_t>(sequence_++), op, static_cast<int64_t>(count), dtype, reduce, root};
+  const Signature mine{static_cast<int64_t>(sequence_++),
+                       op,
+                       static_cast<int64_t>(count),
+                       dtype,
+                       reduce,
+                       root,
+                       static_cast<int64_t>(&routed - backends_.data())};
   if (!config_.check_signatures || config_.size == 1 || own.api->all_gather == nullptr) return;
   constexpr size_t kFields = sizeof(Signature) / sizeof(int64_t);
   std::vector<Signature> all(static_cast<size_t>(config_.size));
@@ -332,8 +378,13 @@ void Communicator::CheckSignature(int op, size_t count, chorus_dtype dtype, chor
       std::string(internal::SignatureOpName(op)) + " #" + std::to_string(mine.sequence);
   Finish(own, own.api->all_gather(own.handle, &args, &request), request,
          (what + " (exchanging its signature)").c_str());
-  const std::string mismatch =
-      internal::SignatureMismatch(all, [this](int rank) { return TaskName(rank); });
+  const std::string mismatch = internal::SignatureMismatch(
+      all, [this](int rank) { return TaskName(rank); },
+      [this](int64_t index) {
+        return index >= 0 && static_cast<size_t>(index) < backends_.size()
+                   ? backends_[static_cast<size_t>(index)].name
+                   : "collective #" + std::to_string(index);
+      });
   if (!mismatch.empty()) throw Error(CHORUS_INVALID_ARGUMENT, mismatch);
 }
 
@@ -344,9 +395,9 @@ void Communicator::AllReduce(const void* send, void* recv, size_t count, chorus_
     throw Error(CHORUS_INVALID_ARGUMENT,
                 "all_reduce: reduce op " + std::to_string(op) + " is not a chorus reduce op");
   }
-  CheckSignature(internal::kAllReduce, count, dtype, op, 0);
-  if (count == 0) return;
   const Backend& b = Route(CHORUS_OP_ALL_REDUCE, dtype, count * chorus_dtype_size(dtype));
+  CheckSignature(internal::kAllReduce, count, dtype, op, 0, b);
+  if (count == 0) return;
   chorus_all_reduce_args args{};
   args.struct_size = sizeof(args);
   args.send = send;
@@ -371,7 +422,7 @@ void Communicator::Broadcast(void* data, size_t count, chorus_dtype dtype, int r
   if (b.api->broadcast == nullptr) {
     throw Error(CHORUS_UNSUPPORTED, "collective '" + b.name + "' provides no broadcast");
   }
-  CheckSignature(internal::kBroadcast, count, dtype, CHORUS_REDUCE_SUM, root);
+  CheckSignature(internal::kBroadcast, count, dtype, CHORUS_REDUCE_SUM, root, b);
   if (count == 0 || config_.size == 1) return;
   chorus_collective_broadcast_args args{};
   args.struct_size = sizeof(args);
@@ -390,7 +441,7 @@ void Communicator::AllGather(const void* send, void* recv, size_t count, chorus_
   if (b.api->all_gather == nullptr) {
     throw Error(CHORUS_UNSUPPORTED, "collective '" + b.name + "' provides no all_gather");
   }
-  CheckSignature(internal::kAllGather, count, dtype, CHORUS_REDUCE_SUM, 0);
+  CheckSignature(internal::kAllGather, count, dtype, CHORUS_REDUCE_SUM, 0, b);
   if (count == 0) return;
   chorus_collective_all_gather_args args{};
   args.struct_size = sizeof(args);
@@ -415,7 +466,7 @@ void Communicator::ReduceScatter(const void* send, void* recv, size_t recv_count
     throw Error(CHORUS_INVALID_ARGUMENT,
                 "reduce_scatter: reduce op " + std::to_string(op) + " is not a chorus reduce op");
   }
-  CheckSignature(internal::kReduceScatter, recv_count, dtype, op, 0);
+  CheckSignature(internal::kReduceScatter, recv_count, dtype, op, 0, b);
   if (recv_count == 0) return;
   chorus_reduce_scatter_args args{};
   args.struct_size = sizeof(args);
@@ -437,7 +488,7 @@ void Communicator::Barrier() {
   if (b.api->barrier == nullptr) {
     throw Error(CHORUS_UNSUPPORTED, "collective '" + b.name + "' provides no barrier");
   }
-  CheckSignature(internal::kBarrier, 0, CHORUS_U8, CHORUS_REDUCE_SUM, 0);
+  CheckSignature(internal::kBarrier, 0, CHORUS_U8, CHORUS_REDUCE_SUM, 0, b);
   if (config_.size == 1) return;
   chorus_request* request = nullptr;
   Finish(b, b.api->barrier(b.handle, &request), request, "barrier");

@@ -6,12 +6,16 @@
 #include <chorus/base/error.h>
 #include <chorus/collective/communicator.h>
 #include <chorus/collective/selection.h>
+#include <strings.h>
 
+#include <algorithm>
 #include <chorus/plugin_sdk.hpp>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/logging.h"
+#include "collective/current_registry.h"
 #include "rendezvous/c_kv_store_view.h"
 #include "runtime/host.h"
 
@@ -43,6 +47,9 @@ chorus_status Run(Body&& body) {
   } catch (const std::exception& e) {
     LastErrorText() = std::string("internal error: ") + e.what();
     return CHORUS_INTERNAL;
+  } catch (...) {
+    LastErrorText() = "internal error: unknown exception";
+    return CHORUS_INTERNAL;
   }
 }
 
@@ -73,6 +80,11 @@ chorus_status Create(void* ctx, const chorus_host_communicator_create_args* args
     }
     if (a.num_options > 0 && a.options == nullptr) {
       throw Error(CHORUS_INVALID_ARGUMENT, "host collectives create: options are NULL");
+    }
+    if (a.timeout_ms <= 0) {
+      throw Error(CHORUS_INVALID_ARGUMENT, "host collectives create: timeout_ms is " +
+                                               std::to_string(a.timeout_ms) +
+                                               "; give the communicator's positive time-out");
     }
     const std::string& asking = AskingPlugin(ctx);
     JobShape shape;
@@ -155,9 +167,19 @@ chorus_status Barrier(void*, chorus_host_communicator* comm) {
 }
 
 void Abort(void*, chorus_host_communicator* comm) {
-  if (comm != nullptr && comm->communicator) {
+  if (comm == nullptr || !comm->communicator) return;
+  try {
     comm->communicator->Abort(CHORUS_ABORTED, "the communicator that composes it was aborted");
+  } catch (...) {
+    // abort() crosses the C ABI and has no status: the flag is raised before anything can throw.
   }
+}
+
+// The plugins whose score function is running on this thread: a composing plugin's score asks
+// for the best of the others, whose scores may ask again; leaving every asker out ends that.
+std::vector<std::string>& AskersRunning() {
+  static thread_local std::vector<std::string> askers;
+  return askers;
 }
 
 chorus_status BestScore(void* ctx, const chorus_score_args* args, uint32_t* score,
@@ -168,12 +190,21 @@ chorus_status BestScore(void* ctx, const chorus_score_args* args, uint32_t* scor
     if (score == nullptr || name == nullptr) {
       throw Error(CHORUS_INVALID_ARGUMENT, "host collectives best_score: score or name is NULL");
     }
-    const auto ranked = RankCollectives(Registry::Global(), a, AskingPlugin(ctx));
     *score = 0;
     *name = "";
-    if (!ranked.empty() && ranked.front().score.value > 0) {
-      *score = ranked.front().score.value;
-      *name = Registry::Global().FindCollective(ranked.front().name, "best_score").api->name;
+    auto& askers = AskersRunning();
+    askers.push_back(AskingPlugin(ctx));
+    struct Pop {
+      std::vector<std::string>& askers;
+      ~Pop() { askers.pop_back(); }
+    } pop{askers};
+    for (const auto& entry : CurrentRegistry().collectives()) {
+      if (std::find(askers.begin(), askers.end(), entry.plugin->name()) != askers.end()) continue;
+      const uint32_t value = ScoreValue(entry.api->capabilities, a);
+      if (value > *score) {
+        *score = value;
+        *name = entry.api->name;  // static, the plugin's table (its copy lives with the plugin)
+      }
     }
   });
 }

@@ -9,6 +9,9 @@
 #include <map>
 #include <sstream>
 
+#include "base/logging.h"
+#include "collective/current_registry.h"
+
 namespace chorus {
 namespace {
 
@@ -39,8 +42,9 @@ constexpr uint32_t kEveryOp =
     CHORUS_OP_BIT(CHORUS_OP_BARRIER);
 
 template <typename Entry>
-std::vector<Ranked> Rank(const std::vector<Entry>& entries, const chorus_score_args& args,
-                         std::string_view exclude_plugin) {
+std::vector<Ranked> Rank(const Registry& registry, const std::vector<Entry>& entries,
+                         const chorus_score_args& args, std::string_view exclude_plugin) {
+  internal::RegistryScope scope(registry);  // a composing plugin's score asks the host
   std::vector<Ranked> ranked;
   for (const auto& entry : entries) {
     if (!exclude_plugin.empty() && entry.plugin->name() == exclude_plugin) continue;
@@ -193,11 +197,11 @@ Score ScoreOf(const chorus_capabilities* capabilities, const chorus_score_args& 
 
 std::vector<Ranked> RankCollectives(const Registry& registry, const chorus_score_args& args,
                                     std::string_view exclude_plugin) {
-  return Rank(registry.collectives(), args, exclude_plugin);
+  return Rank(registry, registry.collectives(), args, exclude_plugin);
 }
 
 std::vector<Ranked> RankCrossDeviceOps(const Registry& registry, const chorus_score_args& args) {
-  return Rank(registry.cross_device_ops(), args, {});
+  return Rank(registry, registry.cross_device_ops(), args, {});
 }
 
 std::vector<GridPoint> SelectionGrid(uint32_t ops) {
@@ -377,14 +381,17 @@ void AddOnce(std::vector<std::string>& list, const std::string& name) {
   if (std::find(list.begin(), list.end(), name) == list.end()) list.push_back(name);
 }
 
-// The best of `names` (flat names of `registry`'s collectives) for `args`, with the ranking;
+// The best of `names` (collectives of `registry`, flat or "local+cross") for `args`, with the
+// ranking;
 // "" when none scores above 0.
 std::string BestNamed(const Registry& registry, const std::vector<std::string>& names,
                       const chorus_score_args& args, std::vector<Ranked>* ranking) {
   std::vector<Ranked> ranked;
   for (const auto& name : names) {
-    if (!SplitComposite(name).first.empty()) continue;
-    const auto entry = registry.FindCollective(name, "the plan");
+    // A "local+cross" name is scored as the collective that composes it, as Route does.
+    const auto entry = SplitComposite(name).first.empty()
+                           ? registry.FindCollective(name, "the plan")
+                           : ComposingCollective(registry, "the plan");
     ranked.push_back({name, entry.plugin->name(), ScoreOf(entry.api->capabilities, args)});
   }
   std::stable_sort(ranked.begin(), ranked.end(),
@@ -424,6 +431,12 @@ CollectivePlan PlanCollectives(const Registry& registry, CommunicationImplementa
   if (implementation != CommunicationImplementation::kAuto) {
     plan.request = RequestOf(implementation);
     plan.source = std::string("CommunicationOptions ") + RequestName(plan.request);
+    // The constructor argument outranks every variable, CHORUS_ALGORITHM's rules included.
+    if (!plan.variable_rules.empty()) {
+      Log().warn("CHORUS_ALGORITHM={} is not used: {} outranks it",
+                 DescribeRules(plan.variable_rules), plan.source);
+      plan.variable_rules.clear();
+    }
   } else if (const auto value = GetEnv("CHORUS_COMMUNICATION"); value && !value->empty()) {
     plan.source = "CHORUS_COMMUNICATION=" + *value;
     // tf.distribute's CommunicationImplementation values, in any case.

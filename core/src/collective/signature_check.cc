@@ -22,7 +22,8 @@ const char* SignatureOpName(int64_t op) {
   return "an unknown operation";
 }
 
-std::string DescribeSignature(const Signature& s) {
+std::string DescribeSignature(const Signature& s,
+                              const std::function<std::string(int64_t)>& backend_name) {
   std::string text =
       std::string(SignatureOpName(s.op)) + " of " + std::to_string(s.count) + " " +
       (s.dtype >= 0 && s.dtype < CHORUS_DTYPE_COUNT ? DtypeName(static_cast<chorus_dtype>(s.dtype))
@@ -35,18 +36,23 @@ std::string DescribeSignature(const Signature& s) {
             ")";
   }
   if (s.op == kBroadcast) text += " from rank " + std::to_string(s.root);
-  return text;
+  return backend_name ? text + " on " + backend_name(s.backend) : text;
 }
 
 std::string SignatureMismatch(const std::vector<Signature>& all,
-                              const std::function<std::string(int)>& task_name) {
+                              const std::function<std::string(int)>& task_name,
+                              const std::function<std::string(int64_t)>& backend_name) {
   for (size_t r = 1; r < all.size(); ++r) {
     if (std::memcmp(&all[r], &all[0], sizeof(Signature)) == 0) continue;
+    // The collective is named only where the routing differs.
+    const auto& names =
+        all[r].backend != all[0].backend ? backend_name : std::function<std::string(int64_t)>();
     return "collective mismatch across workers at operation #" + std::to_string(all[0].sequence) +
-           ": " + task_name(0) + " issues " + DescribeSignature(all[0]) + " but " +
-           task_name(static_cast<int>(r)) + " issues " + DescribeSignature(all[r]) +
+           ": " + task_name(0) + " issues " + DescribeSignature(all[0], names) + " but " +
+           task_name(static_cast<int>(r)) + " issues " + DescribeSignature(all[r], names) +
            "; every worker must issue the same collectives, in the same order, with the same "
-           "sizes and dtypes";
+           "sizes and dtypes, and route them alike (the same plugins, CHORUS_ALGORITHM and "
+           "CHORUS_TUNING_FILE)";
   }
   return "";
 }

@@ -19,18 +19,23 @@ enum SignatureOp : int64_t { kAllReduce = 1, kBroadcast, kAllGather, kReduceScat
 
 const char* SignatureOpName(int64_t op);
 
-// Six int64 values, exchanged as such (48 bytes).
+// Seven int64 values, exchanged as such (56 bytes). `backend` is the index of the collective the
+// rank routes the operation to: ranks whose routing differs (other scores, rules or plugin
+// versions) fail here instead of waiting in two collectives.
 struct Signature {
-  int64_t sequence, op, count, dtype, reduce, root;
+  int64_t sequence, op, count, dtype, reduce, root, backend;
 };
 
-// "all_reduce of 1000 f32 (sum)", "broadcast of 4 i32 from rank 1".
-std::string DescribeSignature(const Signature& signature);
+// "all_reduce of 1000 f32 (sum) on shm", "broadcast of 4 i32 from rank 1 on core_ring";
+// backend_name(i) names collective i (an empty function: the collective is left out).
+std::string DescribeSignature(const Signature& signature,
+                              const std::function<std::string(int64_t)>& backend_name);
 
 // "" when every rank's signature equals rank 0's; else the message naming the first rank that
-// differs (task_name(r) says how rank r is called).
+// differs (task_name(r) says how rank r is called), and the collectives when the routing differs.
 std::string SignatureMismatch(const std::vector<Signature>& all,
-                              const std::function<std::string(int)>& task_name);
+                              const std::function<std::string(int)>& task_name,
+                              const std::function<std::string(int64_t)>& backend_name);
 
 }  // namespace chorus::internal
 

@@ -712,8 +712,10 @@ struct chorus_host_collectives {
   chorus_status (*barrier)(void* ctx, chorus_host_communicator* comm);
   /* As chorus_collective_api.abort. */
   void (*abort)(void* ctx, chorus_host_communicator* comm);
-  /* The highest score any collective but the asking plugin's declares for `args`, and its name
-     (static; "" when none scores above 0). For a composing plugin's own score function. */
+  /* The highest score any collective declares for `args`, and its name (static; "" when none
+     scores above 0), leaving out the asking plugin's collectives and those of every plugin whose
+     best_score call is running on this thread (two composing plugins asking about each other
+     end there). For a composing plugin's own score function. */
   chorus_status (*best_score)(void* ctx, const chorus_score_args* args, uint32_t* score,
                               const char** name);
   /* Message of the last failed call of this thread into these services; owned by the core,

@@ -62,13 +62,17 @@ struct CommunicatorConfig {
 
 class Communicator {
  public:
-  // Creates every collective of `plan` from `registry`, in the plan's order, then checks that
-  // every rank created the same ones (plugin sets can differ between hosts). Throws Error with the
-  // plugin's message when a create fails (TIMEOUT when a rank did not arrive).
+  // First checks (unless config.check_plan is false) that every rank would create the same
+  // collectives from the same plugin versions under the same rules, since plugin sets can differ
+  // between hosts; a rank that differs, or cannot describe its plan, makes every rank fail with
+  // INVALID_ARGUMENT naming both. Then creates every collective of `plan` from `registry`, in the
+  // plan's order. Throws Error with the plugin's message when a create fails (TIMEOUT when a rank
+  // did not arrive).
   static std::unique_ptr<Communicator> Create(const Registry& registry, const CollectivePlan& plan,
                                               const CommunicatorConfig& config);
   // The plan PlanNamed(registry, name, shape) for `name` (a collective's or plugin's name, or
-  // "local+cross"), for a job of config.size ranks on one host unless `shape` says otherwise.
+  // "local+cross"), with shape = config.size ranks on one host. For another shape, call
+  // PlanNamed (collective/selection.h) and the overload above.
   static std::unique_ptr<Communicator> Create(const Registry& registry, const std::string& name,
                                               const CommunicatorConfig& config);
   ~Communicator();
@@ -126,9 +130,11 @@ class Communicator {
   // One operation on the calling thread: counted in in_flight(), inside the abort scope.
   class Activity;
   void AddBackend(const Registry& registry, const std::string& name, const Options& options);
-  void CheckPlanAcrossRanks();
+  void CheckPlanAcrossRanks(const Registry& registry);
+  std::string DescribePlan(const Registry& registry) const;
   const Backend& Route(chorus_collective_op op, chorus_dtype dtype, uint64_t bytes) const;
-  void CheckSignature(int op, size_t count, chorus_dtype dtype, chorus_reduce_op reduce, int root);
+  void CheckSignature(int op, size_t count, chorus_dtype dtype, chorus_reduce_op reduce, int root,
+                      const Backend& routed);
   void Finish(const Backend& backend, chorus_status status, chorus_request* request,
               const char* what);
   [[noreturn]] void Fail(const Backend& backend, chorus_status status, const std::string& what,

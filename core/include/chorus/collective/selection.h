@@ -40,6 +40,7 @@ struct JobShape {
 chorus_implementation_request RequestOf(CommunicationImplementation implementation);
 const char* RequestName(chorus_implementation_request request);  // "AUTO", "RING", "NCCL"
 
+// args.memory points into `shape`, which must outlive the args.
 chorus_score_args ScoreArgs(chorus_collective_op op, chorus_dtype dtype, uint64_t bytes,
                             const JobShape& shape, chorus_implementation_request request);
 

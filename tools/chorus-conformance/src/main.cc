@@ -19,6 +19,7 @@
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -150,6 +151,24 @@ void JoinJob(chorus::conformance::KitOptions* options) {
             << " (" << resolver->name() << "), store at " << leader << "\n";
 }
 
+// The leader serves the store, so it leaves last: every rank says it is done, and the leader
+// waits (bounded) for all of them before its process, and the store's server, ends. Otherwise a
+// rank still finishing its last check loses the store.
+void LeaveJob(const chorus::conformance::KitOptions& options) {
+  auto& store = *options.job_store;
+  store.Add("conformance/left", 1);
+  if (options.job_rank != 0) return;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (store.Add("conformance/left", 0) < options.job_size) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::cerr << "chorus-conformance: the leader waited 60 s for every rank to finish; it "
+                   "stops serving the store now\n";
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 std::string Join(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
@@ -236,5 +255,13 @@ int main(int argc, char** argv) {
   }
   chorus::conformance::RegisterConformanceTests(plugin, args.options);
   const int result = RUN_ALL_TESTS();
+  if (args.ranks_from_environment) {
+    try {
+      LeaveJob(args.options);
+    } catch (const std::exception& e) {
+      std::cerr << "chorus-conformance: leaving the job: " << e.what() << "\n";
+      return 1;
+    }
+  }
   return result == 0 ? 0 : 1;
 }

@@ -2,7 +2,8 @@
 # The whole test suite: install what is missing, then build and run CTest three ways:
 #   1. release build, every test;
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build, every test but the 3- and 4-worker
-#      repeats of the multi-process collective sweep (the 2-worker sweep runs);
+#      repeats of the multi-process collective sweep (the 2-worker sweep runs) and the
+#      out-of-tree template build (a packaging test; its plugin is not instrumented);
 #   3. ThreadSanitizer build, the threaded core tests (replica threads, stores, tcp transport,
 #      ring collective, the hierarchical collective with ranks as threads).
 # CHORUS_TEST_QUICK=1 runs only the first.

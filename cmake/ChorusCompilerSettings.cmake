@@ -23,10 +23,4 @@ if(CHORUS_SANITIZE)
   if(CHORUS_SANITIZE MATCHES "undefined")
     add_compile_options(-fno-sanitize-recover=undefined)
   endif()
-  # GCC 12 with a sanitizer at -O1 warns "may be used uninitialized" inside libstdc++'s <regex>
-  # (std::function moved in _NFA::_M_insert_subexpr_end), a known false positive; the release
-  # build keeps the warning.
-  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-    add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-Wno-maybe-uninitialized>)
-  endif()
 endif()

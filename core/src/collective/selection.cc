@@ -382,8 +382,7 @@ void AddOnce(std::vector<std::string>& list, const std::string& name) {
 }
 
 // The best of `names` (collectives of `registry`, flat or "local+cross") for `args`, with the
-// ranking;
-// "" when none scores above 0.
+// ranking; "" when none scores above 0.
 std::string BestNamed(const Registry& registry, const std::vector<std::string>& names,
                       const chorus_score_args& args, std::vector<Ranked>* ranking) {
   std::vector<Ranked> ranked;

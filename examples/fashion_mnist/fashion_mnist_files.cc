@@ -9,7 +9,8 @@
 namespace fashion_mnist {
 namespace {
 
-[[noreturn]] void Fail(const std::string& message) {
+// A data-set file or folder that is not what Fashion-MNIST is.
+[[noreturn]] void FailData(const std::string& message) {
   throw chorus::Error(CHORUS_INVALID_ARGUMENT, message);
 }
 
@@ -27,16 +28,16 @@ std::string Find(const std::filesystem::path& dir, const std::string& name) {
 
 ImageSet ImageSetFromIdx(const IdxArray& images, const IdxArray& labels, const std::string& what) {
   if (images.dims.size() != 3) {
-    Fail(what + ": the images file has " + std::to_string(images.dims.size()) +
-         " dimensions; expected 3 (count, rows, columns)");
+    FailData(what + ": the images file has " + std::to_string(images.dims.size()) +
+             " dimensions; expected 3 (count, rows, columns)");
   }
   if (labels.dims.size() != 1) {
-    Fail(what + ": the labels file has " + std::to_string(labels.dims.size()) +
-         " dimensions; expected 1");
+    FailData(what + ": the labels file has " + std::to_string(labels.dims.size()) +
+             " dimensions; expected 1");
   }
   if (images.dims[0] != labels.dims[0]) {
-    Fail(what + ": " + std::to_string(images.dims[0]) + " images but " +
-         std::to_string(labels.dims[0]) + " labels");
+    FailData(what + ": " + std::to_string(images.dims[0]) + " images but " +
+             std::to_string(labels.dims[0]) + " labels");
   }
   ImageSet set;
   set.rows = images.dims[1];
@@ -46,8 +47,8 @@ ImageSet ImageSetFromIdx(const IdxArray& images, const IdxArray& labels, const s
   set.labels.reserve(labels.data.size());
   for (size_t i = 0; i < labels.data.size(); ++i) {
     if (labels.data[i] >= kNumClasses) {
-      Fail(what + ": label " + std::to_string(i) + " is " + std::to_string(labels.data[i]) +
-           "; classes are 0.." + std::to_string(kNumClasses - 1));
+      FailData(what + ": label " + std::to_string(i) + " is " + std::to_string(labels.data[i]) +
+               "; classes are 0.." + std::to_string(kNumClasses - 1));
     }
     set.labels.push_back(labels.data[i]);
   }
@@ -67,7 +68,7 @@ std::optional<TrainAndTest> LoadFashionMnist(const std::string& dir) {
   }
   if (missing_count == names.size()) return std::nullopt;
   if (missing_count > 0) {
-    Fail("Fashion-MNIST in '" + dir + "' is incomplete: missing " + missing);
+    FailData("Fashion-MNIST in '" + dir + "' is incomplete: missing " + missing);
   }
   TrainAndTest data;
   data.train = ImageSetFromIdx(ReadIdx(paths[0]), ReadIdx(paths[1]), "the train set");

@@ -54,7 +54,7 @@ class ClusterEnvironment : public ::testing::Test {
 
 // The message of the error `make` throws, or "no error".
 template <typename Make>
-std::string ErrorOf(Make make) {
+std::string ResolverError(Make make) {
   try {
     make();
   } catch (const Error& e) {
@@ -65,7 +65,7 @@ std::string ErrorOf(Make make) {
 }
 
 std::string ParseError(const std::string& tf_config) {
-  return ErrorOf([&] { TFConfigClusterResolver::Parse(tf_config); });
+  return ResolverError([&] { TFConfigClusterResolver::Parse(tf_config); });
 }
 
 bool Contains(const std::string& text, const std::string& part) {
@@ -226,10 +226,10 @@ TEST(TFConfigClusterResolver, MalformedTask) {
 }
 
 TEST_F(ClusterEnvironment, TFConfigUnset) {
-  EXPECT_EQ(ErrorOf([] { TFConfigClusterResolver resolver; }),
+  EXPECT_EQ(ResolverError([] { TFConfigClusterResolver resolver; }),
             "TF_CONFIG is not set; set it to the cluster and this task as JSON, " + kExample);
   Set("TF_CONFIG", "{");
-  EXPECT_TRUE(Contains(ErrorOf([] { TFConfigClusterResolver resolver; }),
+  EXPECT_TRUE(Contains(ResolverError([] { TFConfigClusterResolver resolver; }),
                        "TF_CONFIG: '{' is not valid JSON ("));
 }
 
@@ -274,10 +274,10 @@ TEST(TFConfigClusterResolver, ChiefAndWorkers) {
   EXPECT_EQ(worker1.AddressOf(0), "c:2222");
   EXPECT_EQ(worker1.AddressOf(1), "w0:2222");
   EXPECT_EQ(worker1.AddressOf(2), "w1:2222");
-  EXPECT_EQ(ErrorOf([&] { worker1.TaskNameOf(3); }),
+  EXPECT_EQ(ResolverError([&] { worker1.TaskNameOf(3); }),
             "collective worker id 3 is out of range: the cluster has 3 chief and worker tasks "
             "(ids 0..2); ask for an id in that range");
-  EXPECT_EQ(ErrorOf([&] { worker1.AddressOf(-1); }),
+  EXPECT_EQ(ResolverError([&] { worker1.AddressOf(-1); }),
             "collective worker id -1 is out of range: the cluster has 3 chief and worker tasks "
             "(ids 0..2); ask for an id in that range");
 }
@@ -289,7 +289,7 @@ TEST(TFConfigClusterResolver, PsAndEvaluatorAreNotCollectiveWorkers) {
     EXPECT_FALSE(resolver.is_leader());
     EXPECT_EQ(resolver.leader_address(), "c:2222");
     EXPECT_EQ(resolver.task_name(), std::string(type) + " 0");
-    EXPECT_EQ(ErrorOf([&] { resolver.id_in_cluster(); }),
+    EXPECT_EQ(ResolverError([&] { resolver.id_in_cluster(); }),
               std::string(type) +
                   " 0 has no id in the cluster: only the chief and the workers take part in "
                   "collectives; ask for the id of a chief or worker task");
@@ -346,7 +346,7 @@ TEST(TFConfigClusterResolver, NoLeaderWithoutChiefOrWorker) {
   const auto resolver = TFConfigClusterResolver::Parse(R"({"cluster": {"evaluator": ["e:1"]}})");
   EXPECT_EQ(resolver.num_workers(), 0);
   EXPECT_FALSE(resolver.is_leader());
-  EXPECT_EQ(ErrorOf([&] { resolver.leader_address(); }),
+  EXPECT_EQ(ResolverError([&] { resolver.leader_address(); }),
             "the cluster has neither a chief nor a worker task, so it has no leader; add a chief "
             "or worker job");
 }
@@ -367,12 +367,12 @@ TEST(SimpleClusterResolver, ChecksLikeTFConfig) {
   EXPECT_EQ(resolver.name(), "SimpleClusterResolver");
   EXPECT_EQ(resolver.id_in_cluster(), 1);
   EXPECT_EQ(resolver.rpc_layer(), "grpc");
-  EXPECT_EQ(ErrorOf([] {
+  EXPECT_EQ(ResolverError([] {
               SimpleClusterResolver({{"worker", {"a:1"}}}, "worker", 1);
             }),
             "task index 1 is out of range: the cluster has 1 worker task (indices 0..0); set the "
             "task index within it");
-  EXPECT_EQ(ErrorOf([] {
+  EXPECT_EQ(ResolverError([] {
               SimpleClusterResolver({{"master", {"a:1"}}}, "master", 0);
             }),
             "unknown task type 'master' in the cluster; TensorFlow 2 calls the coordinating task "
@@ -398,23 +398,23 @@ TEST(SlurmHostList, Expands) {
 
 TEST(SlurmHostList, MalformedListsAreQuoted) {
   const std::string fix = "; write it as Slurm does, e.g. \"node[01-03,07],gpu5\"";
-  EXPECT_EQ(ErrorOf([] { ExpandSlurmHostList("n[1-3"); }),
+  EXPECT_EQ(ResolverError([] { ExpandSlurmHostList("n[1-3"); }),
             "Slurm node list 'n[1-3' has a '[' without a ']'" + fix);
-  EXPECT_EQ(ErrorOf([] { ExpandSlurmHostList("n1-3]"); }),
+  EXPECT_EQ(ResolverError([] { ExpandSlurmHostList("n1-3]"); }),
             "Slurm node list 'n1-3]' has a ']' without a '['" + fix);
-  EXPECT_EQ(ErrorOf([] { ExpandSlurmHostList("n[3-1]"); }),
+  EXPECT_EQ(ResolverError([] { ExpandSlurmHostList("n[3-1]"); }),
             "Slurm node list 'n[3-1]' has a range '3-1' that runs backwards" + fix);
-  EXPECT_EQ(ErrorOf([] { ExpandSlurmHostList("n[a-b]"); }),
+  EXPECT_EQ(ResolverError([] { ExpandSlurmHostList("n[a-b]"); }),
             "Slurm node list 'n[a-b]' has a range 'a-b' that is not N or N-M" + fix);
-  EXPECT_EQ(ErrorOf([] { ExpandSlurmHostList("n[1,]"); }),
+  EXPECT_EQ(ResolverError([] { ExpandSlurmHostList("n[1,]"); }),
             "Slurm node list 'n[1,]' has a range '' that is not N or N-M" + fix);
-  EXPECT_EQ(ErrorOf([] { ExpandSlurmHostList("a,,b"); }),
+  EXPECT_EQ(ResolverError([] { ExpandSlurmHostList("a,,b"); }),
             "Slurm node list 'a,,b' has an empty host name" + fix);
-  EXPECT_EQ(ErrorOf([] { ExpandSlurmHostList(""); }), "Slurm node list '' is empty" + fix);
-  EXPECT_EQ(ErrorOf([] { ExpandSlurmHostList("n[1-[2]]"); }),
+  EXPECT_EQ(ResolverError([] { ExpandSlurmHostList(""); }), "Slurm node list '' is empty" + fix);
+  EXPECT_EQ(ResolverError([] { ExpandSlurmHostList("n[1-[2]]"); }),
             "Slurm node list 'n[1-[2]]' has nested brackets" + fix);
   EXPECT_EQ(
-      ErrorOf([] { ExpandSlurmHostList("n[1-99999999]"); }),
+      ResolverError([] { ExpandSlurmHostList("n[1-99999999]"); }),
       "Slurm node list 'n[1-99999999]' has a range '1-99999999' of more than 1048576 hosts" + fix);
 }
 
@@ -450,59 +450,59 @@ TEST_F(ClusterEnvironment, SlurmWithoutTasksPerNode) {
   EXPECT_EQ(SlurmClusterResolver(100).num_workers(), 4);
   unsetenv("SLURM_NTASKS_PER_NODE");
   Set("SLURM_NTASKS", "3");
-  EXPECT_EQ(ErrorOf([] { SlurmClusterResolver resolver; }),
+  EXPECT_EQ(ResolverError([] { SlurmClusterResolver resolver; }),
             "SLURM_NTASKS=3 tasks do not split evenly over 2 nodes, and neither "
             "SLURM_TASKS_PER_NODE nor SLURM_NTASKS_PER_NODE is set; set SLURM_TASKS_PER_NODE, "
             "e.g. \"2(x3),1\"");
 }
 
 TEST_F(ClusterEnvironment, SlurmVariableErrorsNameTheVariable) {
-  EXPECT_EQ(ErrorOf([] { SlurmClusterResolver resolver; }),
+  EXPECT_EQ(ResolverError([] { SlurmClusterResolver resolver; }),
             "SLURM_NTASKS is not set, and SlurmClusterResolver needs it; start the process "
             "through its launcher or set the variable");
   Set("SLURM_NTASKS", "two");
-  EXPECT_EQ(ErrorOf([] { SlurmClusterResolver resolver; }),
+  EXPECT_EQ(ResolverError([] { SlurmClusterResolver resolver; }),
             "SLURM_NTASKS='two' is not an integer in [1, 2147483647], which SlurmClusterResolver "
             "needs; fix the launcher's variable or unset it");
   Set("SLURM_NTASKS", "2");
-  EXPECT_EQ(ErrorOf([] { SlurmClusterResolver resolver; }),
+  EXPECT_EQ(ResolverError([] { SlurmClusterResolver resolver; }),
             "SLURM_PROCID is not set, and SlurmClusterResolver needs it; start the process "
             "through its launcher or set the variable");
   Set("SLURM_PROCID", "2");
-  EXPECT_EQ(ErrorOf([] { SlurmClusterResolver resolver; }),
+  EXPECT_EQ(ResolverError([] { SlurmClusterResolver resolver; }),
             "SLURM_PROCID='2' is not an integer in [0, 1], which SlurmClusterResolver needs; fix "
             "the launcher's variable or unset it");
   Set("SLURM_PROCID", "1");
-  EXPECT_EQ(ErrorOf([] { SlurmClusterResolver resolver; }),
+  EXPECT_EQ(ResolverError([] { SlurmClusterResolver resolver; }),
             "SLURM_NODELIST is not set, and SlurmClusterResolver needs it; start the process "
             "with srun or set the variable");
   Set("SLURM_NODELIST", "a,b");
   Set("SLURM_TASKS_PER_NODE", "1(x3)");
-  EXPECT_EQ(ErrorOf([] { SlurmClusterResolver resolver; }),
+  EXPECT_EQ(ResolverError([] { SlurmClusterResolver resolver; }),
             "SLURM_TASKS_PER_NODE='1(x3)' gives counts for 3 nodes, but SLURM_NODELIST='a,b' has "
             "2; make them describe the same nodes");
   Set("SLURM_TASKS_PER_NODE", "2,1");
-  EXPECT_EQ(ErrorOf([] { SlurmClusterResolver resolver; }),
+  EXPECT_EQ(ResolverError([] { SlurmClusterResolver resolver; }),
             "the Slurm tasks per node add up to 3 tasks, but SLURM_NTASKS=2; make "
             "SLURM_TASKS_PER_NODE and SLURM_NTASKS agree");
   Set("SLURM_TASKS_PER_NODE", "1(y2)");
-  EXPECT_EQ(ErrorOf([] { SlurmClusterResolver resolver; }),
+  EXPECT_EQ(ResolverError([] { SlurmClusterResolver resolver; }),
             "SLURM_TASKS_PER_NODE='1(y2)' has an item '1(y2)' that is not N or N(xM); write it "
             "as Slurm does, e.g. \"2(x3),1\"");
   Set("SLURM_TASKS_PER_NODE", "1(x2");
-  EXPECT_EQ(ErrorOf([] { SlurmClusterResolver resolver; }),
+  EXPECT_EQ(ResolverError([] { SlurmClusterResolver resolver; }),
             "SLURM_TASKS_PER_NODE='1(x2' has an item '1(x2' that is not N or N(xM); write it as "
             "Slurm does, e.g. \"2(x3),1\"");
   Set("SLURM_TASKS_PER_NODE", "1(x2)");
   EXPECT_EQ(SlurmClusterResolver().task_id(), 1);
-  EXPECT_EQ(ErrorOf([] { SlurmClusterResolver resolver(65535); }), "no error");
+  EXPECT_EQ(ResolverError([] { SlurmClusterResolver resolver(65535); }), "no error");
   Set("SLURM_TASKS_PER_NODE", "2,0");
-  EXPECT_EQ(ErrorOf([] { SlurmClusterResolver resolver(65535); }),
+  EXPECT_EQ(ResolverError([] { SlurmClusterResolver resolver(65535); }),
             "SLURM_TASKS_PER_NODE='2,0' has an item '0' that is not N or N(xM); write it as "
             "Slurm does, e.g. \"2(x3),1\"");
   Set("SLURM_TASKS_PER_NODE", "2");
   Set("SLURM_NODELIST", "a");
-  EXPECT_EQ(ErrorOf([] { SlurmClusterResolver resolver(65535); }),
+  EXPECT_EQ(ResolverError([] { SlurmClusterResolver resolver(65535); }),
             "2 tasks on node a need ports up to 65536 from port base 65535; use a lower port "
             "base");
 }
@@ -529,7 +529,7 @@ TEST_F(ClusterEnvironment, Torchrun) {
 
 TEST_F(ClusterEnvironment, TorchrunDefaultsAndErrors) {
   Set("RANK", "0");
-  EXPECT_EQ(ErrorOf([] { LauncherClusterResolver resolver; }),
+  EXPECT_EQ(ResolverError([] { LauncherClusterResolver resolver; }),
             "WORLD_SIZE is not set, and TorchrunClusterResolver needs it; start the process "
             "through its launcher or set the variable");
   Set("WORLD_SIZE", "2");
@@ -537,16 +537,16 @@ TEST_F(ClusterEnvironment, TorchrunDefaultsAndErrors) {
   EXPECT_TRUE(resolver.is_leader());
   EXPECT_EQ(resolver.AddressOf(1), "127.0.0.1:29501");
   Set("RANK", "2");
-  EXPECT_EQ(ErrorOf([] { LauncherClusterResolver resolver; }),
+  EXPECT_EQ(ResolverError([] { LauncherClusterResolver resolver; }),
             "RANK='2' is not an integer in [0, 1], which TorchrunClusterResolver needs; fix the "
             "launcher's variable or unset it");
   Set("RANK", "1");
   Set("MASTER_PORT", "http");
-  EXPECT_EQ(ErrorOf([] { LauncherClusterResolver resolver; }),
+  EXPECT_EQ(ResolverError([] { LauncherClusterResolver resolver; }),
             "MASTER_PORT='http' is not an integer in [1, 65535], which TorchrunClusterResolver "
             "needs; fix the launcher's variable or unset it");
   Set("MASTER_PORT", "65535");
-  EXPECT_EQ(ErrorOf([] { LauncherClusterResolver resolver; }),
+  EXPECT_EQ(ResolverError([] { LauncherClusterResolver resolver; }),
             "WORLD_SIZE=2 workers from MASTER_PORT=65535 need ports up to 65536, past 65535; set "
             "a lower MASTER_PORT");
 }
@@ -563,14 +563,14 @@ TEST_F(ClusterEnvironment, OpenMpi) {
   ASSERT_NE(resolved, nullptr);
   EXPECT_EQ(resolved->name(), "OpenMpiClusterResolver");
   Set("OMPI_COMM_WORLD_SIZE", "x");
-  EXPECT_EQ(ErrorOf([] { LauncherClusterResolver resolver; }),
+  EXPECT_EQ(ResolverError([] { LauncherClusterResolver resolver; }),
             "OMPI_COMM_WORLD_SIZE='x' is not an integer in [1, 2147483647], which "
             "OpenMpiClusterResolver needs; fix the launcher's variable or unset it");
 }
 
 TEST_F(ClusterEnvironment, NoLauncher) {
   EXPECT_EQ(ResolveClusterFromEnvironment(), nullptr);
-  EXPECT_EQ(ErrorOf([] { LauncherClusterResolver resolver; }),
+  EXPECT_EQ(ResolverError([] { LauncherClusterResolver resolver; }),
             "LauncherClusterResolver found neither torchrun's RANK and WORLD_SIZE nor Open MPI's "
             "OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE; start the processes with torchrun or "
             "mpirun, or set those variables");

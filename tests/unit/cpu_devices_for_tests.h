@@ -51,4 +51,23 @@ inline void ExpectMessage(const std::function<void()>& fn, const std::string& pa
   }
 }
 
+// Whether `text` contains `part`, showing both when it does not (gtest alone, without gmock).
+inline ::testing::AssertionResult HasText(const std::string& text, const std::string& part) {
+  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "\"" << text << "\" does not contain \"" << part << "\"";
+}
+
+// The message of the INVALID_ARGUMENT error `f` throws; a test failure when it throws none.
+template <typename F>
+std::string ErrorOf(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), CHORUS_INVALID_ARGUMENT);
+    return e.what();
+  }
+  ADD_FAILURE() << "no Error thrown";
+  return "";
+}
+
 }  // namespace chorus::test

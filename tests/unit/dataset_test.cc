@@ -17,11 +17,8 @@ namespace {
 
 using test::CpuDevices;
 
-// Whether `text` contains `part`, showing both when it does not (gtest alone, without gmock).
-::testing::AssertionResult HasText(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\"" << text << "\" does not contain \"" << part << "\"";
-}
+using test::ErrorOf;
+using test::HasText;
 
 using Floats = std::vector<float>;
 using Ints = std::vector<int32_t>;
@@ -56,18 +53,6 @@ std::vector<int32_t> Labels(const Batch& batch) {
                                            batch.labels.bytes());
   }
   return out;
-}
-
-template <typename F>
-std::string ErrorOf(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.status(), CHORUS_INVALID_ARGUMENT);
-    return e.what();
-  }
-  ADD_FAILURE() << "no Error thrown";
-  return "";
 }
 
 TEST(DatasetTest, FromExamplesKeepsOrderAndShape) {

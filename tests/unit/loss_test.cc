@@ -10,17 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "cpu_devices_for_tests.h"
+
 namespace chorus {
 namespace {
 
-// Whether `text` contains `part`, showing both when it does not (gtest alone, without gmock).
-::testing::AssertionResult HasText(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\"" << text << "\" does not contain \"" << part << "\"";
-}
+using test::HasText;
 
-std::string ErrorOf(const std::vector<float>& loss, const std::vector<float>& weight,
-                    int64_t global_batch_size) {
+std::string AverageLossError(const std::vector<float>& loss, const std::vector<float>& weight,
+                             int64_t global_batch_size) {
   try {
     ComputeAverageLoss(loss, weight, global_batch_size);
   } catch (const Error& e) {
@@ -64,9 +62,9 @@ TEST(LossTest, EmptyBatchGivesZeroNotNaN) {
 }
 
 TEST(LossTest, ErrorsNameBothSizes) {
-  EXPECT_TRUE(HasText(ErrorOf({1.0f, 2.0f, 3.0f}, {1.0f, 1.0f}, 0),
+  EXPECT_TRUE(HasText(AverageLossError({1.0f, 2.0f, 3.0f}, {1.0f, 1.0f}, 0),
                       "sample_weight has 2 weights but per_example_loss has 3 losses"));
-  EXPECT_TRUE(HasText(ErrorOf({1.0f}, {}, -4), "global_batch_size is -4"));
+  EXPECT_TRUE(HasText(AverageLossError({1.0f}, {}, -4), "global_batch_size is -4"));
 }
 
 TEST(LossTest, ScaleRegularizationLossOutsideAReplicaContextIsUnscaled) {
@@ -110,7 +108,8 @@ TEST(LossTest, CrossReplicaContextIsAnError) {
   } catch (const Error& e) {
     EXPECT_TRUE(HasText(e.what(), "ScaleRegularizationLoss was called in cross-replica context"));
   }
-  EXPECT_TRUE(HasText(ErrorOf({1.0f}, {}, 0), "ComputeAverageLoss was called in cross-replica"));
+  EXPECT_TRUE(
+      HasText(AverageLossError({1.0f}, {}, 0), "ComputeAverageLoss was called in cross-replica"));
 }
 
 }  // namespace

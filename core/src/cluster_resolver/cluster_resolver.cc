@@ -53,7 +53,7 @@ std::string AddressProblem(const std::string& address) {
   return "";
 }
 
-void Fail(const std::string& message) { throw Error(CHORUS_INVALID_ARGUMENT, message); }
+using cluster_internal::Fail;
 
 // The checks of multi_worker_util.validate_cluster_spec, plus well-formed, distinct addresses.
 void ValidateCluster(const ClusterSpec& spec, const std::string& task_type, int task_id) {
@@ -121,6 +121,8 @@ void ValidateCluster(const ClusterSpec& spec, const std::string& task_type, int 
 }  // namespace
 
 namespace cluster_internal {
+
+void Fail(const std::string& message) { throw Error(CHORUS_INVALID_ARGUMENT, message); }
 
 bool ParseInteger(const std::string& text, long long* value) {
   if (text.empty() || std::isspace(static_cast<unsigned char>(text.front()))) return false;

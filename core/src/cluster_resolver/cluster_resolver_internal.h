@@ -16,6 +16,9 @@ long long RequiredEnvInteger(const char* name, long long min, long long max,
 long long OptionalEnvInteger(const char* name, long long fallback, long long min, long long max,
                              const std::string& resolver);
 
+// Throws Error(INVALID_ARGUMENT, message): the one way the resolvers report bad input.
+[[noreturn]] void Fail(const std::string& message);
+
 // Parses a decimal integer with nothing around it; false when `text` is not one or overflows.
 bool ParseInteger(const std::string& text, long long* value);
 

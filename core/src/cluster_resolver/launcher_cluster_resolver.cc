@@ -21,9 +21,7 @@ struct LauncherVariables {
 constexpr LauncherVariables kTorchrun = {"Torchrun", "RANK", "WORLD_SIZE"};
 constexpr LauncherVariables kOpenMpi = {"OpenMpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"};
 
-[[noreturn]] void Fail(const std::string& message) {
-  throw Error(CHORUS_INVALID_ARGUMENT, message);
-}
+using cluster_internal::Fail;
 
 const LauncherVariables& DetectLauncher() {
   for (const LauncherVariables* vars : {&kTorchrun, &kOpenMpi}) {

@@ -15,9 +15,7 @@ const char* const kResolver = "SlurmClusterResolver";
 // Far more nodes than any cluster has; bounds what a typo like "n[1-999999999]" costs.
 constexpr size_t kMaxHosts = 1 << 20;
 
-[[noreturn]] void Fail(const std::string& message) {
-  throw Error(CHORUS_INVALID_ARGUMENT, message);
-}
+using cluster_internal::Fail;
 
 [[noreturn]] void FailHostList(const std::string& list, const std::string& problem) {
   Fail("Slurm node list '" + list + "' " + problem +

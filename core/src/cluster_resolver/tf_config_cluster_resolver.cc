@@ -19,7 +19,7 @@ const char* const kExample =
     "e.g. {\"cluster\": {\"worker\": [\"host1:2222\", \"host2:2222\"]}, "
     "\"task\": {\"type\": \"worker\", \"index\": 0}}";
 
-[[noreturn]] void Fail(const std::string& message) {
+[[noreturn]] void FailTfConfig(const std::string& message) {
   throw Error(CHORUS_INVALID_ARGUMENT, "TF_CONFIG: " + message);
 }
 
@@ -33,23 +33,26 @@ std::string Shown(const json& value) {
 ClusterSpec ParseCluster(const json& config) {
   auto cluster = config.find("cluster");
   if (cluster == config.end()) {
-    Fail("there is no \"cluster\"; add the jobs and their addresses, " + std::string(kExample));
+    FailTfConfig("there is no \"cluster\"; add the jobs and their addresses, " +
+                 std::string(kExample));
   }
   if (!cluster->is_object()) {
-    Fail("\"cluster\" must be an object of job name to a list of \"host:port\" strings, not " +
-         Shown(*cluster) + "; " + kExample);
+    FailTfConfig(
+        "\"cluster\" must be an object of job name to a list of \"host:port\" strings, not " +
+        Shown(*cluster) + "; " + kExample);
   }
   ClusterSpec spec;
   for (const auto& [job, addresses] : cluster->items()) {
     if (!addresses.is_array()) {
-      Fail("job \"" + job + "\" must be a list of \"host:port\" strings, not " + Shown(addresses) +
-           "; write it as [\"host:port\", ...]");
+      FailTfConfig("job \"" + job + "\" must be a list of \"host:port\" strings, not " +
+                   Shown(addresses) + "; write it as [\"host:port\", ...]");
     }
     std::vector<std::string>& list = spec[job];
     for (const json& address : addresses) {
       if (!address.is_string()) {
-        Fail("the address of " + job + " " + std::to_string(list.size()) + " must be a " +
-             "\"host:port\" string, not " + Shown(address) + "; quote it, e.g. \"host:2222\"");
+        FailTfConfig("the address of " + job + " " + std::to_string(list.size()) + " must be a " +
+                     "\"host:port\" string, not " + Shown(address) +
+                     "; quote it, e.g. \"host:2222\"");
       }
       list.push_back(address.get<std::string>());
     }
@@ -69,10 +72,10 @@ int ParseTaskIndex(const json& index) {
   long long value = 0;
   if ((!index.is_number_integer() && !index.is_string()) ||
       !cluster_internal::ParseInteger(text, &value)) {
-    Fail("task \"index\" must be an integer, not " + Shown(index) + "; e.g. \"index\": 0");
+    FailTfConfig("task \"index\" must be an integer, not " + Shown(index) + "; e.g. \"index\": 0");
   }
   if (value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max()) {
-    Fail("task index " + text + " is out of range; set it to this task's index in its job");
+    FailTfConfig("task index " + text + " is out of range; set it to this task's index in its job");
   }
   return static_cast<int>(value);
 }
@@ -83,25 +86,25 @@ std::pair<std::string, int> ParseTask(const json& config, const ClusterSpec& spe
   if (task == config.end() || task->is_null()) {
     const int total = TotalTasks(spec);
     if (total == 0) {
-      Fail("the cluster has no tasks; list at least one address, " + std::string(kExample));
+      FailTfConfig("the cluster has no tasks; list at least one address, " + std::string(kExample));
     }
     if (total > 1) {
-      Fail("there is no \"task\" and the cluster has " + std::to_string(total) +
-           " tasks; add \"task\": {\"type\": ..., \"index\": ...} to say which one this "
-           "process is");
+      FailTfConfig("there is no \"task\" and the cluster has " + std::to_string(total) +
+                   " tasks; add \"task\": {\"type\": ..., \"index\": ...} to say which one this "
+                   "process is");
     }
     auto only_job =
         std::find_if(spec.begin(), spec.end(), [](const auto& job) { return !job.second.empty(); });
     return {only_job->first, 0};
   }
   if (!task->is_object()) {
-    Fail("\"task\" must be an object like {\"type\": \"worker\", \"index\": 0}, not " +
-         Shown(*task));
+    FailTfConfig("\"task\" must be an object like {\"type\": \"worker\", \"index\": 0}, not " +
+                 Shown(*task));
   }
   auto type = task->find("type");
   if (type == task->end() || !type->is_string()) {
-    Fail("\"task\" needs a \"type\" string (chief, worker, ps or evaluator), but it is " +
-         Shown(*task) + "; e.g. {\"type\": \"worker\", \"index\": 0}");
+    FailTfConfig("\"task\" needs a \"type\" string (chief, worker, ps or evaluator), but it is " +
+                 Shown(*task) + "; e.g. {\"type\": \"worker\", \"index\": 0}");
   }
   const std::string task_type = type->get<std::string>();
   auto index = task->find("index");
@@ -109,8 +112,8 @@ std::pair<std::string, int> ParseTask(const json& config, const ClusterSpec& spe
     // Index 0 when the job has one task; an unknown or absent job is reported by the checks.
     auto job = spec.find(task_type);
     if (job == spec.end() || job->second.size() <= 1) return {task_type, 0};
-    Fail("\"task\" has no \"index\" (" + Shown(*task) + "); add which " + task_type +
-         " this process is, e.g. \"index\": 0");
+    FailTfConfig("\"task\" has no \"index\" (" + Shown(*task) + "); add which " + task_type +
+                 " this process is, e.g. \"index\": 0");
   }
   return {task_type, ParseTaskIndex(*index)};
 }
@@ -142,18 +145,18 @@ TFConfigClusterResolver TFConfigClusterResolver::Parse(const std::string& tf_con
       reason = reason.substr(bracket + 2);
     }
     std::string shown = tf_config.size() > 200 ? tf_config.substr(0, 200) + "..." : tf_config;
-    Fail("'" + shown + "' is not valid JSON (" + reason + "); fix it, " + kExample);
+    FailTfConfig("'" + shown + "' is not valid JSON (" + reason + "); fix it, " + kExample);
   }
   if (!config.is_object()) {
-    Fail("must be a JSON object with \"cluster\" and \"task\", not " + Shown(config) + "; " +
-         kExample);
+    FailTfConfig("must be a JSON object with \"cluster\" and \"task\", not " + Shown(config) +
+                 "; " + kExample);
   }
   ClusterSpec spec = ParseCluster(config);
   auto [task_type, task_id] = ParseTask(config, spec);
   std::string rpc_layer;
   if (auto rpc = config.find("rpc_layer"); rpc != config.end() && !rpc->is_null()) {
     if (!rpc->is_string()) {
-      Fail("\"rpc_layer\" must be a string such as \"grpc\", not " + Shown(*rpc));
+      FailTfConfig("\"rpc_layer\" must be a string such as \"grpc\", not " + Shown(*rpc));
     }
     rpc_layer = rpc->get<std::string>();
   }
@@ -161,7 +164,7 @@ TFConfigClusterResolver TFConfigClusterResolver::Parse(const std::string& tf_con
     return TFConfigClusterResolver(
         SimpleClusterResolver(std::move(spec), task_type, task_id, std::move(rpc_layer)));
   } catch (const Error& e) {
-    Fail(e.what());
+    FailTfConfig(e.what());
   }
 }
 

@@ -13,17 +13,12 @@
 #include "base/logging.h"
 #include "collective/current_registry.h"
 #include "collective/signature_check.h"
+#include "runtime/raw_options.h"
 
 namespace chorus {
 namespace {
 
 using internal::Signature;
-
-std::vector<chorus_option> RawOptions(const Options& options) {
-  std::vector<chorus_option> raw;
-  for (const auto& [key, value] : options) raw.push_back({key.c_str(), value.c_str()});
-  return raw;
-}
 
 int64_t TimeoutMs(double seconds) { return static_cast<int64_t>(std::ceil(seconds * 1000)); }
 
@@ -201,7 +196,7 @@ void Communicator::AddBackend(const Registry& registry, const std::string& name,
   }
   backend.store = std::make_unique<CKvStore>(
       WithPrefix(config_.store, "comm/" + config_.name + "/" + backend.name + "/"));
-  const auto raw = RawOptions(all);
+  const auto raw = internal::RawOptions(all);
   chorus_communicator_create_args args{};
   args.struct_size = sizeof(args);
   args.rank = config_.rank;

@@ -10,18 +10,9 @@
 
 #include "base/abort_scope.h"
 #include "base/logging.h"
+#include "runtime/raw_options.h"
 
 namespace chorus {
-namespace {
-
-std::vector<chorus_option> RawOptions(const Options& options) {
-  std::vector<chorus_option> raw;
-  for (const auto& [key, value] : options) raw.push_back({key.c_str(), value.c_str()});
-  return raw;
-}
-
-}  // namespace
-
 // One operation on the calling thread: counted in in_flight() and inside the abort scope. An
 // aborted object refuses it; the count is undone by then (the Counted member is complete when
 // the body throws).
@@ -97,7 +88,7 @@ std::unique_ptr<CrossDeviceOps> CrossDeviceOps::Create(const Registry& registry,
     }
     indices.push_back(device.index);
   }
-  const auto raw = RawOptions(options);
+  const auto raw = internal::RawOptions(options);
   for (const auto& name : names) {
     const auto entry = registry.FindCrossDeviceOps(name, "the requested backend");
     Backend backend;

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "builtin/collective_p2p.h"
+#include "runtime/raw_options.h"
 
 namespace chorus {
 
@@ -24,8 +25,7 @@ std::unique_ptr<TransportEndpoint> TransportEndpoint::Create(std::shared_ptr<Plu
   std::unique_ptr<TransportEndpoint> self(new TransportEndpoint(plugin, api));
   self->rank_ = config.rank;
   self->size_ = config.size;
-  std::vector<chorus_option> raw;
-  for (const auto& [key, value] : config.options) raw.push_back({key.c_str(), value.c_str()});
+  const auto raw = internal::RawOptions(config.options);
   chorus_transport_create_args args{};
   args.struct_size = sizeof(args);
   args.rank = config.rank;

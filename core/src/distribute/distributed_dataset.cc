@@ -8,14 +8,16 @@
 namespace chorus {
 namespace {
 
-[[noreturn]] void Fail(const std::string& message) {
+[[noreturn]] void FailInvalidArgument(const std::string& message) {
   throw Error(CHORUS_INVALID_ARGUMENT, message);
 }
 
 void RequireDevices(const std::vector<Device>& devices, const char* what) {
-  if (devices.empty()) Fail(std::string(what) + " needs at least one replica device");
+  if (devices.empty())
+    FailInvalidArgument(std::string(what) + " needs at least one replica device");
   for (const Device& device : devices) {
-    if (!device.enumerator) Fail(std::string(what) + ": a replica device has no enumerator");
+    if (!device.enumerator)
+      FailInvalidArgument(std::string(what) + ": a replica device has no enumerator");
   }
 }
 
@@ -55,16 +57,17 @@ DistributedDataset DistributedDataset::FromGlobalBatches(const Dataset& dataset,
                                                          int64_t first_replica,
                                                          int64_t total_replicas) {
   if (dataset.batch_size() == 0) {
-    Fail(
+    FailInvalidArgument(
         "experimental_distribute_dataset needs a batched dataset: call "
         "Batch(global_batch_size) first");
   }
   RequireDevices(devices, "experimental_distribute_dataset");
   if (total_replicas == 0) total_replicas = static_cast<int64_t>(devices.size());
   if (first_replica < 0 || first_replica + static_cast<int64_t>(devices.size()) > total_replicas) {
-    Fail("experimental_distribute_dataset: replicas " + std::to_string(first_replica) + ".." +
-         std::to_string(first_replica + static_cast<int64_t>(devices.size()) - 1) +
-         " are not among the " + std::to_string(total_replicas) + " replicas in sync");
+    FailInvalidArgument(
+        "experimental_distribute_dataset: replicas " + std::to_string(first_replica) + ".." +
+        std::to_string(first_replica + static_cast<int64_t>(devices.size()) - 1) +
+        " are not among the " + std::to_string(total_replicas) + " replicas in sync");
   }
   DistributedDataset out;
   out.dataset_ = dataset;
@@ -77,7 +80,7 @@ DistributedDataset DistributedDataset::FromGlobalBatches(const Dataset& dataset,
 DistributedDataset DistributedDataset::FromPerReplicaBatches(const Dataset& dataset,
                                                              const std::vector<Device>& devices) {
   if (dataset.batch_size() == 0) {
-    Fail(
+    FailInvalidArgument(
         "distribute_datasets_from_function needs a dataset batched per replica: call "
         "Batch(input_context.get_per_replica_batch_size(global_batch_size)) first");
   }
@@ -97,8 +100,9 @@ int64_t DistributedDataset::num_steps() const {
 
 DistributedBatch DistributedDataset::Get(int64_t step) const {
   if (step < 0 || step >= num_steps()) {
-    Fail("DistributedDataset: step " + std::to_string(step) + " is out of range; the dataset has " +
-         std::to_string(num_steps()) + " steps");
+    FailInvalidArgument("DistributedDataset: step " + std::to_string(step) +
+                        " is out of range; the dataset has " + std::to_string(num_steps()) +
+                        " steps");
   }
   const auto replicas = static_cast<int64_t>(devices_.size());
   DistributedBatch out;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "runtime/raw_options.h"
+
 namespace chorus {
 
 const char* DeviceKindName(chorus_device_kind kind) {
@@ -53,8 +55,7 @@ std::shared_ptr<DeviceEnumerator> DeviceEnumerator::Create(std::shared_ptr<Plugi
                                         self->library_->name() +
                                         "' lacks create/destroy/count/info");
   }
-  std::vector<chorus_option> raw;
-  for (const auto& [key, value] : options) raw.push_back({key.c_str(), value.c_str()});
+  const auto raw = internal::RawOptions(options);
   chorus_device_context_create_args args{};
   args.struct_size = sizeof(args);
   args.options = raw.data();

@@ -3,6 +3,8 @@
 #include <chorus/plugin_sdk.hpp>
 #include <mutex>
 
+#include "mpi_errors.h"
+
 namespace chorus::mpi {
 namespace {
 
@@ -20,14 +22,6 @@ void HalfOp(void* in, void* inout, int* len, MPI_Datatype* type) {
   } catch (const sdk::Error&) {
     MPI_Abort(MPI_COMM_WORLD, 70);  // a user op cannot report errors; this cannot happen
   }
-}
-
-void Check(int code, const char* what) {
-  if (code == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING] = {};
-  int length = 0;
-  MPI_Error_string(code, text, &length);
-  sdk::Fail(CHORUS_INTERNAL, "mpi: ", what, " failed: ", text);
 }
 
 }  // namespace

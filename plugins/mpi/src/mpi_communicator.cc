@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "datatypes.h"
+#include "mpi_errors.h"
 
 namespace chorus::mpi {
 namespace {
@@ -19,13 +20,6 @@ using sdk::Fail;
 using Clock = std::chrono::steady_clock;
 
 std::mutex g_init_mutex;
-
-std::string ErrorText(int code) {
-  char text[MPI_MAX_ERROR_STRING] = {};
-  int length = 0;
-  MPI_Error_string(code, text, &length);
-  return text;
-}
 
 void FinalizeAtExit() {
   int finalized = 0;
@@ -62,10 +56,6 @@ void EnsureInitialized() {
     }
   }
   InitDatatypes();
-}
-
-void Check(int code, const char* what) {
-  if (code != MPI_SUCCESS) Fail(CHORUS_INTERNAL, "mpi ", what, ": ", ErrorText(code));
 }
 
 int Count(size_t count, const char* what) {

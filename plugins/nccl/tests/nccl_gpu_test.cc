@@ -21,14 +21,12 @@
 #include <string>
 #include <vector>
 
+#include "gpu_count_for_tests.h"
+
 namespace chorus {
 namespace {
 
-int GpuCount() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) return 0;
-  return count;
-}
+using test::GpuCount;
 
 #define SKIP_WITHOUT_GPU() \
   if (GpuCount() == 0) GTEST_SKIP() << "no CUDA device on this machine: GPU test skipped"

@@ -11,16 +11,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "gpu_count_for_tests.h"
+
 namespace chorus {
 namespace {
 
 using ::testing::HasSubstr;
 
-int GpuCount() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) return 0;
-  return count;
-}
+using test::GpuCount;
 
 std::shared_ptr<PluginLibrary> LoadNccl() {
   std::string reason;

@@ -8,6 +8,9 @@
 
 namespace chorus::ring_grpc {
 
+// How often a blocked wait of the inbox or outbox looks at the abort flag.
+inline constexpr std::chrono::milliseconds kAbortPoll{100};
+
 class Deadline {
  public:
   using Clock = std::chrono::steady_clock;

@@ -7,12 +7,6 @@
 #include "deadline.h"
 
 namespace chorus::ring_grpc {
-namespace {
-
-constexpr std::chrono::milliseconds kAbortPoll{100};
-
-}  // namespace
-
 void Inbox::Deliver(Chunk chunk) {
   {
     std::lock_guard lock(mutex_);

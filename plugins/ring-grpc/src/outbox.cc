@@ -7,12 +7,6 @@
 #include "deadline.h"
 
 namespace chorus::ring_grpc {
-namespace {
-
-constexpr std::chrono::milliseconds kAbortPoll{100};
-
-}  // namespace
-
 void Outbox::Push(Chunk chunk, int64_t timeout_ms) {
   const Deadline deadline = Deadline::After(timeout_ms);
   const size_t bytes = chunk.data.size();

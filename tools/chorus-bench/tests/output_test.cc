@@ -10,8 +10,8 @@
 namespace chorus::bench {
 namespace {
 
-Measurement Row(const std::string& backend, uint64_t bytes, double busbw, bool in_place = false,
-                CollectiveKind op = CollectiveKind::kAllReduce) {
+Measurement BandwidthRow(const std::string& backend, uint64_t bytes, double busbw,
+                         bool in_place = false, CollectiveKind op = CollectiveKind::kAllReduce) {
   Measurement m;
   m.backend = backend;
   m.op = op;
@@ -39,16 +39,17 @@ TEST(Csv, HeaderHasTheAgreedColumnsFirst) {
 }
 
 TEST(Csv, RowFormat) {
-  EXPECT_EQ(CsvRow(Row("gloo", 4096, 0.25)),
+  EXPECT_EQ(CsvRow(BandwidthRow("gloo", 4096, 0.25)),
             "gloo,all_reduce,4096,f32,12.346,0.500000,0.250000,3,0");
-  EXPECT_EQ(CsvRow(Row("core_ring", 0, 0, true, CollectiveKind::kReduceScatter)),
+  EXPECT_EQ(CsvRow(BandwidthRow("core_ring", 0, 0, true, CollectiveKind::kReduceScatter)),
             "core_ring,reduce_scatter,0,f32,12.346,0.500000,0.000000,3,1");
   // As many fields as the header.
-  EXPECT_EQ(Count(CsvRow(Row("x", 1, 1)), ","), Count(CsvHeader(), ","));
+  EXPECT_EQ(Count(CsvRow(BandwidthRow("x", 1, 1)), ","), Count(CsvHeader(), ","));
 }
 
 TEST(Table, RowShowsBothPlacementsOrNa) {
-  const Measurement out = Row("gloo", 4096, 0.25), in = Row("gloo", 4096, 0.125, true);
+  const Measurement out = BandwidthRow("gloo", 4096, 0.25),
+                    in = BandwidthRow("gloo", 4096, 0.125, true);
   const std::string both = TableRow(&out, &in);
   EXPECT_NE(both.find("gloo"), std::string::npos);
   EXPECT_NE(both.find("4096"), std::string::npos);
@@ -69,8 +70,8 @@ TEST(Svg, OnePolylinePerBackendWithAxesAndLegend) {
   std::vector<Measurement> rows;
   for (const std::string backend : {"core_ring", "gloo", "ring_grpc"}) {
     for (uint64_t bytes : {uint64_t{0}, uint64_t{4096}, uint64_t{65536}, uint64_t{1} << 20}) {
-      rows.push_back(Row(backend, bytes, static_cast<double>(bytes) / 1e6));
-      rows.push_back(Row(backend, bytes, 1, true));  // in-place rows are not plotted
+      rows.push_back(BandwidthRow(backend, bytes, static_cast<double>(bytes) / 1e6));
+      rows.push_back(BandwidthRow(backend, bytes, 1, true));  // in-place rows are not plotted
     }
   }
   const std::string svg = RenderSvgPlot(rows, "title <&>");
@@ -92,15 +93,16 @@ TEST(Svg, OnePolylinePerBackendWithAxesAndLegend) {
 }
 
 TEST(Svg, BroadcastHasOnlyInPlaceRowsAndIsPlotted) {
-  std::vector<Measurement> rows = {Row("gloo", 4096, 1, true, CollectiveKind::kBroadcast),
-                                   Row("gloo", 8192, 2, true, CollectiveKind::kBroadcast)};
+  std::vector<Measurement> rows = {BandwidthRow("gloo", 4096, 1, true, CollectiveKind::kBroadcast),
+                                   BandwidthRow("gloo", 8192, 2, true, CollectiveKind::kBroadcast)};
   EXPECT_EQ(Count(RenderSvgPlot(rows, "t"), "<polyline"), 1u);
   EXPECT_EQ(Count(RenderSvgPlot({}, "t"), "<polyline"), 0u);
 }
 
 TEST(Svg, SeveralOperationsGetOneLineEach) {
-  std::vector<Measurement> rows = {Row("gloo", 4096, 1),
-                                   Row("gloo", 4096, 1, false, CollectiveKind::kAllGather)};
+  std::vector<Measurement> rows = {
+      BandwidthRow("gloo", 4096, 1),
+      BandwidthRow("gloo", 4096, 1, false, CollectiveKind::kAllGather)};
   const std::string svg = RenderSvgPlot(rows, "t");
   EXPECT_EQ(Count(svg, "<polyline"), 2u);
   EXPECT_NE(svg.find(">gloo all_gather</text>"), std::string::npos);

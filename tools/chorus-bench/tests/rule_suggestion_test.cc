@@ -11,8 +11,9 @@
 namespace chorus::bench {
 namespace {
 
-Measurement Row(const std::string& backend, uint64_t bytes, double time_us, bool in_place = false,
-                CollectiveKind op = CollectiveKind::kAllReduce, uint64_t wrong = 0) {
+Measurement TimedRow(const std::string& backend, uint64_t bytes, double time_us,
+                     bool in_place = false, CollectiveKind op = CollectiveKind::kAllReduce,
+                     uint64_t wrong = 0) {
   Measurement m;
   m.backend = backend;
   m.op = op;
@@ -25,9 +26,10 @@ Measurement Row(const std::string& backend, uint64_t bytes, double time_us, bool
 
 TEST(SuggestRules, FastestPerSizeWithMergedNeighbours) {
   const std::vector<Measurement> rows = {
-      Row("shm", 4096, 1.0),        Row("gloo", 4096, 400.0),      Row("shm", 65536, 5.0),
-      Row("gloo", 65536, 90.0),     Row("shm", 1 << 20, 300.0),    Row("gloo", 1 << 20, 200.0),
-      Row("shm", 16 << 20, 5000.0), Row("gloo", 16 << 20, 4000.0),
+      TimedRow("shm", 4096, 1.0),        TimedRow("gloo", 4096, 400.0),
+      TimedRow("shm", 65536, 5.0),       TimedRow("gloo", 65536, 90.0),
+      TimedRow("shm", 1 << 20, 300.0),   TimedRow("gloo", 1 << 20, 200.0),
+      TimedRow("shm", 16 << 20, 5000.0), TimedRow("gloo", 16 << 20, 4000.0),
   };
   const std::string rules = SuggestAlgorithmRules(rows);
   EXPECT_EQ(rules, "allreduce:0-1M=shm,1M-inf=gloo");
@@ -38,19 +40,19 @@ TEST(SuggestRules, FastestPerSizeWithMergedNeighbours) {
 
 TEST(SuggestRules, OutOfPlaceDecidesAndWrongResultsNeverWin) {
   const std::vector<Measurement> rows = {
-      Row("a", 4096, 1.0, /*in_place=*/true),  // fastest, but in place
-      Row("b", 4096, 9.0),
-      Row("c", 4096, 2.0, false, CollectiveKind::kAllReduce, /*wrong=*/5),
+      TimedRow("a", 4096, 1.0, /*in_place=*/true),  // fastest, but in place
+      TimedRow("b", 4096, 9.0),
+      TimedRow("c", 4096, 2.0, false, CollectiveKind::kAllReduce, /*wrong=*/5),
   };
   EXPECT_EQ(SuggestAlgorithmRules(rows), "allreduce:0-inf=b");
 }
 
 TEST(SuggestRules, EveryRoutableOperationAndNotBatchReduce) {
   const std::vector<Measurement> rows = {
-      Row("x", 1024, 1.0, true, CollectiveKind::kBroadcast),
-      Row("y", 1024, 1.0, false, CollectiveKind::kAllGather),
-      Row("z", 1024, 1.0, false, CollectiveKind::kReduceScatter),
-      Row("w", 1024, 1.0, false, CollectiveKind::kBatchReduce),
+      TimedRow("x", 1024, 1.0, true, CollectiveKind::kBroadcast),
+      TimedRow("y", 1024, 1.0, false, CollectiveKind::kAllGather),
+      TimedRow("z", 1024, 1.0, false, CollectiveKind::kReduceScatter),
+      TimedRow("w", 1024, 1.0, false, CollectiveKind::kBatchReduce),
   };
   const std::string rules = SuggestAlgorithmRules(rows);
   EXPECT_EQ(rules, "allgather:0-inf=y;broadcast:0-inf=x;reducescatter:0-inf=z");

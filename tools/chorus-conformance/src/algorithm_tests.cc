@@ -18,8 +18,7 @@
 namespace chorus::conformance::internal {
 namespace {
 
-constexpr int kThreadRankCounts[] = {1, 2, 3, 4, 5, 8};
-constexpr size_t kOddCount = 1001;
+constexpr int kAlgorithmRankCounts[] = {1, 2, 3, 4, 5, 8};
 constexpr size_t kChunkBytes = 64 * 1024;
 constexpr int kBarriers = 3;
 
@@ -61,8 +60,8 @@ std::string RunCase(const Suite& suite, const chorus_algorithm_api& algorithm, E
 
 // Three barriers; no rank may leave one before every rank has entered it (counted in the
 // group's store).
-std::string BarrierBody(const Suite& suite, const chorus_algorithm_api& algorithm,
-                        EndpointRank& me) {
+std::string AlgorithmBarrierBody(const Suite& suite, const chorus_algorithm_api& algorithm,
+                                 EndpointRank& me) {
   OpCase barrier;
   barrier.op = CHORUS_OP_BARRIER;
   for (int round = 0; round < kBarriers; ++round) {
@@ -101,12 +100,12 @@ void AddAlgorithmTest(const SuitePtr& suite, const chorus_algorithm_api& algorit
   const std::string name =
       std::string(operation.test) + "/" + algorithm.name + "_over_" + transport.name;
   AddTest("Algorithm", name, [suite, &algorithm, transport_plugin, &transport, operation] {
-    std::vector<int> sizes(std::begin(kThreadRankCounts), std::end(kThreadRankCounts));
+    std::vector<int> sizes(std::begin(kAlgorithmRankCounts), std::end(kAlgorithmRankCounts));
     if (suite->job_mode()) sizes = {suite->options().job_size};
     for (int size : sizes) {
       SCOPED_TRACE(std::to_string(size) + " ranks");
       const auto body = [&](EndpointRank& me) -> std::string {
-        if (operation.op == CHORUS_OP_BARRIER) return BarrierBody(*suite, algorithm, me);
+        if (operation.op == CHORUS_OP_BARRIER) return AlgorithmBarrierBody(*suite, algorithm, me);
         for (const OpCase& c :
              Cases(operation.op, size, Counts(operation.op, size), operation.placements)) {
           if (std::string failure = RunCase(*suite, algorithm, me, c); !failure.empty()) {

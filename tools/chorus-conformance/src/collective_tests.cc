@@ -20,8 +20,8 @@ namespace chorus::conformance::internal {
 namespace {
 
 constexpr int64_t kTimeoutMs = 60000;
-const std::vector<size_t> kCounts = {0, 1, 1001, 100003};  // large: > a 64 KiB chunk
-constexpr int kThreadRankCounts[] = {1, 2, 3, 4};
+const std::vector<size_t> kCounts = {0, 1, kOddCount, 100003};  // large: > a 64 KiB chunk
+constexpr int kCollectiveRankCounts[] = {1, 2, 3, 4};
 
 // One rank's communicator of the collective under test, and how its operations end.
 class Rank {
@@ -154,7 +154,7 @@ RanksOutcome RunRanks(const Suite& suite, const chorus_collective_api& api, int 
 
 std::vector<int> RankCounts(const Suite& suite) {
   if (suite.job_mode()) return {suite.options().job_size};
-  return {std::begin(kThreadRankCounts), std::end(kThreadRankCounts)};
+  return {std::begin(kCollectiveRankCounts), std::end(kCollectiveRankCounts)};
 }
 
 // The sweep of one operation: every case, stopping at a rank's first failure.

@@ -19,7 +19,6 @@ namespace {
 
 constexpr uint32_t kCpuDevices = 8;
 constexpr size_t kReplicaCounts[] = {1, 2, 3, 4, 8};
-constexpr size_t kOddCount = 1001;
 constexpr size_t kLargeCount = 262147;  // 2^18 + 3: past any small-buffer path, odd
 constexpr int kMaxFailures = 3;
 constexpr unsigned char kPoison = 0x7f;  // fills outputs: no expected value has these bytes

@@ -13,6 +13,9 @@
 
 namespace chorus::conformance::internal {
 
+// The odd element count every sweep runs: no vector width or chunk size divides it.
+inline constexpr size_t kOddCount = 1001;
+
 // Every dtype of ABI 1.0 and every reduce op a plugin receives (MEAN is the core's).
 const std::vector<chorus_dtype>& Dtypes();
 const std::vector<chorus_reduce_op>& PluginReduceOps();

@@ -3,7 +3,8 @@
 set -euo pipefail
 
 packages=(
-  cmake g++ make binutils pkg-config
+  cmake g++ make binutils pkg-config ninja-build
+  clang lld
   libboost-dev libspdlog-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev zlib1g-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc

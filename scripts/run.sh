@@ -8,8 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
-cmake --preset release
-cmake --build --preset release -j "$(nproc)"
+scripts/build-preset.sh release
 
 echo
 echo "== chorus-info (CHORUS_CPU_DEVICES=4): plugins, devices, the scores for 2 workers on 1 host"

@@ -6,6 +6,7 @@
 #      out-of-tree template build (a packaging test; its plugin is not instrumented);
 #   3. ThreadSanitizer build, the threaded core tests (replica threads, stores, tcp transport,
 #      ring collective, the hierarchical collective with ranks as threads).
+# The release build uses g++, the sanitizer builds Clang and lld (README: why).
 # CHORUS_TEST_QUICK=1 runs only the first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,13 +14,16 @@ jobs=$(nproc)
 
 scripts/install-deps.sh
 
+# Each phase prints its seconds, so a CI log shows where the suite's time goes.
 run_preset() {
   local preset=$1
   shift
   echo "== build and test: $preset"
-  cmake --preset "$preset"
-  cmake --build --preset "$preset" -j "$jobs"
+  local start=$SECONDS
+  scripts/build-preset.sh "$preset"
+  local built=$SECONDS
   ctest --preset "$preset" -j "$jobs" "$@"
+  echo "== $preset: build $((built - start)) s, tests $((SECONDS - built)) s"
 }
 
 run_preset release

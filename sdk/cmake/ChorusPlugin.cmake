@@ -34,6 +34,13 @@ function(chorus_add_plugin)
     set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${ARG_OUTPUT_DIRECTORY}")
   endif()
   target_link_libraries(${target} PRIVATE chorus::sdk ${ARG_LINK_LIBRARIES})
-  target_link_options(${target} PRIVATE "LINKER:--version-script=${_CHORUS_PLUGIN_MAP}"
-                      "LINKER:--no-undefined")
+  target_link_options(${target} PRIVATE "LINKER:--version-script=${_CHORUS_PLUGIN_MAP}")
+  # Every symbol resolved at link time, except in a Clang sanitizer build: Clang puts the
+  # sanitizer runtime in the executable, so an instrumented plugin leaves its symbols undefined.
+  get_directory_property(directory_link_options LINK_OPTIONS)
+  if(NOT (CMAKE_CXX_COMPILER_ID MATCHES "Clang" AND
+          "${CMAKE_CXX_FLAGS};${CMAKE_SHARED_LINKER_FLAGS};${directory_link_options}" MATCHES
+          "-fsanitize="))
+    target_link_options(${target} PRIVATE "LINKER:--no-undefined")
+  endif()
 endfunction()

@@ -3,12 +3,15 @@
 # install with only find_package(chorus) and <chorus/chorus.h> (spdlog hidden from CMake, since
 # the installed headers must not need it) and runs it on four cpu replicas.
 #   check_install.sh <chorus build dir> <scratch dir> [compiler flags, e.g. -fsanitize=address]
+#                    [C++ compiler: a sanitizer build's, whose runtime the program must link]
 set -euo pipefail
-[[ $# -eq 2 || $# -eq 3 ]] ||
-  { echo "usage: $0 <chorus build dir> <scratch dir> [compiler flags]" >&2; exit 2; }
+[[ $# -ge 2 && $# -le 4 ]] ||
+  { echo "usage: $0 <chorus build dir> <scratch dir> [compiler flags] [C++ compiler]" >&2; exit 2; }
 build_dir=$(cd "$1" && pwd)
 scratch=$2
 flags=${3:-}
+compiler_args=()
+[[ -n ${4:-} ]] && compiler_args=(-DCMAKE_CXX_COMPILER="$4")
 program_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/user_program" && pwd)
 fail() { echo "check_install: FAILED: $*" >&2; exit 1; }
 rm -rf "$scratch/prefix" "$scratch/build"
@@ -17,7 +20,7 @@ cmake --install "$build_dir" --prefix "$scratch/prefix" >"$scratch/install.log" 
   { cat "$scratch/install.log" >&2; fail "cmake --install"; }
 grep -rq "spdlog" "$scratch/prefix/include/chorus" && fail "an installed header includes spdlog"
 cmake -S "$program_dir" -B "$scratch/build" -DCMAKE_PREFIX_PATH="$scratch/prefix" \
-  -DCMAKE_DISABLE_FIND_PACKAGE_spdlog=TRUE -DCMAKE_CXX_FLAGS="$flags" \
+  -DCMAKE_DISABLE_FIND_PACKAGE_spdlog=TRUE -DCMAKE_CXX_FLAGS="$flags" "${compiler_args[@]}" \
   -DCMAKE_EXE_LINKER_FLAGS="$flags" >"$scratch/configure.log" 2>&1 ||
   { cat "$scratch/configure.log" >&2; fail "configuring the user program"; }
 cmake --build "$scratch/build" -j2 >"$scratch/build.log" 2>&1 ||

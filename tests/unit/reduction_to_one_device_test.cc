@@ -42,7 +42,8 @@ struct Replicas {
 class ReductionToOneDeviceSweep : public ::testing::TestWithParam<std::tuple<size_t, size_t>> {};
 
 TEST_P(ReductionToOneDeviceSweep, AllReduceSumMeanMaxAndBroadcast) {
-  const auto [n, count] = GetParam();
+  const size_t n = std::get<0>(GetParam());
+  const size_t count = std::get<1>(GetParam());
   Replicas r(n, count);
   auto ops = CrossDeviceOps::Create(BareRegistry(), "reduction_to_one_device", r.devices);
   auto fill = [&] {

@@ -152,10 +152,12 @@ class RingAlgorithmOverMemory
     : public ::testing::TestWithParam<std::tuple<int, size_t, const char*>> {};
 
 TEST_P(RingAlgorithmOverMemory, EveryOperation) {
-  const auto [size, count, segment_bytes] = GetParam();
+  const int size = std::get<0>(GetParam());
+  const size_t count = std::get<1>(GetParam());
+  const char* const segment_bytes = std::get<2>(GetParam());
   const std::vector<chorus_option> options = {{"segment_bytes", segment_bytes}};
   Fabric fabric(size);
-  RunRanks(size, [&, size = size, count = count](int rank) {
+  RunRanks(size, [&](int rank) {
     const chorus_p2p* p2p = fabric.p2p(rank);
     for (chorus_dtype dtype : {CHORUS_F32, CHORUS_I64, CHORUS_F16}) {
       for (chorus_reduce_op op : {CHORUS_REDUCE_SUM, CHORUS_REDUCE_MAX}) {

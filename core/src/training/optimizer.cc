@@ -178,8 +178,9 @@ void Optimizer::ApplyReduced(
     const std::vector<std::pair<std::vector<Tensor>, Variable>>& gradients) {
   for (const auto& [reduced, variable] : gradients) CreateSlots(variable);
   const int64_t step = iterations_ + 1;
-  for (const auto& [reduced, variable] : gradients) {
+  for (const auto& [reduced_tensors, variable] : gradients) {
     const std::vector<Variable> slots = SlotsOf(slots_, slot_names(), variable);
+    const std::vector<Tensor>& reduced = reduced_tensors;  // a lambda may not capture a binding
     ForEachCopy(variable, [&](const Tensor& copy, size_t index) {
       UpdateComponent(copy, GradientForCopy(reduced, copy, index), SlotCopies(slots, index), step);
     });

@@ -42,7 +42,9 @@ class GlooCollectives : public testing::TestWithParam<std::tuple<int, size_t>> {
   void CheckAllReduce(const std::string& algorithm) {
     const auto group = Group(size(), {{"algorithm", algorithm}});
     ASSERT_EQ(group->CreateError(), "");
-    for (const auto& [dtype, op] : DtypeOpPairs(count())) {
+    for (const auto& pair : DtypeOpPairs(count())) {
+      const chorus_dtype dtype = pair.first;
+      const chorus_reduce_op op = pair.second;
       const std::string what =
           std::string("all_reduce ") + chorus::DtypeName(dtype) + " " + chorus::ReduceOpName(op);
       const bool in_place = op == CHORUS_REDUCE_SUM || op == CHORUS_REDUCE_MIN;
@@ -128,7 +130,9 @@ TEST_P(GlooCollectives, ReduceScatter) {
   const auto group = Group(size());
   ASSERT_EQ(group->CreateError(), "");
   const size_t total = count() * static_cast<size_t>(size());
-  for (const auto& [dtype, op] : DtypeOpPairs(count())) {
+  for (const auto& pair : DtypeOpPairs(count())) {
+    const chorus_dtype dtype = pair.first;
+    const chorus_reduce_op op = pair.second;
     const std::string what =
         std::string("reduce_scatter ") + chorus::DtypeName(dtype) + " " + chorus::ReduceOpName(op);
     OnRanks(size(), [&](int rank) {

@@ -81,7 +81,8 @@ float Input(size_t i, int rank) {
 class HierarchicalOps : public ::testing::TestWithParam<std::tuple<Layout, size_t>> {};
 
 TEST_P(HierarchicalOps, EveryOperationMatchesTheReference) {
-  const auto& [layout, count] = GetParam();
+  const Layout& layout = std::get<0>(GetParam());
+  const size_t count = std::get<1>(GetParam());
   const int size = layout.size();
   std::vector<std::vector<std::string>> failures(static_cast<size_t>(size));
   const auto errors = OnEveryRank(

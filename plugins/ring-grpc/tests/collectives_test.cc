@@ -86,7 +86,8 @@ std::string CaseName(const testing::TestParamInfo<RingCase>& info) {
 class RingCollectives : public testing::TestWithParam<RingCase> {};
 
 TEST_P(RingCollectives, AllReduceEveryDtypeAndOpOutOfPlaceAndInPlace) {
-  const auto [size, count] = GetParam();
+  const int size = GetParam().size;
+  const size_t count = GetParam().count;
   std::vector<Data> data;
   for (chorus_reduce_op op : kReduceOps) data.push_back(MakeData(size, count, op));
   RunRing(size, kTimeoutMs, kSmallSegments, [&](int rank, RankCommunicator& comm) {
@@ -122,7 +123,8 @@ TEST_P(RingCollectives, AllReduceEveryDtypeAndOpOutOfPlaceAndInPlace) {
 }
 
 TEST_P(RingCollectives, BroadcastFromEveryRoot) {
-  const auto [size, count] = GetParam();
+  const int size = GetParam().size;
+  const size_t count = GetParam().count;
   const Data values = MakeData(size, count, CHORUS_REDUCE_SUM);
   RunRing(size, kTimeoutMs, kSmallSegments, [&](int rank, RankCommunicator& comm) {
     for (chorus_dtype dtype : chorus::AllDtypes()) {
@@ -147,7 +149,8 @@ TEST_P(RingCollectives, BroadcastFromEveryRoot) {
 }
 
 TEST_P(RingCollectives, AllGatherOutOfPlaceAndInPlace) {
-  const auto [size, count] = GetParam();
+  const int size = GetParam().size;
+  const size_t count = GetParam().count;
   const Data values = MakeData(size, count, CHORUS_REDUCE_SUM);
   std::vector<double> all;
   for (const auto& block : values.inputs) all.insert(all.end(), block.begin(), block.end());
@@ -178,7 +181,8 @@ TEST_P(RingCollectives, AllGatherOutOfPlaceAndInPlace) {
 }
 
 TEST_P(RingCollectives, ReduceScatterEveryDtypeAndOp) {
-  const auto [size, count] = GetParam();
+  const int size = GetParam().size;
+  const size_t count = GetParam().count;
   std::vector<Data> data;
   for (chorus_reduce_op op : kReduceOps) data.push_back(MakeData(size, count * size, op));
   RunRing(size, kTimeoutMs, kSmallSegments, [&](int rank, RankCommunicator& comm) {

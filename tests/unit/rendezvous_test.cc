@@ -370,6 +370,103 @@ TEST(TcpStoreTest, AClientLostWithoutGoodbyeIsRecorded) {
   EXPECT_FALSE(observer->Check("chorus/lost/worker 1"));
 }
 
+// Forks a member that, after `delay`, connects, says hello as `name`, reads key "data" and
+// leaves; its exit code is 0 when it read "x". Returns its pid.
+pid_t LateMember(uint16_t port, const std::string& name, milliseconds delay) {
+  const pid_t child = ::fork();
+  if (child != 0) return child;
+  try {
+    std::this_thread::sleep_for(delay);
+    auto store = ConnectTcpStore("127.0.0.1", port, 5s);
+    AnnounceTcpStoreClient(*store, name);
+    const bool read = ToString(store->Get("data", 5s)) == "x";
+    store.reset();  // a goodbye
+    ::_exit(read ? 0 : 1);
+  } catch (...) {
+    ::_exit(2);
+  }
+}
+
+int ExitCode(pid_t child) {
+  int status = 0;
+  if (::waitpid(child, &status, 0) != child) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// The leader finishes first: its server, destroyed, serves on until the other members (which
+// had not even connected yet) have come and left, then returns at once.
+TEST(TcpStoreTest, ADestroyedServerServesTheOtherMembersUntilTheyLeave) {
+  auto server = TcpStoreServer::Start("127.0.0.1", 0, 20s, /*other_members=*/2);
+  const uint16_t port = server->port();
+  {
+    const auto own = ConnectTcpStore("127.0.0.1", port, 5s);
+    own->Set("data", ToBytes("x"));
+  }
+  const pid_t first = LateMember(port, "worker 1", 300ms);
+  const pid_t second = LateMember(port, "worker 2", 600ms);
+  const auto start = Clock::now();
+  server.reset();  // returns once both came and went
+  EXPECT_GE(Since(start), 500ms) << "the server closed before the second member came";
+  EXPECT_LT(Since(start), 15s) << "the server waited for its linger, not for the members";
+  EXPECT_EQ(ExitCode(first), 0);
+  EXPECT_EQ(ExitCode(second), 0);
+}
+
+// A member that never leaves holds the server only for the linger; this process's own
+// connections never hold it.
+TEST(TcpStoreTest, TheLingerBoundsTheWaitAndOwnConnectionsDoNotCount) {
+  auto server = TcpStoreServer::Start("127.0.0.1", 0, 300ms);
+  const auto own = ConnectTcpStore("127.0.0.1", server->port(), 5s);
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(ready[0]);
+    try {
+      const auto store = ConnectTcpStore("127.0.0.1", server->port(), 5s);
+      store->Set("connected", {});
+      const char byte = 1;
+      if (::write(ready[1], &byte, 1) != 1) ::_exit(2);
+      std::this_thread::sleep_for(30s);  // never leaves; killed below
+    } catch (...) {
+    }
+    ::_exit(1);
+  }
+  ::close(ready[1]);
+  char byte = 0;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  ::close(ready[0]);
+  const auto start = Clock::now();
+  server.reset();
+  EXPECT_GE(Since(start), 250ms) << "the server did not wait for the other process's client";
+  EXPECT_LT(Since(start), 5s) << "the linger did not bound the wait";
+  EXPECT_EQ(Thrown([&] { own->Get("data", 1s); }).status(), CHORUS_PEER_LOST);
+  ::kill(child, SIGKILL);
+  ExitCode(child);
+}
+
+TEST(TcpStoreTest, LeavingClosesTheConnectionAndLaterCallsSaySo) {
+  const auto server = TcpStoreServer::Start("127.0.0.1", 0);
+  const auto observer = ConnectTcpStore("127.0.0.1", server->port(), 5s);
+  const auto store = ConnectTcpStore("127.0.0.1", server->port(), 5s);
+  AnnounceTcpStoreClient(*store, "worker 1");
+  LeaveTcpStore(*store);
+  LeaveTcpStore(*store);  // twice does nothing
+  const Error error = Thrown([&] { store->Set("k", {}); });
+  EXPECT_EQ(error.status(), CHORUS_PEER_LOST);
+  EXPECT_NE(std::string(error.what()).find("this process left the tcp store"), std::string::npos)
+      << error.what();
+  // A goodbye, not a loss.
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(observer->Check("chorus/lost/worker 1"));
+  EXPECT_EQ(Thrown([&] {
+              auto in_process = MakeInProcessStore();
+              LeaveTcpStore(*in_process);
+            }).status(),
+            CHORUS_INVALID_ARGUMENT);
+}
+
 TEST(TcpStoreTest, AnnounceNeedsATcpConnection) {
   const auto server = TcpStoreServer::Start("127.0.0.1", 0);
   const auto client = ConnectTcpStore("127.0.0.1", server->port(), 5s);

@@ -307,9 +307,7 @@ int RunMultiWorkerBench(const BenchOptions& options) {
                                                      : options.backends);
     WorkerJob job = JoinJob(options.timeout_seconds);
     if (job.size > 1) who += " (worker " + std::to_string(job.rank) + ")";
-    const int code = Run(options, job);
-    LeaveJob(job, options.timeout_seconds);
-    return code;
+    return Run(options, job);
   } catch (const UsageError& e) {
     std::cerr << who << ": " << e.what() << "\n";
     return 2;

@@ -5,13 +5,8 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <thread>
 
 namespace chorus::bench {
-
-namespace {
-constexpr const char* kDoneKey = "bench/done";
-}  // namespace
 
 bool StartedByMpirun() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr; }
 
@@ -39,25 +34,13 @@ WorkerJob JoinJob(double timeout_seconds) {
   };
   job.host = split(resolver->AddressOf(job.rank)).first;
   const auto [leader_host, leader_port] = split(resolver->leader_address());
-  if (resolver->is_leader()) job.server = TcpStoreServer::Start(leader_host, leader_port);
-  job.store =
-      ConnectTcpStore(leader_host, leader_port,
-                      std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000)));
+  const std::chrono::milliseconds timeout(static_cast<int64_t>(timeout_seconds * 1000));
+  if (resolver->is_leader()) {
+    job.server = TcpStoreServer::Start(leader_host, leader_port, timeout, job.size - 1);
+  }
+  job.store = ConnectTcpStore(leader_host, leader_port, timeout);
+  AnnounceTcpStoreClient(*job.store, job.task_names[static_cast<size_t>(job.rank)]);
   return job;
-}
-
-void LeaveJob(WorkerJob& job, double timeout_seconds) {
-  if (job.size <= 1) return;
-  if (job.rank != 0) {
-    job.store->Add(kDoneKey, 1);
-    return;
-  }
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
-  while (job.store->Add(kDoneKey, 0) < job.size - 1 &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
 }
 
 }  // namespace chorus::bench

@@ -20,7 +20,9 @@ struct WorkerJob {
   std::string source;  // "TFConfigClusterResolver", "OpenMpiClusterResolver", "single process"
   std::string host;    // where peers reach this worker
   std::vector<std::string> task_names;
-  std::unique_ptr<TcpStoreServer> server;  // worker 0 only
+  // Worker 0 only. Destroyed, it serves on until every other worker has come and left (each says
+  // hello with its task name), or the time-out passed, so worker 0 may finish first.
+  std::unique_ptr<TcpStoreServer> server;
   std::shared_ptr<KvStore> store;
 };
 
@@ -30,9 +32,6 @@ WorkerJob JoinJob(double timeout_seconds);
 
 // Whether mpirun started this process (OMPI_COMM_WORLD_SIZE is set).
 bool StartedByMpirun();
-
-// Keeps worker 0 (and its store) alive until every worker has said it is done.
-void LeaveJob(WorkerJob& job, double timeout_seconds);
 
 }  // namespace chorus::bench
 

@@ -1,5 +1,6 @@
 #include "base/socket_util.h"
 
+#include <arpa/inet.h>
 #include <chorus/base/error.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -244,6 +245,43 @@ IoResult RecvAll(int fd, void* data, size_t size, Clock::time_point deadline, in
     return IsClosedError(*err) ? IoResult::kClosed : IoResult::kError;
   }
   return IoResult::kOk;
+}
+
+namespace {
+
+std::string EndpointText(const sockaddr_storage& address) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (address.ss_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&address);
+    ::inet_ntop(AF_INET, &v4->sin_addr, text, sizeof(text));
+    return std::string(text) + ":" + std::to_string(ntohs(v4->sin_port));
+  }
+  if (address.ss_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&address);
+    if (IN6_IS_ADDR_V4MAPPED(&v6->sin6_addr)) {
+      ::inet_ntop(AF_INET, &v6->sin6_addr.s6_addr[12], text, sizeof(text));
+    } else {
+      ::inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof(text));
+    }
+    return std::string(text) + ":" + std::to_string(ntohs(v6->sin6_port));
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string LocalEndpoint(int fd) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof(address);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) return "";
+  return EndpointText(address);
+}
+
+std::string PeerEndpoint(int fd) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof(address);
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) return "";
+  return EndpointText(address);
 }
 
 }  // namespace chorus

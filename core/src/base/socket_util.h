@@ -50,6 +50,12 @@ UniqueFd ListenTcp(const std::string& host, uint16_t port);
 // The port a bound socket listens on.
 uint16_t LocalPort(int fd);
 
+// "address:port" of a socket's own end (getsockname) or of its peer (getpeername), with an
+// IPv4-mapped IPv6 address written as IPv4, so both ends of one connection name it alike; ""
+// when the socket has no such address.
+std::string LocalEndpoint(int fd);
+std::string PeerEndpoint(int fd);
+
 // One attempt to connect to host:port, bounded by `deadline`. Returns a non-blocking connected
 // socket, or an invalid fd with the reason in *error.
 UniqueFd ConnectTcp(const std::string& host, uint16_t port, Clock::time_point deadline,

@@ -56,8 +56,11 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
 
   const milliseconds timeout = TimeoutOf(communication_options());
   const auto [host, port] = SplitAddress(resolver_->leader_address());
-  if (is_leader_) server_ = TcpStoreServer::Start(host, port);
+  // Destroyed, the leader's server serves on until the other workers have come (each says hello
+  // with its task name) and left, or `timeout` passed.
+  if (is_leader_) server_ = TcpStoreServer::Start(host, port, timeout, workers - 1);
   store_ = ConnectTcpStore(host, port, timeout);
+  AnnounceTcpStoreClient(*store_, resolver_->task_name());
 
   // Every worker must have as many replicas, or the global replica ids and MEAN go wrong.
   const auto local = static_cast<int64_t>(devices().size());

@@ -12,6 +12,7 @@
 #include "base/logging.h"
 #include "base/socket_util.h"
 #include "rendezvous/kv_store_internal.h"
+#include "rendezvous/own_clients.h"
 #include "rendezvous/tcp_store_protocol.h"
 
 namespace chorus {
@@ -36,11 +37,18 @@ std::string Quoted(const std::vector<std::string>& keys) {
 class TcpStoreClient : public KvStore {
  public:
   TcpStoreClient(std::string address, UniqueFd fd)
-      : address_(std::move(address)), fd_(std::move(fd)) {}
+      : address_(std::move(address)), endpoint_(LocalEndpoint(fd.get())), fd_(std::move(fd)) {
+    tcp_store::AddOwnClient(endpoint_);
+  }
 
-  ~TcpStoreClient() override {
+  ~TcpStoreClient() override { Leave(); }
+
+  // Says goodbye and closes the connection (see LeaveTcpStore).
+  void Leave() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!fd_.valid()) return;
+    tcp_store::RemoveOwnClient(endpoint_);
+    broken_ = "rendezvous: this process left the tcp store at " + address_;
     // A clean goodbye, so the server does not record this client as lost. Best effort and
     // non-blocking: a few bytes always fit in an idle socket's buffer.
     try {
@@ -158,10 +166,12 @@ class TcpStoreClient : public KvStore {
   // Closes the connection; every later request throws PEER_LOST with `reason`.
   void Break(std::string reason) {
     broken_ = std::move(reason);
+    if (fd_.valid()) tcp_store::RemoveOwnClient(endpoint_);
     fd_.reset();
   }
 
   const std::string address_;
+  const std::string endpoint_;  // this end of the connection, for a server in this process
   std::mutex mutex_;
   UniqueFd fd_;         // invalid once broken
   std::string broken_;  // why the connection was closed
@@ -194,14 +204,25 @@ std::shared_ptr<KvStore> ConnectTcpStore(const std::string& host, uint16_t port,
                                   "there? raise CHORUS_TIMEOUT_SECONDS if it starts slowly");
 }
 
-void AnnounceTcpStoreClient(KvStore& store, const std::string& name) {
+namespace {
+
+TcpStoreClient& ClientOf(KvStore& store, const char* what) {
   auto* client = dynamic_cast<TcpStoreClient*>(&store);
   if (client == nullptr) {
     throw Error(CHORUS_INVALID_ARGUMENT,
-                "AnnounceTcpStoreClient: the store given (" + store.Describe() +
+                std::string(what) + ": the store given (" + store.Describe() +
                     ") is not a connection ConnectTcpStore returned (a WithPrefix view of one is "
                     "not either)");
   }
+  return *client;
+}
+
+}  // namespace
+
+void LeaveTcpStore(KvStore& store) { ClientOf(store, "LeaveTcpStore").Leave(); }
+
+void AnnounceTcpStoreClient(KvStore& store, const std::string& name) {
+  TcpStoreClient* client = &ClientOf(store, "AnnounceTcpStoreClient");
   if (name.empty()) {
     throw Error(CHORUS_INVALID_ARGUMENT, "AnnounceTcpStoreClient: the name is empty");
   }

@@ -11,16 +11,19 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "base/logging.h"
 #include "base/socket_util.h"
 #include "rendezvous/kv_store_internal.h"
+#include "rendezvous/own_clients.h"
 #include "rendezvous/tcp_store_protocol.h"
 
 namespace chorus {
@@ -38,8 +41,9 @@ struct Waiter {
 
 struct Connection {
   UniqueFd fd;
-  Bytes input;   // received bytes not yet parsed into requests
-  Bytes output;  // responses not yet sent
+  std::string peer;  // the client's end, "address:port"; for the linger and for messages
+  Bytes input;       // received bytes not yet parsed into requests
+  Bytes output;      // responses not yet sent
   size_t output_sent = 0;
   std::string name;  // from HELLO; empty when it never said hello
   bool said_bye = false;
@@ -49,12 +53,15 @@ struct Connection {
 
 class Server : public TcpStoreServer {
  public:
-  Server(UniqueFd listener, UniqueFd wake_read, UniqueFd wake_write, std::string where)
+  Server(UniqueFd listener, UniqueFd wake_read, UniqueFd wake_write, std::string where,
+         std::chrono::milliseconds linger, int other_members)
       : listener_(std::move(listener)),
         wake_read_(std::move(wake_read)),
         wake_write_(std::move(wake_write)),
         port_(LocalPort(listener_.get())),
-        where_(std::move(where)) {
+        where_(std::move(where)),
+        linger_(linger),
+        other_members_(other_members) {
     thread_ = std::thread([this] { Run(); });
   }
 
@@ -65,7 +72,8 @@ class Server : public TcpStoreServer {
     while (::write(wake_write_.get(), &byte, 1) < 0 && errno == EINTR) {
     }
     thread_.join();
-    // Run() closed every connection and the listener on its way out.
+    // Run() closed every connection and the listener on its way out, once the clients of other
+    // processes had left or the linger had passed.
   }
 
   uint16_t port() const override { return port_; }
@@ -87,7 +95,21 @@ class Server : public TcpStoreServer {
   void Loop() {
     std::vector<pollfd> fds;
     std::vector<uint64_t> ids;  // ids[i] is the connection of fds[i + 2]
-    while (!stop_.load()) {
+    Clock::time_point linger_deadline = Clock::time_point::max();
+    for (;;) {
+      if (stop_.load()) {
+        if (linger_deadline == Clock::time_point::max()) linger_deadline = StartLinger();
+        if (AllMembersLeft()) break;
+        if (Clock::now() >= linger_deadline) {
+          Log().warn(
+              "rendezvous: the tcp store on {} stops serving after waiting {} ms for its "
+              "members to leave; still connected: {}; {} of {} other members said hello (raise "
+              "CHORUS_TIMEOUT_SECONDS if they need longer)",
+              where_, linger_.count(), OtherClients().empty() ? "none" : Names(OtherClients()),
+              members_seen_.size(), other_members_);
+          break;
+        }
+      }
       fds.clear();
       ids.clear();
       fds.push_back({wake_read_.get(), POLLIN, 0});
@@ -98,13 +120,13 @@ class Server : public TcpStoreServer {
         fds.push_back({connection.fd.get(), events, 0});
         ids.push_back(id);
       }
-      const int n = ::poll(fds.data(), fds.size(), PollTimeoutMs(NextDeadline()));
+      const int n =
+          ::poll(fds.data(), fds.size(), PollTimeoutMs(std::min(NextDeadline(), linger_deadline)));
       if (n < 0) {
         if (errno == EINTR) continue;
         throw Error(CHORUS_INTERNAL, "poll: " + ErrnoText(errno));
       }
       if (fds[0].revents != 0) DrainWakePipe();
-      if (stop_.load()) break;
       if (fds[1].revents != 0) AcceptAll();
       for (size_t i = 0; i < ids.size(); ++i) {
         const short revents = fds[i + 2].revents;
@@ -123,6 +145,40 @@ class Server : public TcpStoreServer {
         ServeRunnable();
       }
     }
+  }
+
+  // The connections of other processes: the members the server waits for when destroyed. A
+  // connection of this process (the destroying member's own store) never holds it.
+  std::vector<const Connection*> OtherClients() const {
+    std::vector<const Connection*> others;
+    for (const auto& [id, connection] : connections_) {
+      if (!tcp_store::IsOwnClient(connection.peer)) others.push_back(&connection);
+    }
+    return others;
+  }
+
+  static std::string Names(const std::vector<const Connection*>& connections) {
+    std::string names;
+    for (const Connection* connection : connections) {
+      names += names.empty() ? "" : ", ";
+      names += connection->name.empty() ? "a client at " + connection->peer
+                                        : "'" + connection->name + "' (" + connection->peer + ")";
+    }
+    return names;
+  }
+
+  // Every member of another process came (as many names as other_members_) and went.
+  bool AllMembersLeft() const {
+    return OtherClients().empty() &&
+           members_seen_.size() >= static_cast<size_t>(std::max(other_members_, 0));
+  }
+
+  Clock::time_point StartLinger() const {
+    if (const auto others = OtherClients(); !others.empty()) {
+      Log().debug("rendezvous: the tcp store on {} serves {} until they leave, up to {} ms", where_,
+                  Names(others), linger_.count());
+    }
+    return DeadlineAfter(linger_);
   }
 
   Clock::time_point NextDeadline() const {
@@ -152,7 +208,9 @@ class Server : public TcpStoreServer {
         return;
       }
       SetNoDelay(fd);
-      connections_[next_id_++].fd.reset(fd);
+      Connection& connection = connections_[next_id_++];
+      connection.fd.reset(fd);
+      connection.peer = PeerEndpoint(fd);
     }
   }
 
@@ -231,6 +289,8 @@ class Server : public TcpStoreServer {
         return;
       case Op::kHello:
         connection.name = Key(request, 0);
+        // The client registered its end before it could say hello, so this is reliable.
+        if (!tcp_store::IsOwnClient(connection.peer)) members_seen_.insert(connection.name);
         Reply(connection, {CHORUS_OK, {}});
         return;
       case Op::kBye:
@@ -352,6 +412,8 @@ class Server : public TcpStoreServer {
       return true;
     });
     for (const std::string& name : lost) {
+      // One record per member, though it may have had several connections.
+      if (values_.count(tcp_store::LostKey(name)) != 0) continue;
       Log().warn(
           "rendezvous: '{}' closed its connection to the tcp store on {} without saying goodbye; "
           "recording it as lost under '{}'",
@@ -369,11 +431,14 @@ class Server : public TcpStoreServer {
   UniqueFd wake_write_;
   const uint16_t port_;
   const std::string where_;
+  const std::chrono::milliseconds linger_;
+  const int other_members_;
   std::atomic<bool> stop_{false};
 
   // Touched only by the serving thread.
   std::map<std::string, Bytes> values_;
   std::map<uint64_t, Connection> connections_;
+  std::set<std::string> members_seen_;  // names other processes said hello with
   uint64_t next_id_ = 0;
   std::vector<uint64_t> waiting_ids_;  // connections with a waiter
   std::deque<uint64_t> runnable_;      // connections whose waiter was answered
@@ -383,7 +448,9 @@ class Server : public TcpStoreServer {
 
 }  // namespace
 
-std::unique_ptr<TcpStoreServer> TcpStoreServer::Start(const std::string& host, uint16_t port) {
+std::unique_ptr<TcpStoreServer> TcpStoreServer::Start(const std::string& host, uint16_t port,
+                                                      std::chrono::milliseconds linger,
+                                                      int other_members) {
   UniqueFd listener = ListenTcp(host, port);
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_NONBLOCK | O_CLOEXEC) != 0) {
@@ -396,7 +463,7 @@ std::unique_ptr<TcpStoreServer> TcpStoreServer::Start(const std::string& host, u
       (host.empty() ? std::string("0.0.0.0") : host) + ":" + std::to_string(bound);
   Log().debug("rendezvous: serving the tcp store on {}", where);
   return std::make_unique<Server>(std::move(listener), std::move(wake_read), std::move(wake_write),
-                                  where);
+                                  where, linger, other_members);
 }
 
 }  // namespace chorus

@@ -13,10 +13,21 @@
 namespace chorus {
 
 // Serves a KvStore over TCP on host:port (port 0 = any free port) from a background thread.
-// Stops, closing every connection, when destroyed.
+//
+// The store outlives every member of the job: when destroyed, the server goes on serving until
+// every client of another process has closed its connection (left, or died) or `linger` has
+// passed, and only then closes every connection. So the member that serves the store (the
+// leader) can finish first while the others still read what it wrote. Connections this process
+// holds itself do not hold it. With `other_members` > 0 it also waits until that many distinct
+// names from other processes have said hello (AnnounceTcpStoreClient): a member that has not
+// connected yet when the leader is done still finds the store. A server that gives up after
+// `linger` logs who was still there or never came.
 class TcpStoreServer {
  public:
-  static std::unique_ptr<TcpStoreServer> Start(const std::string& host, uint16_t port);
+  static constexpr std::chrono::milliseconds kDefaultLinger{60000};
+  static std::unique_ptr<TcpStoreServer> Start(const std::string& host, uint16_t port,
+                                               std::chrono::milliseconds linger = kDefaultLinger,
+                                               int other_members = 0);
   virtual ~TcpStoreServer() = default;
   virtual uint16_t port() const = 0;
 };
@@ -38,6 +49,13 @@ std::shared_ptr<KvStore> ConnectTcpStore(const std::string& host, uint16_t port,
 // other client can wait on. Throws Error(CHORUS_INVALID_ARGUMENT) when `store` is not a store
 // ConnectTcpStore returned (a WithPrefix view of one is not).
 void AnnounceTcpStoreClient(KvStore& store, const std::string& name);
+
+// Leaves the store now: says goodbye and closes the connection, as destroying the store does;
+// later operations on it throw Error(CHORUS_PEER_LOST) saying this process left. For a member
+// whose store object is still held by something it cannot destroy first, so that the leader's
+// server need not wait for it. Throws Error(CHORUS_INVALID_ARGUMENT) for a store ConnectTcpStore
+// did not return; leaving twice does nothing.
+void LeaveTcpStore(KvStore& store);
 
 // A store kept as files in `directory` (created if missing), which every worker must see (a
 // shared file system). Writes are atomic (write, then rename); waits poll.

@@ -19,8 +19,9 @@
 #include <cstring>
 #include <iostream>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include "ranks_as_processes.h"
 
 namespace {
 
@@ -36,7 +37,12 @@ constexpr const char* kUsage =
     "  --ranks-from-environment     run the Collective, Transport and Algorithm checks with this\n"
     "                               process as one rank of the job that TF_CONFIG, mpirun,\n"
     "                               torchrun or Slurm describes (start every rank the same way);\n"
-    "                               without it they run ranks as threads of this process\n"
+    "                               without it they run ranks as threads of this process, then\n"
+    "                               as 2, 3 and 4 processes (RanksAsProcesses.*, through\n"
+    "                               chorus-launch from the same folder)\n"
+    "  --threads-only               no RanksAsProcesses: for a plugin whose ranks come from its\n"
+    "                               own launcher (mpirun), run that way with\n"
+    "                               --ranks-from-environment instead\n"
     "  --require                    fail, instead of skipping, where the plugin answers\n"
     "                               UNSUPPORTED or UNAVAILABLE for what its tables declare\n"
     "                               (capabilities' memory and ops, supported_ops, slots)\n"
@@ -51,8 +57,10 @@ struct Arguments {
   bool builtin = false;
   bool help = false;
   bool ranks_from_environment = false;
+  bool threads_only = false;
   chorus::conformance::KitOptions options;
-  std::vector<char*> rest;  // argv[0] and everything for GoogleTest
+  std::vector<std::string> forwarded;  // what each rank process gets again (RanksAsProcesses)
+  std::vector<char*> rest;             // argv[0] and everything for GoogleTest
 };
 
 // "KEY=VALUE" into options; false when there is no '=' or no key.
@@ -67,7 +75,12 @@ bool AddOption(const char* text, chorus::Options* options) {
 bool Parse(int argc, char** argv, Arguments* args) {
   args->rest.push_back(argv[0]);
   for (int i = 1; i < argc; ++i) {
+    const int first = i;
     const std::string arg = argv[i];
+    // The plugin, its options, --require and --transport go to the rank processes too.
+    auto forward = [&] {
+      args->forwarded.insert(args->forwarded.end(), argv + first, argv + i + 1);
+    };
     auto value = [&](const char* flag) -> const char* {
       const std::string prefix = std::string(flag) + "=";
       if (arg.rfind(prefix, 0) == 0) return argv[i] + prefix.size();
@@ -80,18 +93,24 @@ bool Parse(int argc, char** argv, Arguments* args) {
     };
     if (arg == "--builtin") {
       args->builtin = true;
+      forward();
     } else if (is("--plugin")) {
       const char* v = value("--plugin");
       if (v == nullptr) return false;
       args->plugin_path = v;
+      forward();
     } else if (is("--transport")) {
       const char* v = value("--transport");
       if (v == nullptr) return false;
       args->transport_path = v;
+      forward();
     } else if (arg == "--ranks-from-environment") {
       args->ranks_from_environment = true;
+    } else if (arg == "--threads-only") {
+      args->threads_only = true;
     } else if (arg == "--require") {
       args->options.require = true;
+      forward();
     } else if (is("--enumerator-option") || is("--ops-option") || is("--collective-option")) {
       const bool enumerator = is("--enumerator-option");
       const bool collective = is("--collective-option");
@@ -107,6 +126,7 @@ bool Parse(int argc, char** argv, Arguments* args) {
         std::cerr << "chorus-conformance: " << flag << " '" << v << "' is not KEY=VALUE\n";
         return false;
       }
+      forward();
     } else if (arg == "--help" || arg == "-h") {
       std::cout << kUsage;
       args->help = true;
@@ -129,9 +149,11 @@ bool Parse(int argc, char** argv, Arguments* args) {
   return true;
 }
 
-// This process's place in the job and the job's store (served by the leader at its address).
-// Throws chorus::Error naming what is missing.
-void JoinJob(chorus::conformance::KitOptions* options) {
+// This process's place in the job and the job's store, served by the leader at its address: the
+// server it returns to the leader, once destroyed, serves on until every other rank has come and
+// left (or 60 s passed), so the leader may finish its checks first. Each rank says hello with its
+// task name. Throws chorus::Error naming what is missing.
+std::unique_ptr<chorus::TcpStoreServer> JoinJob(chorus::conformance::KitOptions* options) {
   auto resolver = chorus::ResolveClusterFromEnvironment();
   if (!resolver) {
     throw chorus::Error(CHORUS_INVALID_ARGUMENT,
@@ -144,29 +166,16 @@ void JoinJob(chorus::conformance::KitOptions* options) {
   const auto colon = leader.rfind(':');
   const std::string host = leader.substr(0, colon);
   const auto port = static_cast<uint16_t>(std::stoi(leader.substr(colon + 1)));
-  static std::unique_ptr<chorus::TcpStoreServer> server;  // lives until exit
-  if (resolver->is_leader()) server = chorus::TcpStoreServer::Start(host, port);
+  std::unique_ptr<chorus::TcpStoreServer> server;
+  if (resolver->is_leader()) {
+    server =
+        chorus::TcpStoreServer::Start(host, port, std::chrono::seconds(60), options->job_size - 1);
+  }
   options->job_store = chorus::ConnectTcpStore(host, port, std::chrono::seconds(60));
+  chorus::AnnounceTcpStoreClient(*options->job_store, resolver->task_name());
   std::cout << "chorus-conformance: rank " << options->job_rank << " of " << options->job_size
             << " (" << resolver->name() << "), store at " << leader << "\n";
-}
-
-// The leader serves the store, so it leaves last: every rank says it is done, and the leader
-// waits (bounded) for all of them before its process, and the store's server, ends. Otherwise a
-// rank still finishing its last check loses the store.
-void LeaveJob(const chorus::conformance::KitOptions& options) {
-  auto& store = *options.job_store;
-  store.Add("conformance/left", 1);
-  if (options.job_rank != 0) return;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (store.Add("conformance/left", 0) < options.job_size) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      std::cerr << "chorus-conformance: the leader waited 60 s for every rank to finish; it "
-                   "stops serving the store now\n";
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  return server;
 }
 
 std::string Join(const std::vector<std::string>& items) {
@@ -245,23 +254,22 @@ int main(int argc, char** argv) {
   }
   std::cout.flush();
 
+  std::unique_ptr<chorus::TcpStoreServer> server;  // the leader's; goes last, see JoinJob
   if (args.ranks_from_environment) {
     try {
-      JoinJob(&args.options);
+      server = JoinJob(&args.options);
     } catch (const std::exception& e) {
       std::cerr << "chorus-conformance: --ranks-from-environment: " << e.what() << "\n";
       return 2;
     }
   }
   chorus::conformance::RegisterConformanceTests(plugin, args.options);
-  const int result = RUN_ALL_TESTS();
-  if (args.ranks_from_environment) {
-    try {
-      LeaveJob(args.options);
-    } catch (const std::exception& e) {
-      std::cerr << "chorus-conformance: leaving the job: " << e.what() << "\n";
-      return 1;
-    }
+  if (!args.ranks_from_environment && !args.threads_only) {
+    chorus::conformance::RegisterRanksAsProcessesTests(*plugin, args.forwarded);
   }
+  const int result = RUN_ALL_TESTS();
+  // The registered checks keep the store; leave it now, so the leader's server need not wait for
+  // this process's exit (a plugin may hold the exit up: mpi finalizes in an atexit handler).
+  if (args.options.job_store) chorus::LeaveTcpStore(*args.options.job_store);
   return result == 0 ? 0 : 1;
 }

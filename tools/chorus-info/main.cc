@@ -31,13 +31,14 @@ int main(int argc, char** argv) {
   }
 
   std::cout << "chorus core ABI " << CHORUS_ABI_MAJOR << "." << CHORUS_ABI_MINOR << "\n";
+  std::vector<std::string> selection_errors;
   try {
     chorus::Registry& registry = chorus::Registry::Global();
     chorus::info::PrintSearchPath(registry, std::cout);
     chorus::info::PrintPlugins(registry, std::cout);
     if (!plugins_only) {
       chorus::info::PrintDevices(registry, std::cout);
-      chorus::info::PrintSelection(registry, std::cout);
+      selection_errors = chorus::info::PrintSelection(registry, job, std::cout);
       chorus::info::PrintScores(registry, job, std::cout);
     }
     chorus::info::PrintRejected(registry, std::cout);
@@ -45,5 +46,7 @@ int main(int argc, char** argv) {
     std::cerr << "chorus-info: " << e.what() << "\n";
     return 2;
   }
-  return 0;
+  // A variable that selects nothing usable would fail every job: say so, and fail.
+  for (const std::string& error : selection_errors) std::cerr << "chorus-info: " << error << "\n";
+  return selection_errors.empty() ? 0 : 2;
 }

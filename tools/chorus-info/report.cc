@@ -72,8 +72,28 @@ void PrintDevices(const Registry& registry, std::ostream& out) {
   }
 }
 
-void PrintSelection(const Registry& registry, std::ostream& out) {
-  out << "\nSelected by the current variables (cross-device ops of the default devices):\n";
+namespace {
+
+JobShape ShapeOf(const JobDescription& job) {
+  JobShape shape;
+  shape.ranks = job.workers;
+  shape.hosts = job.hosts;
+  shape.ranks_per_host = job.workers % job.hosts == 0 ? job.workers / job.hosts : 0;
+  return shape;
+}
+
+CommunicationImplementation ImplementationOf(const JobDescription& job) {
+  return job.implementation == "RING"   ? CommunicationImplementation::kRing
+         : job.implementation == "NCCL" ? CommunicationImplementation::kNccl
+                                        : CommunicationImplementation::kAuto;
+}
+
+}  // namespace
+
+std::vector<std::string> PrintSelection(const Registry& registry, const JobDescription& job,
+                                        std::ostream& out) {
+  std::vector<std::string> errors;
+  out << "\nSelected by the current variables:\n";
   try {
     const auto devices = registry.DefaultDevices();
     std::vector<std::string> names;
@@ -82,9 +102,21 @@ void PrintSelection(const Registry& registry, std::ostream& out) {
     const auto selection = SelectCrossDeviceOps(registry, "", devices);
     out << "  cross-device ops: " << selection.name << "  (" << selection.source << ")\n";
   } catch (const Error& e) {
-    out << "  error: " << e.what() << "\n";
+    out << "  cross-device ops: error: " << e.what() << "\n";
+    errors.push_back(e.what());
   }
   out << "  available cross-device ops: " << Join(registry.CrossDeviceOpsNames()) << "\n";
+  const JobShape shape = ShapeOf(job);
+  try {
+    const CollectivePlan plan = PlanCollectives(registry, ImplementationOf(job), shape);
+    out << "  collective (" << shape.Describe() << "): " << plan.collectives.front() << "  ("
+        << plan.source << ")\n";
+  } catch (const Error& e) {
+    out << "  collective (" << shape.Describe() << "): error: " << e.what() << "\n";
+    errors.push_back(e.what());
+  }
+  out << "  available collectives: " << Join(registry.CollectiveNames()) << "\n";
+  return errors;
 }
 
 namespace {
@@ -157,17 +189,11 @@ void PrintScores(const Registry& registry, const JobDescription& job, std::ostre
   } catch (const Error& e) {
     out << "    error: " << e.what() << "\n";
   }
-  JobShape shape;
-  shape.ranks = job.workers;
-  shape.hosts = job.hosts;
-  shape.ranks_per_host = job.workers % job.hosts == 0 ? job.workers / job.hosts : 0;
+  const JobShape shape = ShapeOf(job);
   out << "  collectives for a job of " << shape.Describe()
       << " (--workers, --hosts; CommunicationOptions " << job.implementation << "):\n";
   try {
-    const auto implementation = job.implementation == "RING"   ? CommunicationImplementation::kRing
-                                : job.implementation == "NCCL" ? CommunicationImplementation::kNccl
-                                                               : CommunicationImplementation::kAuto;
-    const CollectivePlan plan = PlanCollectives(registry, implementation, shape);
+    const CollectivePlan plan = PlanCollectives(registry, ImplementationOf(job), shape);
     out << "    primary: " << plan.collectives.front() << " (" << plan.source << ")\n"
         << "    created: " << Join(plan.collectives) << "\n";
     // What a composing collective would compose, when AUTO chooses its parts.

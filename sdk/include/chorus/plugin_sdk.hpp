@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chorus/error.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -181,6 +182,49 @@ class StoreView {
     int64_t result = 0;
     Check(store_->add(store_->ctx, key.c_str(), delta, &result), "add", key);
     return result;
+  }
+  // Whether `key` exists now; does not wait.
+  bool Contains(const std::string& key) const {
+    int exists = 0;
+    Check(store_->check(store_->ctx, key.c_str(), &exists), "check", key);
+    return exists != 0;
+  }
+  // Removes `key`; false when it was absent.
+  bool Remove(const std::string& key) const {
+    const chorus_status status = store_->remove(store_->ctx, key.c_str());
+    if (status == CHORUS_NOT_FOUND) return false;
+    Check(status, "remove", key);
+    return true;
+  }
+
+  // Get that also ends when the work should stop: it waits in slices of at most kAbortSliceMs
+  // and throws Error(CHORUS_ABORTED) once the host's abort flag rises (chorus_host's
+  // abort_requested: a lost peer, a time-out or a destroy with work pending) or `*aborted` is
+  // set (the object's own abort(), called from another thread). TIMEOUT after timeout_ms, as Get.
+  // A plugin blocked on its peers' keys calls this, so no plugin writes its own polling loop.
+  static constexpr int64_t kAbortSliceMs = 50;
+  std::string GetUnlessAborted(const std::string& key, int64_t timeout_ms,
+                               const std::atomic<bool>* aborted = nullptr) const {
+    const auto start = std::chrono::steady_clock::now();
+    for (;;) {
+      if (HostAbortRequested() || (aborted != nullptr && aborted->load())) {
+        Fail(CHORUS_ABORTED, "the wait for '", key, "' in the rendezvous store was aborted");
+      }
+      const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::steady_clock::now() - start)
+                              .count();
+      const int64_t left = timeout_ms - waited;
+      const int64_t slice = left < kAbortSliceMs ? (left > 0 ? left : 0) : kAbortSliceMs;
+      std::string value(64, '\0');
+      size_t size = 0;
+      const chorus_status status =
+          store_->get(store_->ctx, key.c_str(), slice, value.data(), value.size(), &size);
+      if (status == CHORUS_TIMEOUT && left > slice) continue;
+      Check(status, "get", key);
+      if (size > value.size()) return Get(key, 0);  // present, and larger than the first guess
+      value.resize(size);
+      return value;
+    }
   }
 
  private:

@@ -234,8 +234,11 @@ typedef struct chorus_host {
 } chorus_host;
 
 /* A key-value store shared by all ranks of one job (the rendezvous). The core hands one to each
-   communicator and transport, already scoped to a prefix of its own. Thread-safe. Lives until
-   the destroy of the object it was handed to returns. */
+   communicator and transport, already scoped to a prefix of its own. Thread-safe. This table
+   lives until the destroy of the object it was handed to returns; the job's store behind it
+   stays served until every rank of the job has left (the rank that serves it waits for the
+   others), so what one rank wrote stays readable by the others after that rank's destroy, and
+   no plugin needs a wait of its own for that. The core removes no key of a plugin's prefix. */
 typedef struct chorus_kv_store {
   size_t struct_size;
   void* ctx; /* owned by the core */

@@ -1,5 +1,5 @@
 // The chorus conformance kit: GoogleTest checks that a plugin keeps the ABI's promises, for every
-// implementation of every interface it provides (sdk/README.md, section 10, lists the suites).
+// implementation of every interface it provides (sdk/README.md, section 11, lists the suites).
 // Ranks of collectives, transports and algorithms run as threads of this process
 // (chorus/conformance/rank_threads.h) or, with KitOptions::job_store, one per process.
 //

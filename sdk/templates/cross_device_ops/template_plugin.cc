@@ -5,6 +5,11 @@
 // platform, cpu included, and passes chorus-conformance as it is. Replace the bodies of
 // Reduce/Broadcast/AllGather with your fast path; keep the argument checks.
 //
+// Rename it: chorus_add_plugin(NAME ...) in CMakeLists.txt, the plugin's name in sdk::PluginTable
+// below (it must match the file name libchorus-<name>.so) and the interface's name
+// ("template_reduce", what CHORUS_CROSS_DEVICE_OPS=<name> selects). Run the kit on it:
+//   chorus-conformance --plugin build/libchorus-template.so --require
+//
 // The rules it follows (plugin.h has them all):
 //  - one exported symbol, chorus_plugin_get(); everything else has hidden visibility;
 //  - every function catches everything (sdk::Guard) and returns a chorus_status, with a message

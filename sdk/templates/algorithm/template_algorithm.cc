@@ -1,0 +1,238 @@
+// template_algorithm.cc: the smallest real algorithm plugin (plugin.h interface 4), for vendors to
+// copy. An algorithm is a collective written against point-to-point operations: the core hands
+// run() a chorus_p2p over a transport (its own tcp, or a transport plugin's) and the core's
+// reduce kernel. This one, "direct", is the plainest there is: every rank exchanges data with
+// every other rank at once.
+//  - all_reduce: each rank sends its whole buffer to every peer and reduces locally;
+//  - broadcast: the root sends to all;
+//  - all_gather: each rank sends its block to all;
+//  - reduce_scatter: each rank sends block r of its buffer to rank r and reduces what it gets;
+//  - barrier: a zero-byte message to and from every peer.
+// Reductions run in rank order on every rank, so every rank gets the same bits. It passes
+// chorus-conformance as it is; replace the bodies of the operations with your schedule (a tree,
+// recursive doubling) and keep the argument checks.
+//
+// Rename it: chorus_add_plugin(NAME ...) in CMakeLists.txt, the plugin's name in sdk::PluginTable
+// below (it must match the file name libchorus-<name>.so) and the algorithm's name ("direct";
+// unique among the algorithms the core loads).
+// Run the kit (over the core's tcp transport; --transport adds a transport plugin's):
+//   chorus-conformance --plugin build/libchorus-template_algorithm.so --require
+#include <chorus/plugin.h>
+
+#include <chorus/plugin_sdk.hpp>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+using chorus::sdk::Fail;
+
+// Tags tell the operations apart (a rank running another operation fails on a size mismatch or
+// times out, rather than mixing data); the high byte marks this algorithm's messages.
+constexpr uint64_t kTagBase = uint64_t{0x44} << 56;  // 'D'
+
+constexpr uint32_t kSupportedOps =
+    CHORUS_OP_BIT(CHORUS_OP_ALL_REDUCE) | CHORUS_OP_BIT(CHORUS_OP_BROADCAST) |
+    CHORUS_OP_BIT(CHORUS_OP_ALL_GATHER) | CHORUS_OP_BIT(CHORUS_OP_REDUCE_SCATTER) |
+    CHORUS_OP_BIT(CHORUS_OP_BARRIER);
+
+// The requests of one run. Start them all, then Wait(). After a failure the core's p2p has
+// aborted its endpoint, so the requests left finish at once: the destructor waits and frees them.
+class Requests {
+ public:
+  Requests(const chorus_p2p& p2p, uint64_t tag, int64_t timeout_ms)
+      : p2p_(p2p), tag_(tag), timeout_ms_(timeout_ms) {}
+  ~Requests() {
+    for (chorus_p2p_request* request : live_) {
+      p2p_.wait(p2p_.ctx, request, timeout_ms_);
+      p2p_.free(p2p_.ctx, request);
+    }
+  }
+  Requests(const Requests&) = delete;
+  Requests& operator=(const Requests&) = delete;
+
+  void Send(int peer, const void* data, size_t bytes) {
+    Start(p2p_.isend, peer, const_cast<void*>(data), bytes, "send to");
+  }
+  void Receive(int peer, void* data, size_t bytes) {
+    Start(p2p_.irecv, peer, data, bytes, "receive from");
+  }
+  // Waits for every request; throws the first failure.
+  void Wait() {
+    while (!live_.empty()) {
+      const chorus_status status = p2p_.wait(p2p_.ctx, live_.back(), timeout_ms_);
+      if (status != CHORUS_OK) {
+        // chorus_p2p has no last_error: the transport's own reason cannot be quoted here.
+        Fail(status, "direct: rank ", p2p_.rank, ": a send or receive failed (status ",
+             chorus::StatusName(status), ")");
+      }
+      p2p_.free(p2p_.ctx, live_.back());
+      live_.pop_back();
+    }
+  }
+
+ private:
+  using StartFunction = chorus_status (*)(void*, const chorus_p2p_args*, chorus_p2p_request**);
+  void Start(StartFunction start, int peer, void* data, size_t bytes, const char* what) {
+    chorus_p2p_args args{};
+    args.struct_size = sizeof(args);
+    args.peer = peer;
+    args.tag = tag_;
+    args.data = data;
+    args.bytes = bytes;
+    chorus_p2p_request* request = nullptr;
+    live_.reserve(live_.size() + 1);  // so that push_back cannot throw after the start
+    const chorus_status status = start(p2p_.ctx, &args, &request);
+    if (status != CHORUS_OK) {
+      Fail(status, "direct: rank ", p2p_.rank, ": could not start the ", what, " rank ", peer,
+           " (status ", chorus::StatusName(status), ")");
+    }
+    live_.push_back(request);
+  }
+
+  const chorus_p2p& p2p_;
+  const uint64_t tag_;
+  const int64_t timeout_ms_;
+  std::vector<chorus_p2p_request*> live_;
+};
+
+void Validate(const chorus_algorithm_run_args& a) {
+  const chorus_p2p* p2p = a.p2p;
+  if (p2p == nullptr || p2p->struct_size < CHORUS_STRUCT_SIZE(chorus_p2p, free) || !p2p->isend ||
+      !p2p->irecv || !p2p->wait || !p2p->test || !p2p->free) {
+    Fail(CHORUS_INVALID_ARGUMENT, "direct: the p2p table is NULL, too small or lacks a function");
+  }
+  if (p2p->size < 1 || p2p->rank < 0 || p2p->rank >= p2p->size) {
+    Fail(CHORUS_INVALID_ARGUMENT, "direct: rank ", p2p->rank, " of size ", p2p->size);
+  }
+  if (a.op < CHORUS_OP_ALL_REDUCE || a.op > CHORUS_OP_BARRIER) {
+    Fail(CHORUS_INVALID_ARGUMENT, "direct: unknown collective op ", static_cast<int>(a.op));
+  }
+  if (a.op == CHORUS_OP_BARRIER) return;
+  chorus::sdk::RequireDtype(a.dtype, "direct");
+  if (a.op == CHORUS_OP_ALL_REDUCE || a.op == CHORUS_OP_REDUCE_SCATTER) {
+    chorus::sdk::RequireReduceOp(a.op_reduce, "direct");
+  }
+  if (a.op == CHORUS_OP_BROADCAST && (a.root < 0 || a.root >= p2p->size)) {
+    Fail(CHORUS_INVALID_ARGUMENT, "direct broadcast: root ", a.root, " is not a rank");
+  }
+  // all_gather and reduce_scatter touch size * count elements, all_reduce keeps size copies.
+  const size_t ranks = static_cast<size_t>(p2p->size);
+  if (a.count > SIZE_MAX / chorus_dtype_size(a.dtype) / ranks) {
+    Fail(CHORUS_INVALID_ARGUMENT, "direct: count ", a.count, " is too large");
+  }
+  if (a.count > 0 && ((a.op != CHORUS_OP_BROADCAST && a.send == nullptr) || a.recv == nullptr)) {
+    Fail(CHORUS_INVALID_ARGUMENT, "direct: send or recv is NULL");
+  }
+}
+
+// recv = operands[0] op operands[1] op ... (`ranks` blocks of count elements, in rank order).
+void ReduceInRankOrder(void* recv, const char* operands, int ranks,
+                       const chorus_algorithm_run_args& a) {
+  const size_t bytes = a.count * chorus_dtype_size(a.dtype);
+  std::memcpy(recv, operands, bytes);
+  for (int r = 1; r < ranks; ++r) {
+    chorus::sdk::ReduceOnHost(recv, recv, operands + r * bytes, a.count, a.dtype, a.op_reduce);
+  }
+}
+
+void Run(const chorus_algorithm_run_args& a) {
+  const chorus_p2p& p2p = *a.p2p;
+  const int rank = p2p.rank, size = p2p.size;
+  Requests requests(p2p, kTagBase | static_cast<uint64_t>(a.op), a.timeout_ms);
+  if (a.op == CHORUS_OP_BARRIER) {
+    // Every rank leaves after hearing from every other, each of which wrote only on arrival.
+    char token = 0;
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer == rank) continue;
+      requests.Receive(peer, &token, 0);
+      requests.Send(peer, &token, 0);
+    }
+    requests.Wait();
+    return;
+  }
+  if (a.count == 0) return;
+  const size_t block = a.count * chorus_dtype_size(a.dtype);
+  char* recv = static_cast<char*>(a.recv);
+  const char* send = static_cast<const char*>(a.send);
+  switch (a.op) {
+    case CHORUS_OP_ALL_REDUCE:
+    case CHORUS_OP_REDUCE_SCATTER: {
+      // Every rank's operand for this rank's result, in rank order; this rank's own is copied in,
+      // so the result may be written over send (in place) at the end.
+      std::vector<char> operands(static_cast<size_t>(size) * block);
+      const bool scatter = a.op == CHORUS_OP_REDUCE_SCATTER;
+      std::memcpy(operands.data() + rank * block, send + (scatter ? rank * block : 0), block);
+      for (int peer = 0; peer < size; ++peer) {
+        if (peer == rank) continue;
+        requests.Receive(peer, operands.data() + peer * block, block);
+        requests.Send(peer, scatter ? send + peer * block : operands.data() + rank * block, block);
+      }
+      requests.Wait();
+      ReduceInRankOrder(recv, operands.data(), size, a);
+      return;
+    }
+    case CHORUS_OP_BROADCAST:
+      if (rank != a.root) {
+        requests.Receive(a.root, recv, block);
+      } else {
+        for (int peer = 0; peer < size; ++peer) {
+          if (peer != rank) requests.Send(peer, recv, block);
+        }
+      }
+      requests.Wait();
+      return;
+    default: {  // CHORUS_OP_ALL_GATHER; in place when send is block `rank` of recv
+      char* mine = recv + rank * block;
+      if (mine != send) std::memmove(mine, send, block);
+      for (int peer = 0; peer < size; ++peer) {
+        if (peer == rank) continue;
+        requests.Receive(peer, recv + peer * block, block);
+        requests.Send(peer, mine, block);
+      }
+      requests.Wait();
+      return;
+    }
+  }
+}
+
+chorus_status RunTable(const chorus_algorithm_run_args* args) {
+  return chorus::sdk::Guard([&] {
+    const auto& a = chorus::sdk::RequireArgs(
+        args, CHORUS_STRUCT_SIZE(chorus_algorithm_run_args, num_options), "direct");
+    Validate(a);
+    Run(a);
+  });
+}
+
+// The reduce kernel is a host service: refuse to load without it rather than fail mid-job.
+void RequireReduceKernel(const chorus_host& host) {
+  if (!CHORUS_HAS_FIELD(&host, chorus_host, reduce_host) || host.reduce_host == nullptr) {
+    Fail(CHORUS_UNSUPPORTED, "template_algorithm init: the core offers no reduce_host");
+  }
+}
+
+const chorus_algorithm_api kAlgorithm = [] {
+  chorus_algorithm_api t{};
+  t.struct_size = sizeof(t);
+  t.name = "direct";
+  t.supported_ops = kSupportedOps;
+  t.run = RunTable;
+  return t;
+}();
+
+const chorus_plugin kPlugin = [] {
+  chorus_plugin t = chorus::sdk::PluginTable(
+      "template_algorithm",  // must match the file name: libchorus-template_algorithm.so
+      "1.1.0", "SDK template: a direct algorithm (every rank sends to every other)",
+      RequireReduceKernel);
+  t.algorithm = &kAlgorithm;
+  return t;
+}();
+
+}  // namespace
+
+// The one exported symbol. Cheap and free of side effects: the core calls it to list plugins.
+extern "C" CHORUS_PLUGIN_EXPORT const chorus_plugin* chorus_plugin_get(const chorus_host*) {
+  return &kPlugin;
+}

@@ -53,7 +53,8 @@ std::string RunCase(const Suite& suite, const chorus_algorithm_api& algorithm, E
     if (IsNotHere(e.status())) {
       return NotHereOnRank(suite, e.status(), Declares(algorithm, c.op), Describe(c), e.what());
     }
-    return Describe(c) + ": " + StatusName(e.status()) + ": " + e.what();
+    return Describe(c) + ": " + StatusName(e.status()) + ": " + e.what() +
+           "; run must return CHORUS_OK for every op in supported_ops with valid arguments";
   }
   return buffers.Check();
 }
@@ -73,7 +74,8 @@ std::string AlgorithmBarrierBody(const Suite& suite, const chorus_algorithm_api&
     const int64_t arrived = me.sync->Add(key, 0);
     if (arrived < me.size) {
       return "barrier " + std::to_string(round) + " returned when " + std::to_string(arrived) +
-             " of " + std::to_string(me.size) + " ranks had entered it";
+             " of " + std::to_string(me.size) +
+             " ranks had entered it; a barrier may return only after every rank has entered it";
     }
   }
   return "";

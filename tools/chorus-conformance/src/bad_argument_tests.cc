@@ -108,11 +108,15 @@ class Setup {
     }
     const HostTensor expected = ExpectedReduce(CHORUS_REDUCE_SUM, hosts);
     const auto result = ops_->Reduce(CHORUS_REDUCE_SUM, call);
-    ASSERT_TRUE(result) << "a valid reduce after the rejected call failed: " << result.message();
+    ASSERT_TRUE(result) << "a valid f32 SUM reduce of " << kCount
+                        << " elements after the rejected call failed: " << result.message()
+                        << "; a rejected call must leave the ops object usable";
     for (const auto& buffer : fresh_out) {
       HostTensor host(CHORUS_F32, kCount);
       buffer.CopyToHost(host.data(), host.bytes());
-      EXPECT_TRUE(SameValues(host, expected)) << "a valid reduce after the rejected call";
+      EXPECT_TRUE(SameValues(host, expected))
+          << "a valid f32 SUM reduce of " << kCount << " elements after the rejected call gave "
+          << "wrong sums; a rejected call must change no state of the ops object";
     }
   }
 
@@ -164,7 +168,9 @@ void AddOpsCase(const SuitePtr& suite, const std::string& name, OpsCall call,
       return;
     }
     ASSERT_EQ(status, CHORUS_OK) << "create over 4 cpu devices: " << StatusName(status) << ": "
-                                 << message;
+                                 << message
+                                 << "; create must succeed over host-memory cpu devices to check "
+                                    "its bad arguments";
     ExpectStatus(*suite, call(setup), allowed, name);
     setup.ExpectStillWorks();
   });
@@ -199,7 +205,9 @@ void RegisterCreateCases(const SuitePtr& suite) {
       chorus_cross_device_ops* out = nullptr;
       ExpectStatus(*suite, api.create(null_args ? nullptr : &args, &out), kInvalid, name);
       if (out != nullptr) {
-        ADD_FAILURE() << name << ": create set *out to an object although it should fail";
+        ADD_FAILURE() << name
+                      << ": create set *out to an object although it should fail; "
+                         "leave *out untouched (or NULL) when returning an error";
         api.destroy(out);
       }
     });
@@ -306,7 +314,7 @@ void AddEnumeratorCase(const SuitePtr& suite, const std::string& name,
               if (!devices) return;
               if (needs_device && devices->count() == 0) {
                 GTEST_SKIP() << "the plugin's enumerator has no devices on this machine; this "
-                                "case needs one";
+                                "case needs one (run the kit where it has a device)";
               }
               ExpectStatus(*suite, call(*devices), allowed, name);
             });
@@ -317,7 +325,10 @@ void AddEnumeratorCase(const SuitePtr& suite, const std::string& name,
 class Scratch {
  public:
   explicit Scratch(const DeviceEnumerator& d) : d_(d) {
-    EXPECT_EQ(d_.api().allocate(d_.context(), 0, kCount * sizeof(float), &data_), CHORUS_OK);
+    EXPECT_EQ(d_.api().allocate(d_.context(), 0, kCount * sizeof(float), &data_), CHORUS_OK)
+        << "allocate " << kCount * sizeof(float)
+        << " bytes on device 0 (scratch for the kernel case) failed; allocate must succeed for a "
+           "small size on a listed device";
   }
   ~Scratch() {
     if (data_ != nullptr) d_.api().deallocate(d_.context(), 0, data_);

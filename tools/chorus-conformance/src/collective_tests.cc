@@ -44,7 +44,8 @@ class Rank {
     if (IsNotHere(status)) {
       return NotHereOnRank(suite_, status, DeclaresOnHost(api(), op), what, message);
     }
-    return what + ": " + StatusName(status) + ": " + message;
+    return what + ": " + StatusName(status) + ": " + message +
+           "; these arguments are valid on every rank: complete the request with OK";
   }
 
   // Runs one case of the sweep and checks its result.
@@ -192,12 +193,19 @@ std::string BadArgumentsBody(const Suite& suite, Rank& rank) {
   float data[4] = {1, 2, 3, 4};
   auto expect = [&](chorus_status status, chorus_request* request,
                     const std::string& what) -> std::string {
-    if (request != nullptr) return what + ": returned a request instead of failing";
+    if (request != nullptr) {
+      return what +
+             ": returned a request instead of failing; check the arguments before "
+             "starting any work and return INVALID_ARGUMENT with *request left NULL";
+    }
     if (status != CHORUS_INVALID_ARGUMENT && status != CHORUS_UNSUPPORTED) {
       return what + ": returned " + std::string(StatusName(status)) +
-             ", expected INVALID_ARGUMENT or UNSUPPORTED";
+             ", expected INVALID_ARGUMENT or UNSUPPORTED; check the arguments on the calling "
+             "rank, before any data moves, and fail with a last_error() message";
     }
-    if (suite.LastError().empty()) return what + ": no last_error() message";
+    if (suite.LastError().empty()) {
+      return what + ": no last_error() message; set one before returning " + StatusName(status);
+    }
     return "";
   };
   chorus_all_reduce_args good{};
@@ -299,8 +307,14 @@ void RegisterOneCollective(const SuitePtr& suite, const chorus_collective_api& a
   // report) well before the 60 s time-out. Thread mode only: a job's ranks cannot be told to
   // stay away.
   AddTest("Collective", TestName(*suite, "AbortEndsAPendingOperation", api), [suite, &api] {
-    if (suite->job_mode()) GTEST_SKIP() << "runs with ranks as threads only";
-    if (api.abort == nullptr) GTEST_SKIP() << "no abort slot";
+    if (suite->job_mode()) {
+      GTEST_SKIP() << "runs with ranks as threads only (a job's ranks cannot be told to stay "
+                      "away); run the kit without a job to check it";
+    }
+    if (api.abort == nullptr) {
+      GTEST_SKIP() << "the collective table's abort is NULL; set abort to check that it ends a "
+                      "pending operation";
+    }
     const auto started = std::chrono::steady_clock::now();
     const RanksOutcome outcome =
         RunRanks(*suite, api, 2, [&](Rank& rank, int id, int) -> std::string {
@@ -318,16 +332,20 @@ void RegisterOneCollective(const SuitePtr& suite, const chorus_collective_api& a
           chorus_status status = rank.api().all_reduce(rank.handle(), &args, &request);
           status = FinishRequest(suite->plugin(), status, request, kTimeoutMs);
           aborter.join();
-          if (status == CHORUS_OK) return "an all_reduce with a missing rank succeeded";
+          if (status == CHORUS_OK) {
+            return "an all_reduce of 65536 f32 with a missing rank succeeded; it cannot "
+                   "complete without rank 1: wait for it, and end with ABORTED on abort";
+          }
           if (status == CHORUS_INVALID_ARGUMENT || status == CHORUS_INTERNAL) {
             return std::string("the aborted all_reduce returned ") + StatusName(status) +
-                   ", expected ABORTED";
+                   ", expected ABORTED; make abort end pending requests with CHORUS_ABORTED";
           }
           return "";
         });
     if (Report(outcome, std::string("collective '") + api.name + "'")) return;
     EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30))
-        << "abort did not end the pending operation promptly";
+        << "abort did not end the pending all_reduce within 30 s; abort must make pending "
+           "requests finish with CHORUS_ABORTED at once";
   });
 }
 

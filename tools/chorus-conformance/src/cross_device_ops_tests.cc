@@ -236,6 +236,31 @@ testing::AssertionResult RunAllGather(const Replicas& replicas, chorus_dtype dty
   return result;
 }
 
+// What plugin.h asks of `kind`, for a failure message: the change a failing plugin needs.
+const char* Requirement(Kind kind) {
+  switch (kind) {
+    case Kind::kAllReduceInPlace:
+      return "with outputs == inputs, every buffer must end up holding the elementwise reduction "
+             "of all inputs (MEAN arrives as SUM; the core divides)";
+    case Kind::kAllReduceOutOfPlace:
+      return "every output must hold the elementwise reduction of all inputs, on its own device, "
+             "and the inputs must stay unchanged";
+    case Kind::kReduceToOneDevice:
+      return "the one output (on the last replica's device) must hold the elementwise reduction "
+             "of all inputs, and the inputs must stay unchanged";
+    case Kind::kBatchReduce:
+      return "each member of the batch (counts 0 and 1 included) must be reduced as one reduce "
+             "call would be";
+    case Kind::kBroadcast:
+      return "every output must hold the source's count elements, and the source must stay "
+             "unchanged";
+    case Kind::kAllGather:
+      return "every output must hold the inputs in replica order, input r's counts[r] elements "
+             "each, and the inputs must stay unchanged";
+  }
+  return "";
+}
+
 std::string Describe(const KindInfo& kind, chorus_dtype dtype, const chorus_reduce_op* op,
                      size_t count, const std::vector<uint32_t>& indices) {
   std::ostringstream out;
@@ -261,9 +286,10 @@ void Sweep(const Suite& suite, const chorus_cross_device_ops_api& api, const Kin
                         result.message());
       return false;
     }
-    ADD_FAILURE() << what << ": " << result.message();
+    ADD_FAILURE() << what << ": " << result.message() << "\n  plugin.h: " << Requirement(kind.kind);
     if (++failures < kMaxFailures) return true;
-    ADD_FAILURE() << "stopping after " << kMaxFailures << " failing cases";
+    ADD_FAILURE() << "stopping after " << kMaxFailures
+                  << " failing cases; fix those above and run again";
     return false;
   };
   for (size_t n : kReplicaCounts) {
@@ -276,7 +302,9 @@ void Sweep(const Suite& suite, const chorus_cross_device_ops_api& api, const Kin
       return;
     }
     ASSERT_EQ(status, CHORUS_OK) << "create over " << n << " cpu devices: " << StatusName(status)
-                                 << ": " << message;
+                                 << ": " << message
+                                 << "; create must return CHORUS_OK over 1 to 8 host-memory cpu "
+                                    "devices (or UNSUPPORTED when it declares no host memory)";
     Replicas replicas{{}, ops.get()};
     for (uint32_t index : indices) replicas.devices.push_back(Device{cpu, index});
 

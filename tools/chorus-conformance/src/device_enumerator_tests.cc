@@ -20,7 +20,8 @@ constexpr size_t kKernelCount = 1001;  // odd, so no kernel gets a multiple of i
 #define FOR_EACH_DEVICE(devices, index)                                                       \
   if ((devices)->count() == 0)                                                                \
     GTEST_SKIP() << "the plugin's '" << (devices)->platform()                                 \
-                 << "' enumerator has no devices on this machine: per-device checks skipped"; \
+                 << "' enumerator has no devices on this machine: per-device checks skipped " \
+                 << "(run the kit where it lists a device to check them)";                    \
   for (uint32_t index = 0; index < (devices)->count(); ++index)
 
 // Memory on one device of the plugin's enumerator, freed (and checked) on scope exit.
@@ -32,8 +33,10 @@ class Memory {
   }
   ~Memory() {
     if (data_ != nullptr) {
-      EXPECT_EQ(devices_.api().deallocate(devices_.context(), device_, data_), CHORUS_OK)
-          << "deallocate on device " << device_;
+      const chorus_status status = devices_.api().deallocate(devices_.context(), device_, data_);
+      EXPECT_EQ(status, CHORUS_OK)
+          << "deallocate on device " << device_ << ": " << StatusName(status)
+          << "; deallocate must return CHORUS_OK for memory that allocate returned";
     }
   }
   Memory(const Memory&) = delete;
@@ -60,11 +63,12 @@ chorus_status Copy(const DeviceEnumerator& devices, uint32_t dst_device, void* d
   return devices.api().copy(devices.context(), &args);
 }
 
-#define ASSERT_OK(suite, call, what)                                             \
-  do {                                                                           \
-    const chorus_status status_ = (call);                                        \
-    ASSERT_EQ(status_, CHORUS_OK) << what << ": " << StatusName(status_) << ": " \
-                                  << (suite).LastError();                        \
+#define ASSERT_OK(suite, call, what)                                                 \
+  do {                                                                               \
+    const chorus_status status_ = (call);                                            \
+    ASSERT_EQ(status_, CHORUS_OK) << what << ": " << StatusName(status_) << ": "     \
+                                  << (suite).LastError()                             \
+                                  << "; return CHORUS_OK for these valid arguments"; \
   } while (0)
 
 void CheckInfo(const Suite& suite, const DeviceEnumerator& devices) {
@@ -78,11 +82,13 @@ void CheckInfo(const Suite& suite, const DeviceEnumerator& devices) {
     info.index = 0xdeadbeef;
     ASSERT_OK(suite, devices.api().device_info(devices.context(), i, &info),
               "device_info(" << i << ")");
-    EXPECT_EQ(info.index, i) << "device_info(" << i << ").index";
+    EXPECT_EQ(info.index, i) << "device_info(" << i << ").index; set it to the index asked for";
     EXPECT_LE(static_cast<uint32_t>(info.kind), static_cast<uint32_t>(CHORUS_DEVICE_OTHER))
-        << "device_info(" << i << ").kind is no chorus_device_kind";
-    ASSERT_NE(info.name, nullptr) << "device_info(" << i << ").name is NULL";
-    EXPECT_STRNE(info.name, "") << "device_info(" << i << ").name is empty";
+        << "device_info(" << i << ").kind is " << static_cast<uint32_t>(info.kind)
+        << ", no chorus_device_kind; set one of plugin.h's values (CHORUS_DEVICE_OTHER if none "
+           "fits)";
+    ASSERT_NE(info.name, nullptr) << "device_info(" << i << ").name is NULL; set a device name";
+    EXPECT_STRNE(info.name, "") << "device_info(" << i << ").name is empty; set a readable name";
     EXPECT_NE(info.pci_bus_id, nullptr)
         << "device_info(" << i << ").pci_bus_id is NULL; use \"\" when there is none";
   }
@@ -102,9 +108,9 @@ void CheckReduceKernel(const Suite& suite, const DeviceEnumerator& devices, uint
       HostTensor out(dtype, kKernelCount);
       Memory da(devices, device, a.bytes()), db(devices, device, b.bytes()),
           dst(devices, device, a.bytes());
-      ASSERT_OK(suite, da.status(), "allocate");
-      ASSERT_OK(suite, db.status(), "allocate");
-      ASSERT_OK(suite, dst.status(), "allocate");
+      ASSERT_OK(suite, da.status(), "allocate " << a.bytes() << " bytes on device " << device);
+      ASSERT_OK(suite, db.status(), "allocate " << a.bytes() << " bytes on device " << device);
+      ASSERT_OK(suite, dst.status(), "allocate " << a.bytes() << " bytes on device " << device);
       ASSERT_OK(suite, Copy(devices, device, da.data(), CHORUS_HOST_DEVICE, a.data(), a.bytes()),
                 "copy host to device");
       ASSERT_OK(suite, Copy(devices, device, db.data(), CHORUS_HOST_DEVICE, b.data(), b.bytes()),
@@ -127,7 +133,9 @@ void CheckReduceKernel(const Suite& suite, const DeviceEnumerator& devices, uint
         ASSERT_OK(suite,
                   Copy(devices, CHORUS_HOST_DEVICE, out.data(), device, args.dst, out.bytes()),
                   "copy device to host");
-        EXPECT_TRUE(SameValues(out, expected)) << what;
+        EXPECT_TRUE(SameValues(out, expected))
+            << what << ": wrong values; dst[i] must be a[i] " << ReduceOpName(op)
+            << " b[i] for i < count, with dst, a and b allowed to alias";
       }
     }
   }
@@ -148,7 +156,7 @@ void CheckDivideKernel(const Suite& suite, const DeviceEnumerator& devices, uint
       expected.Set(i, quotient);
     }
     Memory memory(devices, device, data.bytes());
-    ASSERT_OK(suite, memory.status(), "allocate");
+    ASSERT_OK(suite, memory.status(), "allocate " << data.bytes() << " bytes on device " << device);
     ASSERT_OK(suite,
               Copy(devices, device, memory.data(), CHORUS_HOST_DEVICE, data.data(), data.bytes()),
               "copy host to device");
@@ -167,7 +175,10 @@ void CheckDivideKernel(const Suite& suite, const DeviceEnumerator& devices, uint
               Copy(devices, CHORUS_HOST_DEVICE, out.data(), device, memory.data(), out.bytes()),
               "copy device to host");
     // A float quotient may be rounded once more than the reference's: one unit of the dtype.
-    EXPECT_TRUE(SameValues(out, expected, 2 * Epsilon(dtype))) << what;
+    EXPECT_TRUE(SameValues(out, expected, 2 * Epsilon(dtype)))
+        << what
+        << ": wrong values; data[i] must become data[i] / divisor, integers rounded toward "
+           "zero";
   }
 }
 
@@ -213,7 +224,8 @@ void RegisterDeviceEnumeratorTests(const SuitePtr& suite) {
                 std::memcpy(bytes, &info, sizeof(info));
                 for (size_t i = kSize; i < sizeof(bytes); ++i) {
                   ASSERT_EQ(bytes[i], 0xa5)
-                      << "device_info wrote byte " << i << ", past struct_size " << kSize;
+                      << "device_info wrote byte " << i << ", past struct_size " << kSize
+                      << "; fill only the fields that end within info->struct_size";
                 }
               }
             });
@@ -237,7 +249,8 @@ void RegisterDeviceEnumeratorTests(const SuitePtr& suite) {
                   Copy(*devices, CHORUS_HOST_DEVICE, back.data(), device, second.data(), kBytes),
                   "copy device " << device << " to host");
         EXPECT_EQ(source, back) << "host -> device " << device << " -> device " << device
-                                << " -> host changed the bytes";
+                                << " -> host changed the bytes; copy must move exactly `bytes` "
+                                   "bytes from src to dst";
       }
     });
 
@@ -246,7 +259,8 @@ void RegisterDeviceEnumeratorTests(const SuitePtr& suite) {
       if (!devices) return;
       if (devices->count() < 2) {
         GTEST_SKIP() << "the '" << devices->platform() << "' enumerator has " << devices->count()
-                     << " device(s) here; copies between devices need two";
+                     << " device(s) here; copies between devices need two (run the kit where it "
+                        "lists two to check them)";
       }
       constexpr size_t kBytes = 1 << 16;
       std::vector<unsigned char> source(kBytes), back(kBytes, 0);
@@ -262,7 +276,9 @@ void RegisterDeviceEnumeratorTests(const SuitePtr& suite) {
       ASSERT_OK(*suite,
                 Copy(*devices, CHORUS_HOST_DEVICE, back.data(), last, second.data(), kBytes),
                 "copy device " << last << " to host");
-      EXPECT_EQ(source, back) << "host -> device 0 -> device " << last << " -> host changed bytes";
+      EXPECT_EQ(source, back) << "host -> device 0 -> device " << last
+                              << " -> host changed bytes; copy between devices must move exactly "
+                                 "`bytes` bytes from src to dst";
     });
 
     AddTest("DeviceEnumerator", suite->EnumeratorTestName("ReduceKernel", e), [suite, e] {

@@ -13,7 +13,7 @@ std::string CreateFailure(const Suite& suite, const chorus_transport_api& api, c
     return NotHereOnRank(suite, status, true, std::string("create of transport '") + api.name + "'",
                          error);
   }
-  return error;
+  return error + "(create must succeed on every rank given a valid rank, size and store)";
 }
 
 TransportConfig Config() {

@@ -22,7 +22,9 @@ void RegisterLifecycleTests(const SuitePtr& suite) {
       table.shutdown();
       const chorus_status status = table.init(CoreHost());
       ASSERT_EQ(status, CHORUS_OK) << "init() after shutdown(), cycle " << cycle << ", returned "
-                                   << StatusName(status) << ": " << suite->LastError();
+                                   << StatusName(status) << ": " << suite->LastError()
+                                   << "; shutdown must reset all global state so that init "
+                                      "succeeds again";
     }
   });
 
@@ -40,13 +42,19 @@ void RegisterLifecycleTests(const SuitePtr& suite) {
         args.num_options = options.size();
         chorus_device_context* context = nullptr;
         const chorus_status status = api->create(&args, &context);
-        ASSERT_EQ(status, CHORUS_OK) << "device enumerator create, cycle " << cycle << ": "
-                                     << StatusName(status) << ": " << suite->LastError();
-        ASSERT_NE(context, nullptr) << "create returned OK and a NULL context";
+        ASSERT_EQ(status, CHORUS_OK)
+            << "device enumerator create, cycle " << cycle << ": " << StatusName(status) << ": "
+            << suite->LastError() << "; create must succeed every time once it succeeded";
+        ASSERT_NE(context, nullptr) << "create returned OK and a NULL context, cycle " << cycle
+                                    << "; set *out to the new context on OK";
         uint32_t count = 0;
-        EXPECT_EQ(api->device_count(context, &count), CHORUS_OK) << suite->LastError();
+        EXPECT_EQ(api->device_count(context, &count), CHORUS_OK)
+            << "device_count, cycle " << cycle << ": " << suite->LastError()
+            << "; device_count must return CHORUS_OK on a live context";
         if (cycle == 0) first_count = count;
-        EXPECT_EQ(count, first_count) << "the device count changed between contexts";
+        EXPECT_EQ(count, first_count)
+            << "the device count changed between contexts (cycle " << cycle
+            << "); with the same options every context must list the same devices";
         api->destroy(context);
       }
     });
@@ -69,7 +77,9 @@ void RegisterLifecycleTests(const SuitePtr& suite) {
           return;
         }
         ASSERT_EQ(status, CHORUS_OK) << "cross-device ops create over 4 cpu devices, cycle "
-                                     << cycle << ": " << StatusName(status) << ": " << message;
+                                     << cycle << ": " << StatusName(status) << ": " << message
+                                     << "; destroy must release everything so that create "
+                                        "succeeds again";
       }
     });
   }

@@ -32,10 +32,13 @@ void ExpectInterfaceTable(const char* interface, size_t struct_size, size_t size
       << size_1_0 << " bytes; set struct_size = sizeof(the table)";
   if (struct_size < size_1_0) return;  // later fields are not the plugin's to be read
   EXPECT_TRUE(name != nullptr && name[0] != '\0')
-      << interface << " table: its name is NULL or empty; it is what variables select it by";
+      << interface << " table: its name is NULL or empty; it is what variables select it by: set "
+      << "a non-empty name";
   for (const Slot& slot : slots) {
     EXPECT_NE(slot.pointer, nullptr)
-        << interface << " table: function '" << slot.name << "' is NULL; ABI 1.0 needs all";
+        << interface << " table: function '" << slot.name
+        << "' is NULL; ABI 1.0 needs all: set it (a function that returns CHORUS_UNSUPPORTED "
+           "with a message is allowed)";
   }
 }
 
@@ -77,7 +80,9 @@ void AddInterfaceTests(const SuitePtr& suite, const char* test, const Api* choru
     const Api* table = tables[i];
     AddTest("Negotiation", std::string(test) + "/" + TableName(table, i, name_end, name_field),
             [table, check] {
-              ASSERT_NE(table, nullptr) << "the 1.1 array holds a NULL table";
+              ASSERT_NE(table, nullptr)
+                  << "the 1.1 array holds a NULL table; list only non-NULL tables and set the "
+                     "count to their number";
               check(*table);
             });
   }
@@ -85,7 +90,7 @@ void AddInterfaceTests(const SuitePtr& suite, const char* test, const Api* choru
   AddTest("Negotiation", std::string(test) + "List", [tables, raw, single, name_end, name_field] {
     EXPECT_EQ(raw->*single, tables[0])
         << "with a 1.1 array, the single pointer must point at its first table (what a "
-           "1.0 core uses)";
+           "1.0 core uses); set the single pointer to element 0 of the array";
     std::set<std::string> names;
     for (const Api* table : tables) {
       if (table == nullptr || table->struct_size < name_end || table->*name_field == nullptr) {
@@ -93,7 +98,7 @@ void AddInterfaceTests(const SuitePtr& suite, const char* test, const Api* choru
       }
       EXPECT_TRUE(names.insert(table->*name_field).second)
           << "two tables of one interface are named '" << table->*name_field
-          << "'; names must be unique (the core keeps the first)";
+          << "'; names must be unique (the core keeps the first): rename one";
     }
   });
 }
@@ -114,24 +119,36 @@ void CheckCapabilities(const char* interface, const char* name, const chorus_cap
                        uint32_t known_ops, const std::vector<ScoreShape>& shapes) {
   const std::string where = std::string(interface) + " '" + name + "': capabilities";
   ASSERT_GE(c->struct_size, CHORUS_STRUCT_SIZE(chorus_capabilities, score))
-      << where << ".struct_size " << c->struct_size << " is smaller than ABI 1.1's";
+      << where << ".struct_size " << c->struct_size
+      << " is smaller than ABI 1.1's; set struct_size = sizeof(chorus_capabilities)";
   ASSERT_NE(c->memory, nullptr) << where << ".memory is NULL; list \"host\", a platform or \"*\"";
   constexpr size_t kMaxMemoryKinds = 64;
   std::vector<std::string> memory;
   for (size_t i = 0; i < kMaxMemoryKinds && c->memory[i] != nullptr; ++i) {
     memory.emplace_back(c->memory[i]);
   }
-  ASSERT_FALSE(memory.empty()) << where << ".memory is empty";
-  ASSERT_LT(memory.size(), kMaxMemoryKinds) << where << ".memory has no NULL at its end";
-  for (const std::string& m : memory) EXPECT_FALSE(m.empty()) << where << ".memory names \"\"";
-  EXPECT_NE(c->ops, 0u) << where << ".ops is 0: it serves nothing";
+  ASSERT_FALSE(memory.empty()) << where
+                               << ".memory is empty; list \"host\", a platform or \"*\" before "
+                                  "its NULL";
+  ASSERT_LT(memory.size(), kMaxMemoryKinds)
+      << where << ".memory has no NULL at its end (or " << kMaxMemoryKinds
+      << "+ entries); end the array with NULL";
+  for (const std::string& m : memory) {
+    EXPECT_FALSE(m.empty()) << where << ".memory names \"\"; use \"host\", a platform or \"*\"";
+  }
+  EXPECT_NE(c->ops, 0u) << where
+                        << ".ops is 0: it serves nothing; set CHORUS_OP_BIT of each op served, "
+                           "or leave capabilities NULL";
   EXPECT_EQ(c->ops & ~known_ops, 0u)
       << where << ".ops has bits (0x" << std::hex << (c->ops & ~known_ops) << std::dec
-      << ") of no operation this interface has";
+      << ") of no operation this interface has; set only CHORUS_OP_BIT of its operations";
   const bool one_host = c->shape == CHORUS_SHAPE_ONE_HOST;
   EXPECT_TRUE(c->shape == CHORUS_SHAPE_ANY || one_host || c->shape == CHORUS_SHAPE_UNIFORM)
-      << where << ".shape " << c->shape << " is no chorus_job_shape";
-  ASSERT_NE(c->score, nullptr) << where << ".score is NULL";
+      << where << ".shape " << c->shape
+      << " is no chorus_job_shape; use CHORUS_SHAPE_ANY, _ONE_HOST or _UNIFORM";
+  ASSERT_NE(c->score, nullptr) << where
+                               << ".score is NULL; set a score function (it may return a "
+                                  "constant)";
   int failures = 0;
   for (int op = CHORUS_OP_ALL_REDUCE; op <= CHORUS_OP_BARRIER; ++op) {
     if ((c->ops & known_ops & CHORUS_OP_BIT(op)) == 0) continue;
@@ -160,7 +177,8 @@ void CheckCapabilities(const char* interface, const char* name, const chorus_cap
                             << " ranks on " << shape.hosts << " host(s), memory " << args.memory
                             << ", request " << request << " is " << first << ", then " << second
                             << "; it must be within 0.." << CHORUS_SCORE_MAX
-                            << " and the same every time";
+                            << " and the same every time; clamp it and compute it from the "
+                               "arguments only";
               if (++failures == 3) return;
             }
           }
@@ -192,9 +210,12 @@ void RegisterNegotiationTests(const SuitePtr& suite) {
     const chorus_plugin* raw = suite->raw_table();
     ASSERT_NE(raw, nullptr) << suite->raw_table_error();
     EXPECT_GE(raw->struct_size, CHORUS_PLUGIN_MIN_SIZE)
-        << "chorus_plugin.struct_size is smaller than ABI 1.0's required fields";
+        << "chorus_plugin.struct_size is " << raw->struct_size
+        << ", smaller than ABI 1.0's required fields (" << CHORUS_PLUGIN_MIN_SIZE
+        << "); set struct_size = sizeof(chorus_plugin)";
     EXPECT_EQ(raw->abi_major, static_cast<uint32_t>(CHORUS_ABI_MAJOR))
-        << "abi_major must be the CHORUS_ABI_MAJOR of the plugin.h it was built with";
+        << "abi_major must be the CHORUS_ABI_MAJOR of the plugin.h it was built with; set "
+           "abi_major = CHORUS_ABI_MAJOR and rebuild against this plugin.h";
     if (raw->abi_minor > CHORUS_ABI_MINOR) {
       std::cout << "note: the plugin is built for ABI " << raw->abi_major << "." << raw->abi_minor
                 << "; this kit checks the ABI " << CHORUS_ABI_MAJOR << "." << CHORUS_ABI_MINOR
@@ -206,19 +227,23 @@ void RegisterNegotiationTests(const SuitePtr& suite) {
           MakeSlot("last_error", raw->last_error), MakeSlot("request_test", raw->request_test),
           MakeSlot("request_wait", raw->request_wait),
           MakeSlot("request_free", raw->request_free)}) {
-      EXPECT_NE(slot.pointer, nullptr) << "chorus_plugin." << slot.name << " is NULL";
+      EXPECT_NE(slot.pointer, nullptr)
+          << "chorus_plugin." << slot.name << " is NULL; ABI 1.0 requires it: set it";
     }
   });
 
   AddTest("Negotiation", "NameVersionDescription", [suite] {
     const chorus_plugin* raw = suite->raw_table();
     ASSERT_NE(raw, nullptr) << suite->raw_table_error();
-    ASSERT_NE(raw->name, nullptr) << "chorus_plugin.name is NULL";
+    ASSERT_NE(raw->name, nullptr) << "chorus_plugin.name is NULL; set it to the name in "
+                                     "libchorus-<name>.so";
     static const std::regex kName("[a-z0-9_-]+");
     EXPECT_TRUE(std::regex_match(raw->name, kName))
-        << "name '" << raw->name << "' must match [a-z0-9_-]+";
-    EXPECT_NE(raw->version, nullptr) << "chorus_plugin.version is NULL";
-    EXPECT_NE(raw->description, nullptr) << "chorus_plugin.description is NULL";
+        << "name '" << raw->name
+        << "' must match [a-z0-9_-]+; rename it (and its file libchorus-<name>.so)";
+    EXPECT_NE(raw->version, nullptr) << "chorus_plugin.version is NULL; set a version string";
+    EXPECT_NE(raw->description, nullptr)
+        << "chorus_plugin.description is NULL; set a one-line description";
   });
 
   if (!suite->plugin().builtin()) {
@@ -227,24 +252,30 @@ void RegisterNegotiationTests(const SuitePtr& suite) {
       EXPECT_EQ(file, "libchorus-" + suite->plugin().name() + ".so")
           << "the file must be named libchorus-<name>.so after the table's name, so that "
              "CHORUS_PLUGINS and CHORUS_CROSS_DEVICE_OPS names find it";
-      EXPECT_EQ(PluginNameFromFileName(file), suite->plugin().name());
+      EXPECT_EQ(PluginNameFromFileName(file), suite->plugin().name())
+          << "the name taken from file '" << file << "' differs from the table's name; rename "
+          << "the file libchorus-" << suite->plugin().name() << ".so";
     });
 
     AddTest("Negotiation", "EntryPointIsStable", [suite] {
       const chorus_plugin* raw = suite->raw_table();
       ASSERT_NE(raw, nullptr) << suite->raw_table_error();
-      ASSERT_NE(raw->name, nullptr);
+      ASSERT_NE(raw->name, nullptr) << "chorus_plugin.name is NULL on a second call of "
+                                    << CHORUS_PLUGIN_ENTRY_SYMBOL << "(); return the same table";
       EXPECT_STREQ(raw->name, suite->plugin().name().c_str())
           << "a second call of " << CHORUS_PLUGIN_ENTRY_SYMBOL
-          << "() returned a table of another name";
+          << "() returned a table of another name; return one static table, the same every "
+             "call";
     });
   }
 
   AddTest("Negotiation", "LastError", [suite] {
     const chorus_plugin* raw = suite->raw_table();
     ASSERT_NE(raw, nullptr) << suite->raw_table_error();
-    ASSERT_GE(raw->struct_size, CHORUS_PLUGIN_MIN_SIZE);
-    ASSERT_NE(raw->last_error, nullptr) << "chorus_plugin.last_error is NULL";
+    ASSERT_GE(raw->struct_size, CHORUS_PLUGIN_MIN_SIZE)
+        << "chorus_plugin.struct_size is smaller than ABI 1.0's required fields; set "
+           "struct_size = sizeof(chorus_plugin)";
+    ASSERT_NE(raw->last_error, nullptr) << "chorus_plugin.last_error is NULL; set it";
     EXPECT_NE(raw->last_error(), nullptr)
         << "last_error() returned NULL; it must return \"\" when there was no error";
   });
@@ -300,9 +331,11 @@ void RegisterNegotiationTests(const SuitePtr& suite) {
                                            {MakeSlot("run", t.run)});
                       if (t.struct_size < CHORUS_STRUCT_SIZE(chorus_algorithm_api, run)) return;
                       EXPECT_NE(t.supported_ops, 0u)
-                          << "algorithm table: supported_ops is 0 (set CHORUS_OP_BIT of each op)";
+                          << "algorithm table: supported_ops is 0; set CHORUS_OP_BIT of each op "
+                             "it runs";
                       EXPECT_EQ(t.supported_ops & ~kKnownOps, 0u)
-                          << "algorithm table: supported_ops has bits of no operation of plugin.h";
+                          << "algorithm table: supported_ops has bits of no operation of "
+                             "plugin.h; set only CHORUS_OP_BIT of chorus_collective_op values";
                     });
   AddInterfaceTests(
       suite, "TransportTable", KIT_INTERFACE(transport, transport_list, num_transports),

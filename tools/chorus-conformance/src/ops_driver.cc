@@ -36,7 +36,7 @@ chorus_status OpsDriver::Create(const Suite& suite, const chorus_cross_device_op
     return status;
   }
   if (driver->handle_ == nullptr) {
-    *message = "create returned OK but left its out-pointer NULL";
+    *message = "create returned OK but left its out-pointer NULL; set *out on CHORUS_OK";
     return CHORUS_INTERNAL;
   }
   *out = std::move(driver);
@@ -53,7 +53,8 @@ testing::AssertionResult OpsDriver::Finish(chorus_status status, chorus_request*
   if (status != CHORUS_OK && request != nullptr) {
     return testing::AssertionFailure()
            << what << " returned " << StatusName(status) << " (" << suite_.LastError()
-           << ") and a request; a failed call must not leave a request behind";
+           << ") and a request; a failed call must not leave a request behind: leave *request "
+              "NULL when returning an error";
   }
   std::string message;
   const bool returned_failure = status != CHORUS_OK;
@@ -61,15 +62,20 @@ testing::AssertionResult OpsDriver::Finish(chorus_status status, chorus_request*
   last_status_ = status;
   if (status == CHORUS_OK) return testing::AssertionSuccess();
   if (returned_failure) {
-    return testing::AssertionFailure()
-           << what << " returned " << StatusName(status) << ": " << message;
+    testing::AssertionResult failure = testing::AssertionFailure()
+                                       << what << " returned " << StatusName(status) << ": "
+                                       << message;
+    if (!IsNotHere(status)) failure << "; these arguments are valid: return CHORUS_OK";
+    return failure;
   }
   if (status == CHORUS_TIMEOUT) {  // the request is left live: the operation may still write
     return testing::AssertionFailure()
-           << what << ": its request did not finish within " << kRequestTimeoutMs / 1000 << " s";
+           << what << ": its request did not finish within " << kRequestTimeoutMs / 1000
+           << " s; complete (or fail) every request of a valid call well within that time";
   }
   return testing::AssertionFailure()
-         << what << ": its request finished with " << StatusName(status) << ": " << message;
+         << what << ": its request finished with " << StatusName(status) << ": " << message
+         << (IsNotHere(status) ? "" : "; these arguments are valid: finish the request with OK");
 }
 
 testing::AssertionResult OpsDriver::DivideOutputs(const ReduceCall& call) {

@@ -97,7 +97,7 @@ RankCommunicator::RankCommunicator(std::shared_ptr<PluginLibrary> plugin,
     comm_ = nullptr;
   } else if (comm_ == nullptr) {
     status_ = CHORUS_INTERNAL;
-    last_error_ = "create returned OK but left its out-pointer NULL";
+    last_error_ = "create returned OK but left its out-pointer NULL; set *out on CHORUS_OK";
   }
 }
 
@@ -109,7 +109,8 @@ void RankCommunicator::Destroy() {
 
 std::string RankCommunicator::CreateError() const {
   if (status_ == CHORUS_OK) return "";
-  return RankOf(rank_, size_) + ": create failed with " + StatusName(status_) + ": " + last_error_;
+  return RankOf(rank_, size_) + ": create failed with " + StatusName(status_) + ": " + last_error_ +
+         "; create must succeed on every rank given a valid rank, size and store";
 }
 
 CommunicatorGroup::CommunicatorGroup(std::shared_ptr<PluginLibrary> plugin,

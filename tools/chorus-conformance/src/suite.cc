@@ -74,7 +74,9 @@ std::shared_ptr<DeviceEnumerator> Suite::PluginDevices(size_t enumerator) const 
     return DeviceEnumerator::Create(plugin_, *plugin_->device_enumerators().at(enumerator),
                                     options_.enumerator_options);
   } catch (const Error& e) {
-    ADD_FAILURE() << "creating a context of the plugin's device enumerator failed: " << e.what();
+    ADD_FAILURE() << "creating a context of the plugin's device enumerator failed: " << e.what()
+                  << "; create must return CHORUS_OK for these options (a machine without "
+                     "devices gives a context of 0 devices, not an error)";
   }
   return nullptr;
 }
@@ -101,7 +103,8 @@ namespace {
 std::string NotHereReason(const Suite& suite, chorus_status status, bool declared,
                           const std::string& what, const std::string& message) {
   return what + " answered " + StatusName(status) + " (" + message + "): " +
-         (declared ? "the table declares it; --require would fail here"
+         (declared ? "the table declares it; --require would fail here: implement it or stop "
+                     "declaring it"
                    : "the table does not declare it") +
          (suite.require() && !declared ? ", so --require does not ask for it" : "");
 }
@@ -112,7 +115,8 @@ std::string NotHereOnRank(const Suite& suite, chorus_status status, bool declare
                           const std::string& what, const std::string& message) {
   if (suite.require() && declared) {
     return what + " answered " + StatusName(status) + " (" + message +
-           "), but the table declares it, and --require asks for everything declared";
+           "), but the table declares it, and --require asks for everything declared; implement "
+           "it, or stop declaring it (capabilities ops and memory, or the table entry)";
   }
   throw NotHere(NotHereReason(suite, status, declared, what, message));
 }
@@ -175,12 +179,15 @@ void ExpectStatus(const Suite& suite, chorus_status status,
   for (chorus_status s : allowed) want << (want.tellp() > 0 ? " or " : "") << StatusName(s);
   if (std::find(allowed.begin(), allowed.end(), status) == allowed.end()) {
     ADD_FAILURE() << what << ": returned " << StatusName(status) << ", expected " << want.str()
-                  << (status == CHORUS_OK ? "" : " (last_error: \"" + message + "\")");
+                  << (status == CHORUS_OK ? "" : " (last_error: \"" + message + "\")")
+                  << "; check this argument first and return " << want.str()
+                  << " with a last_error() message";
     return;
   }
   if (status != CHORUS_OK && (message.empty() || message == "(NULL)")) {
     ADD_FAILURE() << what << ": returned " << StatusName(status)
-                  << " but last_error() gives no message; set one for every failure";
+                  << " but last_error() gives no message; set one (thread-local, naming the bad "
+                     "argument) before returning any status other than CHORUS_OK";
   }
 }
 

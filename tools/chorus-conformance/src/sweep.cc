@@ -159,7 +159,27 @@ std::string CaseBuffers::Check() const {
   if (case_.op == CHORUS_OP_BARRIER) return "";
   const HostTensor& result = case_.op == CHORUS_OP_ALL_REDUCE && case_.in_place ? send_ : recv_;
   const auto same = SameValues(result, expected_);
-  return same ? "" : Describe(case_) + ": " + same.message();
+  if (same) return "";
+  const char* want = "";
+  switch (case_.op) {
+    case CHORUS_OP_ALL_REDUCE:
+      want = "recv must hold the elementwise reduction of every rank's send";
+      break;
+    case CHORUS_OP_BROADCAST:
+      want = "every rank's data must end up holding the root's count elements";
+      break;
+    case CHORUS_OP_ALL_GATHER:
+      want = "recv must hold every rank's send of count elements, in rank order";
+      break;
+    case CHORUS_OP_REDUCE_SCATTER:
+      want =
+          "rank r's recv must hold block r (recv_count elements) of the reduction of every "
+          "rank's send";
+      break;
+    default:
+      break;
+  }
+  return Describe(case_) + ": " + same.message() + "\n  plugin.h: " + want;
 }
 
 }  // namespace chorus::conformance::internal

@@ -61,7 +61,8 @@ std::string Differs(const std::vector<uint8_t>& got, uint64_t seed, size_t bytes
   for (size_t i = 0; i < bytes; ++i) {
     if (got[i] != ByteOf(seed, i)) {
       return what + ": byte " + std::to_string(i) + " of " + std::to_string(bytes) +
-             " differs (a message out of order, or damaged)";
+             " differs (a message out of order, or damaged); deliver the messages of one peer "
+             "and tag in the order they were sent, byte for byte";
     }
   }
   return "";
@@ -101,14 +102,17 @@ std::string Start(const EndpointRank& me, bool send, int peer, uint64_t tag, int
   if (started != nullptr) *started = status;
   if (status == CHORUS_OK) return "";
   return t->what + ": " + (send ? "isend" : "irecv") + " returned " + StatusName(status) + ": " +
-         me.endpoint->library().LastError();
+         me.endpoint->library().LastError() + "; these arguments are valid: return CHORUS_OK";
 }
 
 // Waits for a transfer and, for a receive, checks its content.
 std::string Finish(const EndpointRank& me, bool send, Transfer& t) {
   std::string message;
   const chorus_status status = t.request.Wait(kEndpointTimeoutMs, &message);
-  if (status != CHORUS_OK) return t.what + ": " + StatusName(status) + ": " + message;
+  if (status != CHORUS_OK) {
+    return t.what + ": " + StatusName(status) + ": " + message +
+           "; complete the request with OK once the matching transfer has happened";
+  }
   if (send) return "";
   return Differs(t.data, Seed(t.peer, me.rank, t.tag, t.index), t.bytes, t.what);
 }
@@ -237,7 +241,8 @@ std::string MismatchBody(EndpointRank& me, size_t receive_bytes, bool posted_fir
       me.endpoint->Abort();
       if (send.request.Wait(kEndpointTimeoutMs) == CHORUS_TIMEOUT) {
         return "a send still pending after its endpoint was aborted did not end within " +
-               std::to_string(kEndpointTimeoutMs) + " ms";
+               std::to_string(kEndpointTimeoutMs) +
+               " ms; abort must end every pending request with CHORUS_ABORTED";
       }
     }
     return "";
@@ -261,7 +266,9 @@ std::string MismatchBody(EndpointRank& me, size_t receive_bytes, bool posted_fir
            "); plugin.h: a receive must name the exact byte count, another count fails with "
            "INVALID_ARGUMENT on the receiver";
   }
-  if (message.empty()) return what + " failed without a last_error() message";
+  if (message.empty()) {
+    return what + " failed without a last_error() message; set one naming both byte counts";
+  }
   return "";
 }
 
@@ -317,10 +324,11 @@ std::string AbortedReceive(EndpointRank& me) {
   aborter.join();
   if (status != CHORUS_ABORTED && status != CHORUS_PEER_LOST) {
     return "the receive pending at abort returned " + std::string(StatusName(status)) + " (" +
-           message + "), expected ABORTED";
+           message + "), expected ABORTED; abort must end every pending request with ABORTED";
   }
   if (seconds > std::chrono::duration<double>(kAbortAfter + kFailWithin).count()) {
-    return "abort ended the pending receive only after " + std::to_string(seconds) + " s";
+    return "abort ended the pending receive only after " + std::to_string(seconds) +
+           " s; abort must end pending requests at once, without waiting for the peer";
   }
   // plugin.h: every later operation fails with ABORTED, at the start or through its request.
   Transfer later;
@@ -329,7 +337,8 @@ std::string AbortedReceive(EndpointRank& me) {
   if (started == CHORUS_OK) started = later.request.Wait(kEndpointTimeoutMs, &message);
   if (started != CHORUS_ABORTED) {
     return "a send after abort ended with " + std::string(StatusName(started)) +
-           ", expected ABORTED";
+           ", expected ABORTED; after abort, fail every new isend/irecv with ABORTED (at once or "
+           "through its request)";
   }
   return "";
 }
@@ -360,11 +369,13 @@ std::string PeerDiesBody(EndpointRank& me, bool destroy) {
   const std::string how = destroy ? "destroyed" : "aborted";
   if (status != CHORUS_PEER_LOST && status != CHORUS_ABORTED) {
     return "a receive from rank 1, which " + how + " its endpoint, returned " + StatusName(status) +
-           " (" + message + "), expected PEER_LOST or ABORTED";
+           " (" + message +
+           "), expected PEER_LOST or ABORTED; end a receive from a dead peer with PEER_LOST";
   }
   if (seconds > std::chrono::duration<double>(kFailWithin).count()) {
     return "a receive from rank 1, which " + how + " its endpoint, failed only after " +
-           std::to_string(seconds) + " s";
+           std::to_string(seconds) +
+           " s; notice a lost peer (closed connection, heartbeat) and fail its receives promptly";
   }
   return "";
 }
@@ -377,7 +388,8 @@ void AddTransportTest(const SuitePtr& suite, const std::shared_ptr<PluginLibrary
     std::vector<int> sizes = thread_sizes;
     if (suite->job_mode()) {
       if (suite->options().job_size < 2) {
-        GTEST_SKIP() << "needs at least 2 ranks; the job has " << suite->options().job_size;
+        GTEST_SKIP() << "needs at least 2 ranks; the job has " << suite->options().job_size
+                     << " (start the job with 2 or more ranks to check it)";
       }
       sizes = {suite->options().job_size};
     }

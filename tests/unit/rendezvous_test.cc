@@ -17,8 +17,11 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <random>
 #include <thread>
+
+#include "rendezvous/tcp_store_protocol.h"
 
 namespace chorus {
 namespace {
@@ -541,14 +544,42 @@ TEST(TcpStoreTest, AMalformedClientIsDroppedAndOthersAreServed) {
   const uint8_t huge_frame[] = {0xff, 0xff, 0xff, 0xff, 1, 2, 3};
   ASSERT_EQ(::send(garbage.fd(), huge_frame, sizeof(huge_frame), MSG_NOSIGNAL),
             static_cast<ssize_t>(sizeof(huge_frame)));
-  char byte = 0;
-  EXPECT_EQ(::recv(garbage.fd(), &byte, 1, 0), 0) << "the server should close the connection";
+  char buffer[256];
+  ssize_t n = 0;
+  while ((n = ::recv(garbage.fd(), buffer, sizeof buffer, 0)) > 0) {  // the greeting
+  }
+  EXPECT_EQ(n, 0) << "the server should close the connection";
   client->Set("still", ToBytes("serving"));
   EXPECT_EQ(ToString(client->Get("still", 1s)), "serving");
 }
 
+// A listener that accepts and sends `greeting` (nothing when empty), then stays silent.
+class FakeStore {
+ public:
+  explicit FakeStore(Bytes greeting) : greeting_(std::move(greeting)) {
+    thread_ = std::thread([this] {
+      accepted_ = ::accept(listener_.fd(), nullptr, nullptr);
+      if (accepted_ >= 0 && !greeting_.empty()) {
+        (void)::send(accepted_, greeting_.data(), greeting_.size(), MSG_NOSIGNAL);
+      }
+    });
+  }
+  ~FakeStore() {
+    ::shutdown(listener_.fd(), SHUT_RDWR);
+    thread_.join();
+    if (accepted_ >= 0) ::close(accepted_);
+  }
+  uint16_t port() const { return listener_.port(); }
+
+ private:
+  const RawSocket listener_{0};
+  const Bytes greeting_;
+  int accepted_ = -1;
+  std::thread thread_;
+};
+
 TEST(TcpStoreTest, AServerThatNeverAnswersCannotHangAGet) {
-  const RawSocket silent(0);  // the kernel accepts connections; nobody answers
+  FakeStore silent(tcp_store::EncodeGreeting({}));  // greets, then never answers
   const auto client = ConnectTcpStore("127.0.0.1", silent.port(), 5s);
   const auto start = Clock::now();
   const Error error = Thrown([&] { client->Get("k", 100ms); });
@@ -556,6 +587,157 @@ TEST(TcpStoreTest, AServerThatNeverAnswersCannotHangAGet) {
   EXPECT_NE(std::string(error.what()).find("did not answer"), std::string::npos) << error.what();
   EXPECT_GE(Since(start), 100ms);
   EXPECT_LT(Since(start), 4s);
+}
+
+TEST(TcpStoreTest, AProgramThatIsNoStoreIsNamedAsSuch) {
+  const std::string http = "HTTP/1.0 400 Bad Request\r\n\r\n";
+  FakeStore web(Bytes(http.begin(), http.end()));
+  const Error error = Thrown([&] { ConnectTcpStore("127.0.0.1", web.port(), 2s); });
+  EXPECT_NE(std::string(error.what()).find("not as a chorus rendezvous store"), std::string::npos)
+      << error.what();
+  EXPECT_NE(std::string(error.what()).find("another program on the leader's port"),
+            std::string::npos)
+      << error.what();
+
+  FakeStore mute({});  // accepts (the kernel's backlog), never greets: a stopped leader
+  const auto start = Clock::now();
+  const Error silent = Thrown([&] { ConnectTcpStore("127.0.0.1", mute.port(), 300ms); });
+  EXPECT_EQ(silent.status(), CHORUS_TIMEOUT) << silent.what();
+  EXPECT_NE(std::string(silent.what()).find("sent nothing in time"), std::string::npos)
+      << silent.what();
+  EXPECT_LT(Since(start), 3s);
+}
+
+// Sets or clears an environment variable for the life of the object.
+class ScopedVariable {
+ public:
+  ScopedVariable(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value != nullptr) {
+      ::setenv(name, value, 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ~ScopedVariable() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+constexpr const char* kSecret = "0123456789abcdef-the-job-secret";
+
+TEST(TcpStoreSecretTest, HoldersOfTheSecretAreServed) {
+  ScopedVariable secret("CHORUS_JOB_SECRET", kSecret);
+  const auto server = TcpStoreServer::Start("127.0.0.1", 0);
+  const auto a = ConnectTcpStore("127.0.0.1", server->port(), 5s);
+  const auto b = ConnectTcpStore("127.0.0.1", server->port(), 5s);
+  AnnounceTcpStoreClient(*a, "worker 0");
+  a->Set("k", ToBytes("v"));
+  EXPECT_EQ(ToString(b->Get("k", 1s)), "v");
+}
+
+TEST(TcpStoreSecretTest, AProcessWithoutTheSecretIsRefusedAndNamesTheFix) {
+  std::unique_ptr<TcpStoreServer> server;
+  {
+    ScopedVariable secret("CHORUS_JOB_SECRET", kSecret);
+    server = TcpStoreServer::Start("127.0.0.1", 0);
+  }
+  ScopedVariable none("CHORUS_JOB_SECRET", nullptr);
+  const Error error = Thrown([&] { ConnectTcpStore("127.0.0.1", server->port(), 2s); });
+  EXPECT_EQ(error.status(), CHORUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error.what()).find("admits only holders of the job's secret"),
+            std::string::npos)
+      << error.what();
+  EXPECT_NE(std::string(error.what()).find("CHORUS_JOB_SECRET"), std::string::npos) << error.what();
+
+  ScopedVariable wrong("CHORUS_JOB_SECRET", "another-job-secret-of-32-bytes!!");
+  const Error refused = Thrown([&] { ConnectTcpStore("127.0.0.1", server->port(), 2s); });
+  EXPECT_EQ(refused.status(), CHORUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(refused.what()).find("refused this process"), std::string::npos)
+      << refused.what();
+}
+
+TEST(TcpStoreSecretTest, AMemberRefusesAStoreWithoutTheSecret) {
+  const auto open_server = TcpStoreServer::Start("127.0.0.1", 0);
+  ScopedVariable secret("CHORUS_JOB_SECRET", kSecret);
+  const Error error = Thrown([&] { ConnectTcpStore("127.0.0.1", open_server->port(), 2s); });
+  EXPECT_NE(std::string(error.what()).find("runs without one"), std::string::npos) << error.what();
+}
+
+// Sends `frame` on `socket` and reports whether the server then closed the connection.
+bool ServerClosesAfter(const RawSocket& socket, const Bytes& frame) {
+  if (!frame.empty() && ::send(socket.fd(), frame.data(), frame.size(), MSG_NOSIGNAL) !=
+                            static_cast<ssize_t>(frame.size())) {
+    return true;
+  }
+  uint8_t buffer[4096];
+  for (;;) {  // skip the greeting (and any answer); 0 is the close, -1 the 2 s receive time-out
+    const ssize_t n = ::recv(socket.fd(), buffer, sizeof buffer, 0);
+    if (n <= 0) return n == 0;
+  }
+}
+
+TEST(TcpStoreSecretTest, AnOutsiderCannotReadWriteOrDeclareAMemberLost) {
+  ScopedVariable secret("CHORUS_JOB_SECRET", kSecret);
+  const auto server = TcpStoreServer::Start("127.0.0.1", 0);
+  const auto member = ConnectTcpStore("127.0.0.1", server->port(), 5s);
+  AnnounceTcpStoreClient(*member, "worker 0");
+  member->Set("k", ToBytes("v"));
+
+  // Requests without the proof: HELLO as a member, then a close without BYE; a SET; a GET.
+  for (const tcp_store::Request& request :
+       {tcp_store::Request{tcp_store::Op::kHello, {"worker 1", "pid 1 on elsewhere"}, {}, 0},
+        tcp_store::Request{tcp_store::Op::kSet, {"k"}, ToBytes("overwritten"), 0},
+        tcp_store::Request{tcp_store::Op::kGet, {"k"}, {}, 0}}) {
+    const RawSocket outsider(server->port());
+    EXPECT_TRUE(ServerClosesAfter(outsider, tcp_store::EncodeRequest(request)));
+  }
+  // A frame declared at 128 MiB, half sent: refused at its header, nothing held.
+  const RawSocket hog(server->port());
+  Bytes header = {0x08, 0x00, 0x00, 0x00};
+  header.resize(64 * 1024, 0);
+  EXPECT_TRUE(ServerClosesAfter(hog, header));
+
+  EXPECT_EQ(ToString(member->Get("k", 1s)), "v");
+  EXPECT_FALSE(member->Check("chorus/lost/worker 1"));
+  EXPECT_FALSE(member->Check("chorus/lost"));
+}
+
+TEST(TcpStoreTest, OneTaskNameBelongsToOneProcess) {
+  const auto server = TcpStoreServer::Start("127.0.0.1", 0);
+  const auto member = ConnectTcpStore("127.0.0.1", server->port(), 5s);
+  AnnounceTcpStoreClient(*member, "worker 1");
+  AnnounceTcpStoreClient(*member, "worker 1");  // the same process may say it again
+  const RawSocket impostor(server->port());
+  const Bytes hello = tcp_store::EncodeRequest(
+      {tcp_store::Op::kHello, {"worker 1", "pid 1 on elsewhere, 00000000"}, {}, 0});
+  ASSERT_EQ(::send(impostor.fd(), hello.data(), hello.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(hello.size()));
+  std::string answers;
+  char buffer[4096];
+  for (ssize_t n; (n = ::recv(impostor.fd(), buffer, sizeof buffer, 0)) > 0;) {
+    answers.append(buffer, static_cast<size_t>(n));
+    if (answers.find("TF_CONFIG") != std::string::npos) break;
+  }
+  EXPECT_NE(answers.find("'worker 1' already joined the job from another process"),
+            std::string::npos)
+      << answers;
+}
+
+TEST(TcpStoreTest, AnOversizedFrameIsRefusedAtItsHeader) {
+  const auto server = TcpStoreServer::Start("127.0.0.1", 0);
+  const RawSocket hog(server->port());
+  Bytes header = {0x08, 0x00, 0x00, 0x00};  // 128 MiB declared, more than a store frame may be
+  header.resize(64 * 1024, 0);
+  EXPECT_TRUE(ServerClosesAfter(hog, header));
 }
 
 TEST(TcpStoreTest, ServingTwiceOnOnePortFails) {

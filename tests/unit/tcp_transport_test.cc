@@ -5,6 +5,9 @@
 #include <chorus/collective/transport_endpoint.h>
 #include <chorus/rendezvous/kv_store.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -15,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/socket_util.h"
 #include "ring_test_util.h"
 
 namespace chorus {
@@ -325,6 +329,52 @@ TEST(TcpTransport, CreateTimesOutNamingTheMissingRank) {
     EXPECT_EQ(statuses[rank], CHORUS_TIMEOUT) << messages[rank];
     EXPECT_NE(messages[rank].find("rank 2"), std::string::npos) << messages[rank];
   }
+}
+
+// With CHORUS_JOB_SECRET set, a connection that claims a rank without the proof is dropped, and
+// one that never speaks holds nobody up: the members still connect.
+TEST(TcpTransport, WithAJobSecretOnlyMembersGetIn) {
+  ::setenv("CHORUS_JOB_SECRET", "0123456789abcdef-tcp-transport", 1);
+  const conformance::ThreadJob job(2);
+  chorus_status acceptor_status = CHORUS_INTERNAL;
+  std::string acceptor_message;
+  std::unique_ptr<TransportEndpoint> acceptor;
+  std::thread rank1(
+      [&] { acceptor_status = TryCreate(job, 1, 2, 5000, &acceptor_message, {}, &acceptor); });
+  const std::string address =
+      ToString(job.shared()->Get("job/tcp/addr/1", std::chrono::seconds(5)));
+  const auto colon = address.rfind(':');
+  const auto port = static_cast<uint16_t>(std::stoi(address.substr(colon + 1)));
+  std::string error;
+  UniqueFd silent = ConnectTcp("127.0.0.1", port, DeadlineAfter(std::chrono::seconds(2)), &error);
+  UniqueFd impostor = ConnectTcp("127.0.0.1", port, DeadlineAfter(std::chrono::seconds(2)), &error);
+  ASSERT_TRUE(silent.valid() && impostor.valid()) << error;
+  // A well-formed hello of rank 0 (wire version 2, with a secret) and a proof of zeros.
+  uint8_t hello[20 + 32 + 32] = {0x43, 0x54, 0x74, 0x63, 2, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1};
+  int err = 0;
+  ASSERT_EQ(
+      SendAll(impostor.get(), hello, sizeof hello, DeadlineAfter(std::chrono::seconds(2)), &err),
+      IoResult::kOk);
+  uint8_t greeting[52];
+  EXPECT_EQ(RecvAll(impostor.get(), greeting, sizeof greeting,
+                    DeadlineAfter(std::chrono::seconds(2)), &err),
+            IoResult::kOk);
+  uint8_t more = 0;
+  EXPECT_EQ(RecvAll(impostor.get(), &more, 1, DeadlineAfter(std::chrono::seconds(2)), &err),
+            IoResult::kClosed)
+      << "rank 1 should drop a connection whose proof is wrong";
+
+  std::string message;
+  std::unique_ptr<TransportEndpoint> connector;
+  EXPECT_EQ(TryCreate(job, 0, 2, 5000, &message, {}, &connector), CHORUS_OK) << message;
+  rank1.join();
+  ::unsetenv("CHORUS_JOB_SECRET");
+  ASSERT_EQ(acceptor_status, CHORUS_OK) << acceptor_message;
+  int32_t sent = 42, got = 0;
+  PluginRequest recv = Recv(*acceptor, 0, 7, &got, sizeof got);
+  EXPECT_EQ(Send(*connector, 1, 7, &sent, sizeof sent).Wait(kWaitMs), CHORUS_OK);
+  EXPECT_EQ(recv.Wait(kWaitMs), CHORUS_OK);
+  EXPECT_EQ(got, 42);
 }
 
 TEST(TcpTransport, PeerOfAnotherSizeIsRejected) {

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #ifdef __linux__
@@ -42,6 +43,38 @@ extern "C" void OnSignal(int signal) {
 }
 
 void Note(const std::string& text) { WriteAll(STDERR_FILENO, "chorus-launch: " + text + "\n"); }
+
+// The job's secret for the workers' environment: a fresh random one per job, so only this job's
+// processes get into its rendezvous store and transports (chorus's README, "Failures"). Empty
+// when the user gave one (CHORUS_JOB_SECRET or CHORUS_JOB_SECRET_FILE), which the workers inherit.
+std::string JobSecretVariable() {
+  for (const char* name : {"CHORUS_JOB_SECRET", "CHORUS_JOB_SECRET_FILE"}) {
+    const char* value = getenv(name);
+    if (value != nullptr && *value != '\0') return "";
+  }
+  static const std::string variable = [] {
+    unsigned char random[32];
+    size_t filled = 0;
+    while (filled < sizeof random) {
+      const ssize_t n = getrandom(random + filled, sizeof random - filled, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        Note(std::string("cannot make a job secret (getrandom: ") + strerror(errno) +
+             "); the job's rendezvous is open to any local process");
+        return std::string();
+      }
+      filled += static_cast<size_t>(n);
+    }
+    static const char kHex[] = "0123456789abcdef";
+    std::string text = "CHORUS_JOB_SECRET=";
+    for (unsigned char byte : random) {
+      text += kHex[byte >> 4];
+      text += kHex[byte & 15];
+    }
+    return text;
+  }();
+  return variable;
+}
 
 std::string SignalName(int signal) {
   const char* name = sigabbrev_np(signal);
@@ -148,12 +181,15 @@ bool Supervisor::Start(Worker& worker) {
     close(out[1]);
     return false;
   }
-  // The worker's environment: ours, with its own TF_CONFIG.
+  // The worker's environment: ours, with its own TF_CONFIG and the job's secret.
   std::vector<std::string> env_strings;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     if (strncmp(*entry, "TF_CONFIG=", 10) != 0) env_strings.emplace_back(*entry);
   }
   env_strings.push_back("TF_CONFIG=" + WorkerTfConfig(options_.ports, worker.index));
+  if (const std::string secret = JobSecretVariable(); !secret.empty()) {
+    env_strings.push_back(secret);
+  }
   std::vector<char*> env;
   for (std::string& entry : env_strings) env.push_back(entry.data());
   env.push_back(nullptr);

@@ -17,6 +17,7 @@
 #include "base/abort_scope.h"
 #include "base/logging.h"
 #include "base/socket_util.h"
+#include "rendezvous/job_secret.h"
 
 namespace chorus::internal {
 
@@ -78,7 +79,8 @@ namespace {
 using sdk::Fail;
 
 constexpr uint32_t kHelloMagic = 0x63745443;  // "CTtc"
-constexpr uint32_t kWireVersion = 1;
+// 2: the greeting carries a challenge, and every connection proves the job's secret.
+constexpr uint32_t kWireVersion = 2;
 constexpr size_t kHeaderBytes = 16;
 constexpr size_t kDiscardBytes = 64 * 1024;
 // Bytes the progress thread moves for one peer per wake-up before the others get their turn.
@@ -99,27 +101,63 @@ uint64_t GetU64(const uint8_t* in) {
   return value;
 }
 
+// What each side of a new connection says first: the connector its hello as soon as it
+// connects, the acceptor its own (its greeting) as soon as it accepts. Then the connector sends
+// its proof (kProofBytes, zeros without a secret) over both challenges, and the acceptor, once it
+// checked it, its own; so both know the other holds the job's secret (rendezvous/job_secret.h),
+// and the challenges make every proof good for one connection only.
 struct Hello {
   uint32_t magic = kHelloMagic;
   uint32_t version = kWireVersion;
   int32_t rank = 0;
   int32_t size = 0;
+  uint32_t flags = 0;  // kHelloSecret when the sender has a job secret
+  std::string challenge = std::string(JobSecret::kChallengeBytes, '\0');
 };
+constexpr uint32_t kHelloSecret = 1;
+constexpr size_t kHelloBytes = 20 + JobSecret::kChallengeBytes;
+constexpr size_t kProofBytes = JobSecret::kProofBytes;
+constexpr std::string_view kConnectorRole = "chorus tcp transport connector";
+constexpr std::string_view kAcceptorRole = "chorus tcp transport acceptor";
+// Connections waiting for their hello at once; a new one closes the oldest.
+constexpr size_t kMaxPendingConnections = 64;
 
-void EncodeHello(const Hello& hello, uint8_t out[16]) {
+void EncodeHello(const Hello& hello, uint8_t out[kHelloBytes]) {
   PutU64(out, static_cast<uint64_t>(hello.magic) | static_cast<uint64_t>(hello.version) << 32);
   PutU64(out + 8, static_cast<uint64_t>(static_cast<uint32_t>(hello.rank)) |
                       static_cast<uint64_t>(static_cast<uint32_t>(hello.size)) << 32);
+  for (int i = 0; i < 4; ++i) out[16 + i] = static_cast<uint8_t>(hello.flags >> (8 * i));
+  std::memcpy(out + 20, hello.challenge.data(), JobSecret::kChallengeBytes);
 }
 
-Hello DecodeHello(const uint8_t in[16]) {
+Hello DecodeHello(const uint8_t in[kHelloBytes]) {
   const uint64_t a = GetU64(in), b = GetU64(in + 8);
   Hello hello;
   hello.magic = static_cast<uint32_t>(a);
   hello.version = static_cast<uint32_t>(a >> 32);
   hello.rank = static_cast<int32_t>(static_cast<uint32_t>(b));
   hello.size = static_cast<int32_t>(static_cast<uint32_t>(b >> 32));
+  hello.flags = 0;
+  for (int i = 0; i < 4; ++i) hello.flags |= static_cast<uint32_t>(in[16 + i]) << (8 * i);
+  hello.challenge.assign(reinterpret_cast<const char*>(in + 20), JobSecret::kChallengeBytes);
   return hello;
+}
+
+// What a proof binds besides the two challenges: who connects to whom in a job of which size.
+std::string Link(int connector, int acceptor, int size) {
+  return std::to_string(connector) + ">" + std::to_string(acceptor) + "/" + std::to_string(size);
+}
+
+std::string Proof(const JobSecret& secret, std::string_view role, const std::string& first,
+                  const std::string& second, const std::string& link) {
+  if (!secret.present()) return std::string(kProofBytes, '\0');
+  const Digest256 proof = secret.Prove(role, {first, second, link});
+  return std::string(proof.begin(), proof.end());
+}
+
+bool ProofHolds(const JobSecret& secret, const uint8_t* proof, std::string_view role,
+                const std::string& first, const std::string& second, const std::string& link) {
+  return !secret.present() || secret.Verify(proof, role, {first, second, link});
 }
 
 Clock::time_point DeadlineFromMs(int64_t timeout_ms) {
@@ -213,47 +251,66 @@ UniqueFd ConnectWithRetry(int rank, int peer, const std::string& host, uint16_t 
   }
 }
 
-void SendHello(int fd, const Hello& hello, Clock::time_point deadline, int rank, int peer) {
-  uint8_t bytes[16];
-  EncodeHello(hello, bytes);
+// Sends all of `data` by `deadline`, or fails naming what it was for.
+void SendOrFail(int fd, const void* data, size_t size, Clock::time_point deadline, int rank,
+                int peer, const char* what) {
   int err = 0;
-  const IoResult result = SendAll(fd, bytes, sizeof bytes, deadline, &err);
+  const IoResult result = SendAll(fd, data, size, deadline, &err);
   if (result == IoResult::kOk) return;
   Fail(result == IoResult::kTimedOut ? CHORUS_TIMEOUT : CHORUS_PEER_LOST, "tcp: rank ", rank,
-       " could not greet rank ", peer, ": ",
+       " could not send ", what, " to rank ", peer, ": ",
        result == IoResult::kTimedOut ? "timed out" : ErrnoText(err));
 }
 
-// Reads a peer's hello; false (with *why) when the connection closed or sent something else.
-bool ReadHello(int fd, Clock::time_point deadline, Hello* hello, std::string* why) {
-  uint8_t bytes[16];
+// Receives all of `size` bytes by `deadline`, or fails naming what it was waiting for.
+void RecvOrFail(int fd, void* data, size_t size, Clock::time_point deadline, int rank, int peer,
+                const char* what) {
   int err = 0;
-  const IoResult result = RecvAll(fd, bytes, sizeof bytes, deadline, &err);
-  if (result != IoResult::kOk) {
-    *why = result == IoResult::kTimedOut ? "it sent no greeting in time"
-           : result == IoResult::kClosed ? "it closed the connection"
-                                         : ErrnoText(err);
-    return false;
-  }
-  *hello = DecodeHello(bytes);
-  if (hello->magic != kHelloMagic) {
-    *why = "it is not a chorus tcp transport (wrong greeting)";
-    return false;
-  }
-  if (hello->version != kWireVersion) {
-    *why = "it speaks wire version " + std::to_string(hello->version) + ", this rank " +
-           std::to_string(kWireVersion) + " (mixed chorus versions)";
-    return false;
-  }
-  return true;
+  const IoResult result = RecvAll(fd, data, size, deadline, &err);
+  if (result == IoResult::kOk) return;
+  Fail(result == IoResult::kTimedOut ? CHORUS_TIMEOUT : CHORUS_PEER_LOST, "tcp: rank ", rank,
+       " connected to rank ", peer, ", which did not send ", what, ": ",
+       result == IoResult::kTimedOut ? "it sent nothing in time"
+       : result == IoResult::kClosed ? "it closed the connection"
+                                     : ErrnoText(err));
 }
 
-void CheckSize(const Hello& hello, int rank, int size) {
-  if (hello.size != size) {
-    Fail(CHORUS_INVALID_ARGUMENT, "tcp: rank ", hello.rank, " was started with a job of size ",
-         hello.size, ", but rank ", rank, " with size ", size,
-         " (every rank must be given the same size)");
+// Why a hello cannot be one of this job's ranks; empty when it can.
+std::string WhatIsWrong(const Hello& hello, int size) {
+  if (hello.magic != kHelloMagic) return "it is not a chorus tcp transport (wrong greeting)";
+  if (hello.version != kWireVersion) {
+    return "it speaks wire version " + std::to_string(hello.version) + ", this rank " +
+           std::to_string(kWireVersion) + " (mixed chorus versions)";
   }
+  if (hello.size != size) {
+    return "it was started with a job of size " + std::to_string(hello.size) + ", this rank with " +
+           std::to_string(size) + " (every rank must be given the same size)";
+  }
+  if (hello.rank < 0 || hello.rank >= size) {
+    return "it claims rank " + std::to_string(hello.rank) + ", outside the job";
+  }
+  return "";
+}
+
+// A connecting member's hello must be of this job and of a lower rank than `rank`'s.
+void CheckConnector(const Hello& hello, int rank, int size) {
+  if (const std::string wrong = WhatIsWrong(hello, size); !wrong.empty()) {
+    Fail(CHORUS_INVALID_ARGUMENT, "tcp: rank ", rank, " was contacted by rank ", hello.rank,
+         ", but ", wrong);
+  }
+  if (hello.rank >= rank) {
+    Fail(CHORUS_INVALID_ARGUMENT, "tcp: rank ", rank, " was contacted by a rank ", hello.rank,
+         ", which it connects to itself (are two processes given the same rank?)");
+  }
+}
+
+// The two ends must agree on whether the job has a secret; a difference is a mistake in the
+// job's set-up, named on both sides.
+void CheckSameSecretMode(const Hello& hello, const JobSecret& secret, int rank) {
+  const bool theirs = (hello.flags & kHelloSecret) != 0;
+  if (theirs == secret.present()) return;
+  Fail(CHORUS_INVALID_ARGUMENT, "tcp: rank ", hello.rank, (theirs ? " has" : " has no"),
+       " job secret but rank ", rank, (theirs ? " has none" : " has one"), "; ", kJobSecretHint);
 }
 
 }  // namespace
@@ -292,12 +349,19 @@ void TcpEndpoint::Connect(const chorus_kv_store& store, int64_t timeout_ms,
   Publish(store, options.store_prefix, rank_,
           JoinHostPort(options.host, LocalPort(listener.get())));
 
-  // The lower rank of each pair connects; a connect completes in the kernel's backlog without
-  // the peer's accept, so connecting to every higher rank first and accepting afterwards cannot
-  // deadlock. Replies are read last for the same reason.
-  Hello mine;
-  mine.rank = rank_;
-  mine.size = size_;
+  JobSecret secret;
+  try {
+    secret = JobSecret::FromEnvironment();
+  } catch (const Error& e) {
+    Fail(e.status(), "tcp: rank ", rank_, ": ", e.what());
+  }
+  if (!secret.present()) JobSecret::WarnOpenOnce("the tcp transport's listeners");
+
+  // The lower rank of each pair connects and says hello; a connect completes in the kernel's
+  // backlog without the peer's accept, so this never waits for a peer. Then each rank exchanges
+  // proofs with its higher ranks, which needs them to admit (the highest rank starts there), and
+  // last admits its lower ranks: nothing waits in a circle.
+  std::vector<std::string> challenges(static_cast<size_t>(size_));
   for (int peer = rank_ + 1; peer < size_; ++peer) {
     const std::string address =
         ReadAddress(store, options.store_prefix, rank_, peer, deadline, timeout_ms);
@@ -308,16 +372,73 @@ void TcpEndpoint::Connect(const chorus_kv_store& store, int64_t timeout_ms,
            "', which is not host:port");
     }
     UniqueFd fd = ConnectWithRetry(rank_, peer, host, port, deadline, timeout_ms);
-    SendHello(fd.get(), mine, deadline, rank_, peer);
+    Hello mine;
+    mine.rank = rank_;
+    mine.size = size_;
+    mine.flags = secret.present() ? kHelloSecret : 0;
+    if (secret.present()) mine.challenge = JobSecret::Challenge();
+    challenges[static_cast<size_t>(peer)] = mine.challenge;
+    uint8_t bytes[kHelloBytes];
+    EncodeHello(mine, bytes);
+    SendOrFail(fd.get(), bytes, sizeof bytes, deadline, rank_, peer, "its hello");
     peers_[static_cast<size_t>(peer)].fd = fd.release();
   }
+  for (int peer = rank_ + 1; peer < size_; ++peer) {
+    ProveToHigherRank(peer, secret, challenges[static_cast<size_t>(peer)], deadline);
+  }
+  AdmitLowerRanks(listener.get(), secret, deadline, timeout_ms);
+}
 
-  int waiting = rank_;  // lower ranks not yet connected
+// The connector's side, after its hello: reads the acceptor's greeting, sends this rank's proof
+// and checks the acceptor's.
+void TcpEndpoint::ProveToHigherRank(int peer, const JobSecret& secret,
+                                    const std::string& my_challenge, Clock::time_point deadline) {
+  const int fd = peers_[static_cast<size_t>(peer)].fd;
+  uint8_t bytes[kHelloBytes];
+  RecvOrFail(fd, bytes, sizeof bytes, deadline, rank_, peer, "its greeting");
+  const Hello theirs = DecodeHello(bytes);
+  if (const std::string wrong = WhatIsWrong(theirs, size_); !wrong.empty()) {
+    Fail(CHORUS_INVALID_ARGUMENT, "tcp: rank ", rank_, " connected to the address rank ", peer,
+         " published, but ", wrong);
+  }
+  if (theirs.rank != peer) {
+    Fail(CHORUS_INVALID_ARGUMENT, "tcp: rank ", rank_, " connected to the address rank ", peer,
+         " published, but rank ", theirs.rank, " answered (a stale address in the store?)");
+  }
+  CheckSameSecretMode(theirs, secret, rank_);
+  const std::string link = Link(rank_, peer, size_);
+  const std::string proof = Proof(secret, kConnectorRole, theirs.challenge, my_challenge, link);
+  SendOrFail(fd, proof.data(), proof.size(), deadline, rank_, peer, "its proof");
+  uint8_t their_proof[kProofBytes];
+  RecvOrFail(fd, their_proof, sizeof their_proof, deadline, rank_, peer, "its proof");
+  if (!ProofHolds(secret, their_proof, kAcceptorRole, my_challenge, theirs.challenge, link)) {
+    Fail(CHORUS_INVALID_ARGUMENT, "tcp: rank ", rank_, " connected to the address rank ", peer,
+         " published, but what answered does not hold the job's secret (another job on that "
+         "port?); ",
+         kJobSecretHint);
+  }
+}
+
+// The acceptor's side: greets every connection at once, and admits the ones that answer as a
+// lower rank of this job with a proof of its secret. Connections are served side by side, so a
+// silent or slow one (another program, a port scanner) delays no rank.
+void TcpEndpoint::AdmitLowerRanks(int listener, const JobSecret& secret, Clock::time_point deadline,
+                                  int64_t timeout_ms) {
+  struct Pending {
+    UniqueFd fd;
+    std::string peer;  // address:port, for messages
+    std::string challenge;
+    uint8_t answer[kHelloBytes + kProofBytes];
+    size_t received = 0;
+  };
+  std::vector<Pending> pending;
+  int waiting = rank_;  // lower ranks not yet admitted
   while (waiting > 0) {
     CheckAbortFlag(rank_);
-    pollfd p{listener.get(), POLLIN, 0};
+    std::vector<pollfd> fds{{listener, POLLIN, 0}};
+    for (const Pending& p : pending) fds.push_back({p.fd.get(), POLLIN, 0});
     const int ms = PollTimeoutMs(deadline);
-    const int n = ::poll(&p, 1, ms < 0 || ms > kPollMs ? kPollMs : ms);
+    const int n = ::poll(fds.data(), fds.size(), ms < 0 || ms > kPollMs ? kPollMs : ms);
     if (n < 0 && errno != EINTR) Fail(CHORUS_INTERNAL, "tcp: poll: ", ErrnoText(errno));
     if (n <= 0) {
       if (Clock::now() < deadline) continue;
@@ -330,37 +451,83 @@ void TcpEndpoint::Connect(const chorus_kv_store& store, int64_t timeout_ms,
       Fail(CHORUS_TIMEOUT, "tcp: rank ", rank_, " waited ", timeout_ms, " ms for rank(s) ", missing,
            " to connect; are they started, with the same job?");
     }
-    UniqueFd fd(::accept4(listener.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    // Read what the pending connections sent; admit or drop the complete ones.
+    for (size_t i = 1; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      Pending& p = pending[i - 1];
+      const ssize_t got =
+          ::recv(p.fd.get(), p.answer + p.received, sizeof p.answer - p.received, 0);
+      if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+      if (got <= 0) {
+        Log().warn("tcp: rank {} dropped a connection from {}: it closed before its hello", rank_,
+                   p.peer);
+        p.fd.reset();
+        continue;
+      }
+      p.received += static_cast<size_t>(got);
+      if (p.received < kHelloBytes) continue;
+      const Hello hello = DecodeHello(p.answer);
+      if (hello.magic != kHelloMagic || hello.version != kWireVersion) {
+        Log().warn("tcp: rank {} dropped a connection from {}: {}", rank_, p.peer,
+                   WhatIsWrong(hello, size_));
+        p.fd.reset();
+        continue;
+      }
+      CheckSameSecretMode(hello, secret, rank_);
+      // Without a secret a hello is taken at its word, so a member given another size or rank
+      // is told at once; with one, only once it proved it is a member (below).
+      if (!secret.present()) CheckConnector(hello, rank_, size_);
+      if (p.received < sizeof p.answer) continue;
+      // The proof binds the size the connector was given, so a member given another size is
+      // told so rather than taken for an outsider.
+      const std::string link = Link(hello.rank, rank_, hello.size);
+      if (!ProofHolds(secret, p.answer + kHelloBytes, kConnectorRole, p.challenge, hello.challenge,
+                      link)) {
+        Log().warn(
+            "tcp: rank {} dropped a connection from {} that claimed rank {}: it does not hold "
+            "the job's secret",
+            rank_, p.peer, hello.rank);
+        p.fd.reset();
+        continue;
+      }
+      CheckConnector(hello, rank_, size_);
+      if (peers_[static_cast<size_t>(hello.rank)].fd >= 0) {
+        Fail(CHORUS_INVALID_ARGUMENT, "tcp: rank ", rank_, " was contacted by a second rank ",
+             hello.rank, " (are two processes given the same rank?)");
+      }
+      const std::string proof = Proof(secret, kAcceptorRole, hello.challenge, p.challenge, link);
+      SendOrFail(p.fd.get(), proof.data(), proof.size(), deadline, rank_, hello.rank, "its proof");
+      SetNoDelay(p.fd.get());
+      peers_[static_cast<size_t>(hello.rank)].fd = p.fd.release();
+      --waiting;
+    }
+    std::erase_if(pending, [](const Pending& p) { return !p.fd.valid(); });
+    if (fds[0].revents == 0) continue;
+    UniqueFd fd(::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!fd.valid()) continue;  // the connection went away again, or EINTR/EAGAIN
-    Hello hello;
-    std::string why;
-    if (!ReadHello(fd.get(), deadline, &hello, &why)) {
-      Log().warn("tcp: rank {} ignored a connection: {}", rank_, why);
+    if (pending.size() >= kMaxPendingConnections) {
+      Log().warn("tcp: rank {} dropped a connection from {}: {} others wait for their hello", rank_,
+                 pending.front().peer, pending.size());
+      pending.erase(pending.begin());
+    }
+    Hello greeting;
+    greeting.rank = rank_;
+    greeting.size = size_;
+    greeting.flags = secret.present() ? kHelloSecret : 0;
+    if (secret.present()) greeting.challenge = JobSecret::Challenge();
+    uint8_t bytes[kHelloBytes];
+    EncodeHello(greeting, bytes);
+    int err = 0;
+    // A fresh socket's buffer takes a greeting at once; a peer that is gone is just dropped.
+    if (SendAll(fd.get(), bytes, sizeof bytes, DeadlineAfter(std::chrono::milliseconds(1000)),
+                &err) != IoResult::kOk) {
       continue;
     }
-    CheckSize(hello, rank_, size_);
-    if (hello.rank < 0 || hello.rank >= rank_ || peers_[static_cast<size_t>(hello.rank)].fd >= 0) {
-      Fail(CHORUS_INVALID_ARGUMENT, "tcp: rank ", rank_, " was contacted by a second rank ",
-           hello.rank, " (are two processes given the same rank?)");
-    }
-    SendHello(fd.get(), mine, deadline, rank_, hello.rank);
-    SetNoDelay(fd.get());
-    peers_[static_cast<size_t>(hello.rank)].fd = fd.release();
-    --waiting;
-  }
-
-  for (int peer = rank_ + 1; peer < size_; ++peer) {
-    Hello hello;
-    std::string why;
-    if (!ReadHello(peers_[static_cast<size_t>(peer)].fd, deadline, &hello, &why)) {
-      Fail(Clock::now() >= deadline ? CHORUS_TIMEOUT : CHORUS_PEER_LOST, "tcp: rank ", rank_,
-           " connected to rank ", peer, ", which did not answer: ", why);
-    }
-    CheckSize(hello, rank_, size_);
-    if (hello.rank != peer) {
-      Fail(CHORUS_INVALID_ARGUMENT, "tcp: rank ", rank_, " connected to the address rank ", peer,
-           " published, but rank ", hello.rank, " answered (a stale address in the store?)");
-    }
+    Pending p;
+    p.peer = PeerEndpoint(fd.get());
+    p.fd = std::move(fd);
+    p.challenge = greeting.challenge;
+    pending.push_back(std::move(p));
   }
 }
 

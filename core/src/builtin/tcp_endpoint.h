@@ -32,7 +32,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/socket_util.h"
 #include "builtin/core_request.h"
+
+namespace chorus {
+class JobSecret;
+}  // namespace chorus
 
 namespace chorus::internal {
 
@@ -81,6 +86,10 @@ class TcpEndpoint {
 
   TcpEndpoint(int rank, int size);
   void Connect(const chorus_kv_store& store, int64_t timeout_ms, const TcpEndpointOptions& options);
+  void AdmitLowerRanks(int listener, const JobSecret& secret, Clock::time_point deadline,
+                       int64_t timeout_ms);
+  void ProveToHigherRank(int peer, const JobSecret& secret, const std::string& my_challenge,
+                         Clock::time_point deadline);
   void ProgressLoop();
   bool ProgressOnce();  // false when the loop should end
 

@@ -14,6 +14,11 @@ void AddOwnClient(const std::string& endpoint);
 void RemoveOwnClient(const std::string& endpoint);
 bool IsOwnClient(const std::string& endpoint);
 
+// This process, as HELLO names it to the server: "pid N on HOST, <random>" (the random part
+// tells apart two processes that reuse one pid, e.g. in two containers). Computed per pid, so a
+// forked child gets its own.
+std::string ThisProcess();
+
 }  // namespace chorus::tcp_store
 
 #endif  // CHORUS_RENDEZVOUS_OWN_CLIENTS_H_

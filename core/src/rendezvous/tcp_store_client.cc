@@ -11,6 +11,7 @@
 
 #include "base/logging.h"
 #include "base/socket_util.h"
+#include "rendezvous/job_secret.h"
 #include "rendezvous/kv_store_internal.h"
 #include "rendezvous/own_clients.h"
 #include "rendezvous/tcp_store_protocol.h"
@@ -93,7 +94,8 @@ class TcpStoreClient : public KvStore {
   std::string Describe() const override { return "tcp store " + address_; }
 
   void Announce(const std::string& name) {
-    Call({Op::kHello, {name}, {}, 0}, DeadlineAfter(kRequestTimeout), "Hello", {name});
+    Call({Op::kHello, {name, tcp_store::ThisProcess()}, {}, 0}, DeadlineAfter(kRequestTimeout),
+         "Hello", {name});
   }
 
  private:
@@ -177,6 +179,103 @@ class TcpStoreClient : public KvStore {
   std::string broken_;  // why the connection was closed
 };
 
+// Reads one frame's body of at most `max_body` bytes. Throws with `what` in the message.
+Bytes ReadFrame(int fd, const std::string& address, uint32_t max_body, Clock::time_point deadline,
+                const std::string& what) {
+  uint8_t header[tcp_store::kFrameHeaderBytes];
+  int err = 0;
+  IoResult result = RecvAll(fd, header, sizeof header, deadline, &err);
+  Bytes body;
+  if (result == IoResult::kOk) {
+    uint32_t length = 0;
+    for (uint8_t byte : header) length = (length << 8) | byte;
+    if (length > max_body) {
+      throw Error(CHORUS_UNAVAILABLE,
+                  "rendezvous: " + address + " answered, but not as a chorus rendezvous store (" +
+                      what + " of " + std::to_string(length) +
+                      " bytes): is another program on the leader's port? give the job a free "
+                      "port in TF_CONFIG (or the launcher's --port)");
+    }
+    body.resize(length);
+    result = RecvAll(fd, body.data(), length, deadline, &err);
+  }
+  if (result == IoResult::kOk) return body;
+  const std::string why = result == IoResult::kTimedOut ? "sent nothing in time"
+                          : result == IoResult::kClosed ? "closed it"
+                                                        : "failed: " + ErrnoText(err);
+  throw Error(result == IoResult::kTimedOut ? CHORUS_TIMEOUT : CHORUS_UNAVAILABLE,
+              "rendezvous: " + address + " accepted the connection but " + why + " (waiting for " +
+                  what + "): is the leader stopped, or another program on its port?");
+}
+
+// The admission handshake (tcp_store_protocol.h): reads the greeting, and with a job secret
+// proves this process holds it and checks that the store holds it too.
+void JoinStore(int fd, const std::string& address, Clock::time_point deadline) {
+  const Bytes greeting_frame =
+      ReadFrame(fd, address, tcp_store::kMaxAdmissionBodyBytes, deadline, "a greeting");
+  const std::optional<tcp_store::Greeting> greeting =
+      tcp_store::DecodeGreeting(greeting_frame.data(), greeting_frame.size());
+  if (!greeting) {
+    throw Error(CHORUS_UNAVAILABLE,
+                "rendezvous: " + address +
+                    " answered, but not as a chorus rendezvous store: is another program on the "
+                    "leader's port? give the job a free port in TF_CONFIG (or the launcher's "
+                    "--port)");
+  }
+  const JobSecret secret = JobSecret::FromEnvironment();
+  if (greeting->secret_required && !secret.present()) {
+    throw Error(CHORUS_INVALID_ARGUMENT, "rendezvous: the store at " + address +
+                                             " admits only holders of the job's secret, and this "
+                                             "process has none: " +
+                                             kJobSecretHint);
+  }
+  if (!greeting->secret_required) {
+    if (secret.present()) {
+      // A store without the secret cannot prove it is this job's: refuse to talk to it.
+      throw Error(CHORUS_INVALID_ARGUMENT, "rendezvous: this process has a job secret (" +
+                                               secret.source() + ") but the store at " + address +
+                                               " runs without one: " + kJobSecretHint);
+    }
+    return;
+  }
+  if (greeting->challenge.size() != JobSecret::kChallengeBytes) {
+    throw Error(CHORUS_UNAVAILABLE, "rendezvous: the store at " + address +
+                                        " sent a malformed greeting (a challenge of " +
+                                        std::to_string(greeting->challenge.size()) + " bytes)");
+  }
+  const std::string challenge = JobSecret::Challenge();
+  const Digest256 proof = secret.Prove(tcp_store::kClientRole, {greeting->challenge, challenge});
+  const Bytes request =
+      tcp_store::EncodeRequest({Op::kAuth, {challenge}, Bytes(proof.begin(), proof.end()), 0});
+  int err = 0;
+  if (SendAll(fd, request.data(), request.size(), deadline, &err) != IoResult::kOk) {
+    throw Error(CHORUS_UNAVAILABLE,
+                "rendezvous: could not send this process's proof of the job "
+                "secret to the store at " +
+                    address);
+  }
+  const Bytes answer_frame =
+      ReadFrame(fd, address, tcp_store::kMaxAdmissionBodyBytes, deadline, "an answer to its proof");
+  Response answer;
+  try {
+    answer = tcp_store::DecodeResponse(answer_frame.data(), answer_frame.size());
+  } catch (const Error&) {
+    throw Error(CHORUS_UNAVAILABLE,
+                "rendezvous: the store at " + address + " sent a malformed answer to the proof");
+  }
+  if (answer.status != CHORUS_OK) {
+    throw Error(answer.status, "rendezvous: " + ToString(answer.payload));
+  }
+  if (answer.payload.size() != JobSecret::kProofBytes ||
+      !secret.Verify(answer.payload.data(), tcp_store::kServerRole,
+                     {greeting->challenge, challenge})) {
+    throw Error(CHORUS_INVALID_ARGUMENT,
+                "rendezvous: the store at " + address +
+                    " does not hold this job's secret (another job's leader on that port?): " +
+                    kJobSecretHint);
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<KvStore> ConnectTcpStore(const std::string& host, uint16_t port,
@@ -187,6 +286,7 @@ std::shared_ptr<KvStore> ConnectTcpStore(const std::string& host, uint16_t port,
   for (int attempt = 0;; ++attempt) {
     UniqueFd fd = ConnectTcp(host, port, deadline, &error);
     if (fd.valid()) {
+      JoinStore(fd.get(), address, deadline);
       if (attempt > 0)
         Log().debug("rendezvous: connected to {} after {} retries", address, attempt);
       return std::make_shared<TcpStoreClient>(address, std::move(fd));

@@ -2,6 +2,7 @@
 
 #include <chorus/base/error.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace chorus::tcp_store {
@@ -106,7 +107,7 @@ Request DecodeRequest(const uint8_t* body, size_t size) {
   Reader r(body, size);
   Request request;
   const uint8_t op = r.U8();
-  if (op < static_cast<uint8_t>(Op::kSet) || op > static_cast<uint8_t>(Op::kBye)) {
+  if (op < static_cast<uint8_t>(Op::kSet) || op > static_cast<uint8_t>(Op::kAuth)) {
     Malformed("unknown operation " + std::to_string(op));
   }
   request.op = static_cast<Op>(op);
@@ -136,6 +137,32 @@ uint32_t DecodeFrameLength(const uint8_t header[kFrameHeaderBytes]) {
   for (size_t i = 0; i < kFrameHeaderBytes; ++i) length = (length << 8) | header[i];
   if (length > kMaxFrameBodyBytes) Malformed("a frame of " + std::to_string(length) + " bytes");
   return length;
+}
+
+Bytes EncodeGreeting(const Greeting& greeting) {
+  Bytes payload(kGreetingMagic.begin(), kGreetingMagic.end());
+  payload.push_back(greeting.secret_required ? 1 : 0);
+  payload.insert(payload.end(), greeting.challenge.begin(), greeting.challenge.end());
+  return EncodeResponse({CHORUS_OK, payload});
+}
+
+std::optional<Greeting> DecodeGreeting(const uint8_t* body, size_t size) {
+  Response response;
+  try {
+    response = DecodeResponse(body, size);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  const Bytes& payload = response.payload;
+  if (response.status != CHORUS_OK || payload.size() < kGreetingMagic.size() + 1 ||
+      !std::equal(kGreetingMagic.begin(), kGreetingMagic.end(), payload.begin())) {
+    return std::nullopt;
+  }
+  Greeting greeting;
+  greeting.secret_required = payload[kGreetingMagic.size()] != 0;
+  greeting.challenge.assign(
+      payload.begin() + static_cast<std::ptrdiff_t>(kGreetingMagic.size() + 1), payload.end());
+  return greeting;
 }
 
 Bytes EncodeInt64(int64_t value) {

@@ -6,6 +6,12 @@
 //   status (u32, a chorus_status) | payload (u32 length + bytes)
 // where the payload is GET's value, ADD's new value (8 bytes), CHECK/REMOVE's answer (1 byte),
 // or the message of a failed status. Every request but BYE gets exactly one response, in order.
+//
+// Admission: on every new connection the server speaks first, with a greeting (a response frame
+// whose payload is kGreetingMagic, a flag byte, and a challenge). With the flag set the job has a
+// secret, and the client's first request must be AUTH, which proves it holds the secret; the
+// server answers with its own proof, so the client knows it reached its job's store and not a
+// program that took the port. Until then the server reads at most kMaxAdmissionBodyBytes.
 #ifndef CHORUS_TCP_STORE_PROTOCOL_H_
 #define CHORUS_TCP_STORE_PROTOCOL_H_
 
@@ -16,6 +22,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace chorus::tcp_store {
@@ -29,11 +36,32 @@ enum class Op : uint8_t {
   kRemove = 6,
   kHello = 7,  // keys[0] names this client for the lost-peer record
   kBye = 8,    // a clean goodbye; no response
+  // keys[0]: the client's challenge, value: its proof; the answer's payload is the server's
+  // proof. Only as the first request, when the greeting asks for it.
+  kAuth = 9,
 };
 
+inline constexpr std::string_view kGreetingMagic = "chorus-rendezvous/1";
+// The proofs' roles (JobSecret::Prove), one per side.
+inline constexpr std::string_view kClientRole = "chorus rendezvous client";
+inline constexpr std::string_view kServerRole = "chorus rendezvous server";
+
+struct Greeting {
+  bool secret_required = false;
+  std::string challenge;  // JobSecret::kChallengeBytes when secret_required, else empty
+};
+
+Bytes EncodeGreeting(const Greeting& greeting);
+// nullopt when the frame is not a chorus greeting (another program answered).
+std::optional<Greeting> DecodeGreeting(const uint8_t* body, size_t size);
+
 constexpr size_t kFrameHeaderBytes = 4;
-// Larger frames are refused, so a corrupt length cannot make the peer allocate gigabytes.
-constexpr uint32_t kMaxFrameBodyBytes = 512u << 20;
+// Larger frames are refused, so a corrupt length cannot make the peer allocate gigabytes: a
+// value of up to 64 MiB (chorus_kv_store's limit) with its keys.
+constexpr uint32_t kMaxFrameBodyBytes = 65u << 20;
+// What the server reads from a connection before it is admitted (the AUTH request), and the
+// longest greeting a client reads.
+constexpr uint32_t kMaxAdmissionBodyBytes = 256;
 
 // The key the server sets to "1" when a client that said HELLO(name) disconnects without BYE,
 // and the comma list of every such name.

@@ -4,6 +4,11 @@
 // poll() handles well). A request that must wait (GET, WAIT) parks its connection until the key
 // arrives or the request's deadline passes; later requests on that connection stay buffered, so
 // answers keep their order, while every other connection is served meanwhile.
+//
+// Admission: with a job secret, a connection is served only once it proved it holds the secret
+// (tcp_store_protocol.h); until then it may send one small frame, for a bounded time. Whatever a
+// connection sends, what the server holds for it is bounded (kMax* below), so no client, member
+// or not, can grow the server's memory without limit or starve the others.
 #include <chorus/base/error.h>
 #include <chorus/rendezvous/rendezvous.h>
 #include <fcntl.h>
@@ -22,6 +27,7 @@
 
 #include "base/logging.h"
 #include "base/socket_util.h"
+#include "rendezvous/job_secret.h"
 #include "rendezvous/kv_store_internal.h"
 #include "rendezvous/own_clients.h"
 #include "rendezvous/tcp_store_protocol.h"
@@ -32,6 +38,19 @@ namespace {
 using tcp_store::Op;
 using tcp_store::Request;
 using tcp_store::Response;
+
+// Connections at once; more are closed at accept.
+constexpr size_t kMaxConnections = 8192;
+// Connections not yet admitted at once; a new one closes the oldest.
+constexpr size_t kMaxUnadmitted = 64;
+// How long a new connection has to prove it holds the job's secret.
+constexpr std::chrono::milliseconds kAdmissionTimeout{10000};
+// Received bytes not yet served, over all connections; past it the largest holder is dropped.
+constexpr size_t kMaxBufferedInputBytes = size_t{256} << 20;
+// Answers a client has not read yet; past it the client is dropped.
+constexpr size_t kMaxPendingOutputBytes = size_t{256} << 20;
+// Refusals logged one by one; later ones every 100th.
+constexpr uint64_t kRefusalsLogged = 5;
 
 // A GET or WAIT that parked its connection.
 struct Waiter {
@@ -45,6 +64,9 @@ struct Connection {
   Bytes input;       // received bytes not yet parsed into requests
   Bytes output;      // responses not yet sent
   size_t output_sent = 0;
+  bool admitted = false;  // proved the job's secret, or the job has none
+  std::string challenge;  // the greeting's, while not admitted
+  Clock::time_point admit_by = Clock::time_point::max();
   std::string name;  // from HELLO; empty when it never said hello
   bool said_bye = false;
   bool closing = false;  // to be closed at the end of this loop turn
@@ -54,8 +76,9 @@ struct Connection {
 class Server : public TcpStoreServer {
  public:
   Server(UniqueFd listener, UniqueFd wake_read, UniqueFd wake_write, std::string where,
-         std::chrono::milliseconds linger, int other_members)
-      : listener_(std::move(listener)),
+         std::chrono::milliseconds linger, int other_members, JobSecret secret)
+      : secret_(std::move(secret)),
+        listener_(std::move(listener)),
         wake_read_(std::move(wake_read)),
         wake_write_(std::move(wake_write)),
         port_(LocalPort(listener_.get())),
@@ -113,15 +136,18 @@ class Server : public TcpStoreServer {
       fds.clear();
       ids.clear();
       fds.push_back({wake_read_.get(), POLLIN, 0});
-      fds.push_back({listener_.get(), POLLIN, 0});
+      // After EMFILE the listener stays readable: leave it out for a moment instead of spinning.
+      fds.push_back(
+          {listener_.get(), Clock::now() < accept_paused_until_ ? short{0} : short{POLLIN}, 0});
       for (auto& [id, connection] : connections_) {
         short events = POLLIN;
         if (connection.output_sent < connection.output.size()) events |= POLLOUT;
         fds.push_back({connection.fd.get(), events, 0});
         ids.push_back(id);
       }
-      const int n =
-          ::poll(fds.data(), fds.size(), PollTimeoutMs(std::min(NextDeadline(), linger_deadline)));
+      Clock::time_point wake = std::min(NextDeadline(), linger_deadline);
+      if (Clock::now() < accept_paused_until_) wake = std::min(wake, accept_paused_until_);
+      const int n = ::poll(fds.data(), fds.size(), PollTimeoutMs(wake));
       if (n < 0) {
         if (errno == EINTR) continue;
         throw Error(CHORUS_INTERNAL, "poll: " + ErrnoText(errno));
@@ -137,6 +163,8 @@ class Server : public TcpStoreServer {
         if (!connection.closing && (revents & POLLOUT)) Flush(connection);
       }
       ExpireWaiters();
+      ExpireAdmissions();
+      DropLargestBufferWhileOverBudget();
       // Closing records lost clients, which can answer waiters, whose connections may then
       // serve requests they had queued, which can close connections...
       for (;;) {
@@ -152,7 +180,10 @@ class Server : public TcpStoreServer {
   std::vector<const Connection*> OtherClients() const {
     std::vector<const Connection*> others;
     for (const auto& [id, connection] : connections_) {
-      if (!tcp_store::IsOwnClient(connection.peer)) others.push_back(&connection);
+      // One that never proved the job's secret is no member, so it cannot hold the store open.
+      if (connection.admitted && !tcp_store::IsOwnClient(connection.peer)) {
+        others.push_back(&connection);
+      }
     }
     return others;
   }
@@ -160,9 +191,7 @@ class Server : public TcpStoreServer {
   static std::string Names(const std::vector<const Connection*>& connections) {
     std::string names;
     for (const Connection* connection : connections) {
-      names += names.empty() ? "" : ", ";
-      names += connection->name.empty() ? "a client at " + connection->peer
-                                        : "'" + connection->name + "' (" + connection->peer + ")";
+      names += (names.empty() ? "" : ", ") + Describe(*connection);
     }
     return names;
   }
@@ -187,6 +216,7 @@ class Server : public TcpStoreServer {
       if (connection.waiter && connection.waiter->deadline < next) {
         next = connection.waiter->deadline;
       }
+      next = std::min(next, connection.admit_by);
     }
     return next;
   }
@@ -204,22 +234,112 @@ class Server : public TcpStoreServer {
         if (errno == EINTR || errno == ECONNABORTED) continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK) {
           Log().warn("rendezvous: the tcp store on {} cannot accept: {}", where_, ErrnoText(errno));
+          accept_paused_until_ = DeadlineAfter(std::chrono::milliseconds(100));
         }
         return;
       }
+      UniqueFd accepted(fd);
+      if (connections_.size() >= kMaxConnections) {
+        Refused(PeerEndpoint(fd),
+                "the store already serves " + std::to_string(kMaxConnections) + " connections");
+        continue;
+      }
+      CloseOldestUnadmittedIfFull();
       SetNoDelay(fd);
       Connection& connection = connections_[next_id_++];
-      connection.fd.reset(fd);
+      connection.fd = std::move(accepted);
       connection.peer = PeerEndpoint(fd);
+      tcp_store::Greeting greeting;
+      if (secret_.present()) {
+        greeting.secret_required = true;
+        greeting.challenge = JobSecret::Challenge();
+        connection.challenge = greeting.challenge;
+        connection.admit_by = DeadlineAfter(kAdmissionTimeout);
+      } else {
+        connection.admitted = true;
+      }
+      const Bytes frame = tcp_store::EncodeGreeting(greeting);
+      connection.output.assign(frame.begin(), frame.end());
+      Flush(connection);
     }
+  }
+
+  void CloseOldestUnadmittedIfFull() {
+    size_t unadmitted = 0;
+    Connection* oldest = nullptr;  // the map is ordered by id, so the first is the oldest
+    for (auto& [id, connection] : connections_) {
+      if (connection.admitted || connection.closing) continue;
+      if (oldest == nullptr) oldest = &connection;
+      ++unadmitted;
+    }
+    if (unadmitted < kMaxUnadmitted || oldest == nullptr) return;
+    Refused(oldest->peer, "more than " + std::to_string(kMaxUnadmitted) +
+                              " connections were waiting to prove the job's secret");
+    oldest->closing = true;
+  }
+
+  // Closes connections that did not prove the job's secret in time.
+  void ExpireAdmissions() {
+    const Clock::time_point now = Clock::now();
+    for (auto& [id, connection] : connections_) {
+      if (connection.admitted || connection.closing || connection.admit_by > now) continue;
+      Refused(connection.peer, "it did not prove it holds the job's secret within " +
+                                   std::to_string(kAdmissionTimeout.count()) + " ms");
+      connection.closing = true;
+    }
+  }
+
+  // Logs a refused client: the first few, then every 100th, so a flood cannot flood the log.
+  void Refused(const std::string& peer, const std::string& why) {
+    ++refusals_;
+    if (refusals_ <= kRefusalsLogged || refusals_ % 100 == 0) {
+      Log().warn("rendezvous: the tcp store on {} refused a client at {}: {} ({} refused so far)",
+                 where_, peer, why, refusals_);
+    }
+  }
+
+  // Bounds what clients can make the server hold in received, unserved bytes.
+  void DropLargestBufferWhileOverBudget() {
+    while (buffered_input_bytes_ > kMaxBufferedInputBytes) {
+      Connection* largest = nullptr;
+      for (auto& [id, connection] : connections_) {
+        if (!connection.closing &&
+            (largest == nullptr || connection.input.size() > largest->input.size())) {
+          largest = &connection;
+        }
+      }
+      if (largest == nullptr || largest->input.empty()) return;
+      Log().warn(
+          "rendezvous: the tcp store on {} drops {}: it sent {} bytes not yet served while the "
+          "store holds {} bytes of unserved requests (at most {})",
+          where_, Describe(*largest), largest->input.size(), buffered_input_bytes_,
+          kMaxBufferedInputBytes);
+      DropInput(*largest);
+      largest->closing = true;
+    }
+  }
+
+  static std::string Describe(const Connection& connection) {
+    return connection.name.empty() ? "a client at " + connection.peer
+                                   : "'" + connection.name + "' (" + connection.peer + ")";
+  }
+
+  void DropInput(Connection& connection) {
+    buffered_input_bytes_ -= connection.input.size();
+    connection.input.clear();
   }
 
   void ReadAndServe(uint64_t id, Connection& connection) {
     uint8_t buffer[64 * 1024];
-    for (;;) {
+    // A connection holds at most one frame (and a bit) unserved: the rest waits in the kernel.
+    const size_t cap =
+        tcp_store::kFrameHeaderBytes +
+        (connection.admitted ? tcp_store::kMaxFrameBodyBytes : tcp_store::kMaxAdmissionBodyBytes);
+    while (connection.input.size() < cap + sizeof(buffer)) {
       const ssize_t n = ::recv(connection.fd.get(), buffer, sizeof(buffer), 0);
       if (n > 0) {
         connection.input.insert(connection.input.end(), buffer, buffer + n);
+        buffered_input_bytes_ += static_cast<size_t>(n);
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
@@ -241,18 +361,57 @@ class Server : public TcpStoreServer {
         if (left < tcp_store::kFrameHeaderBytes) break;
         const uint8_t* frame = connection.input.data() + consumed;
         const uint32_t length = tcp_store::DecodeFrameLength(frame);
+        if (!connection.admitted && length > tcp_store::kMaxAdmissionBodyBytes) {
+          throw Error(CHORUS_INVALID_ARGUMENT, "it sent a frame of " + std::to_string(length) +
+                                                   " bytes before proving the job's secret");
+        }
         if (left < tcp_store::kFrameHeaderBytes + length) break;
         Request request = tcp_store::DecodeRequest(frame + tcp_store::kFrameHeaderBytes, length);
         consumed += tcp_store::kFrameHeaderBytes + length;
-        Handle(id, connection, std::move(request));
+        if (connection.admitted) {
+          Handle(id, connection, std::move(request));
+        } else {
+          Admit(connection, request);
+        }
       }
     } catch (const std::exception& e) {
-      Log().warn("rendezvous: the tcp store on {} drops a client: {}", where_, e.what());
+      if (connection.admitted) {
+        Log().warn("rendezvous: the tcp store on {} drops {}: {}", where_, Describe(connection),
+                   e.what());
+      } else {
+        Refused(connection.peer, e.what());
+      }
       connection.closing = true;
-      connection.input.clear();
+      DropInput(connection);
       return;
     }
+    buffered_input_bytes_ -= consumed;
     connection.input.erase(connection.input.begin(), connection.input.begin() + consumed);
+  }
+
+  // A not yet admitted connection's request: it must be AUTH with a right proof.
+  void Admit(Connection& connection, const Request& request) {
+    if (request.op != Op::kAuth || request.keys.size() != 1 ||
+        request.keys[0].size() != JobSecret::kChallengeBytes ||
+        request.value.size() != JobSecret::kProofBytes) {
+      throw Error(CHORUS_INVALID_ARGUMENT,
+                  "it did not prove it holds the job's secret (its first request is not AUTH)");
+    }
+    const std::string& client_challenge = request.keys[0];
+    if (!secret_.Verify(request.value.data(), tcp_store::kClientRole,
+                        {connection.challenge, client_challenge})) {
+      Reply(connection, {CHORUS_INVALID_ARGUMENT,
+                         ToBytes("the rendezvous store at " + where_ +
+                                 " refused this process: it does not hold the job's secret; " +
+                                 kJobSecretHint)});
+      throw Error(CHORUS_INVALID_ARGUMENT, "its proof of the job's secret is wrong");
+    }
+    const Digest256 proof =
+        secret_.Prove(tcp_store::kServerRole, {connection.challenge, client_challenge});
+    connection.admitted = true;
+    connection.admit_by = Clock::time_point::max();
+    connection.challenge.clear();
+    Reply(connection, {CHORUS_OK, Bytes(proof.begin(), proof.end())});
   }
 
   void Handle(uint64_t id, Connection& connection, Request request) {
@@ -287,12 +446,29 @@ class Server : public TcpStoreServer {
         Reply(connection,
               {CHORUS_OK, {values_.erase(Key(request, 0)) != 0 ? uint8_t{1} : uint8_t{0}}});
         return;
-      case Op::kHello:
-        connection.name = Key(request, 0);
+      case Op::kHello: {
+        // keys[1] names the process: one task name belongs to one process, so no other client
+        // can speak for a member (and its goodbye or loss), and two workers given one task
+        // name are caught here.
+        const std::string& name = Key(request, 0);
+        const std::string& process = Key(request, 1);
+        const auto [owner, first] = process_of_name_.emplace(name, process);
+        if (!first && owner->second != process) {
+          Reply(connection, {CHORUS_INVALID_ARGUMENT,
+                             ToBytes("rendezvous: '" + name +
+                                     "' already joined the job from another process (" +
+                                     owner->second + "; this one is " + process +
+                                     "): are two processes given the same task in TF_CONFIG?")});
+          return;
+        }
+        connection.name = name;
         // The client registered its end before it could say hello, so this is reliable.
         if (!tcp_store::IsOwnClient(connection.peer)) members_seen_.insert(connection.name);
         Reply(connection, {CHORUS_OK, {}});
         return;
+      }
+      case Op::kAuth:
+        throw Error(CHORUS_INVALID_ARGUMENT, "it sent AUTH a second time");
       case Op::kBye:
         connection.said_bye = true;
         return;
@@ -381,6 +557,12 @@ class Server : public TcpStoreServer {
     const Bytes frame = tcp_store::EncodeResponse(response);
     connection.output.insert(connection.output.end(), frame.begin(), frame.end());
     Flush(connection);
+    if (!connection.closing &&
+        connection.output.size() - connection.output_sent > kMaxPendingOutputBytes) {
+      Log().warn("rendezvous: the tcp store on {} drops {}: it left {} bytes of answers unread",
+                 where_, Describe(connection), connection.output.size() - connection.output_sent);
+      connection.closing = true;
+    }
   }
 
   // Sends what the socket takes now; poll() reports when it takes more.
@@ -408,6 +590,7 @@ class Server : public TcpStoreServer {
     std::erase_if(connections_, [&](const auto& entry) {
       const Connection& connection = entry.second;
       if (!connection.closing) return false;
+      buffered_input_bytes_ -= connection.input.size();
       if (!connection.name.empty() && !connection.said_bye) lost.push_back(connection.name);
       return true;
     });
@@ -426,6 +609,7 @@ class Server : public TcpStoreServer {
     if (!lost.empty()) Changed();
   }
 
+  const JobSecret secret_;
   UniqueFd listener_;
   UniqueFd wake_read_;
   UniqueFd wake_write_;
@@ -438,7 +622,11 @@ class Server : public TcpStoreServer {
   // Touched only by the serving thread.
   std::map<std::string, Bytes> values_;
   std::map<uint64_t, Connection> connections_;
-  std::set<std::string> members_seen_;  // names other processes said hello with
+  std::set<std::string> members_seen_;                  // names other processes said hello with
+  std::map<std::string, std::string> process_of_name_;  // task name -> the process that said it
+  size_t buffered_input_bytes_ = 0;                     // sum of the connections' input
+  uint64_t refusals_ = 0;
+  Clock::time_point accept_paused_until_ = Clock::time_point::min();
   uint64_t next_id_ = 0;
   std::vector<uint64_t> waiting_ids_;  // connections with a waiter
   std::deque<uint64_t> runnable_;      // connections whose waiter was answered
@@ -451,6 +639,7 @@ class Server : public TcpStoreServer {
 std::unique_ptr<TcpStoreServer> TcpStoreServer::Start(const std::string& host, uint16_t port,
                                                       std::chrono::milliseconds linger,
                                                       int other_members) {
+  JobSecret secret = JobSecret::FromEnvironment();
   UniqueFd listener = ListenTcp(host, port);
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_NONBLOCK | O_CLOEXEC) != 0) {
@@ -461,9 +650,14 @@ std::unique_ptr<TcpStoreServer> TcpStoreServer::Start(const std::string& host, u
   const uint16_t bound = LocalPort(listener.get());
   const std::string where =
       (host.empty() ? std::string("0.0.0.0") : host) + ":" + std::to_string(bound);
-  Log().debug("rendezvous: serving the tcp store on {}", where);
+  if (secret.present()) {
+    Log().debug("rendezvous: serving the tcp store on {} to the holders of the job secret ({})",
+                where, secret.source());
+  } else {
+    JobSecret::WarnOpenOnce("the rendezvous store on " + where);
+  }
   return std::make_unique<Server>(std::move(listener), std::move(wake_read), std::move(wake_write),
-                                  where, linger, other_members);
+                                  where, linger, other_members, std::move(secret));
 }
 
 }  // namespace chorus

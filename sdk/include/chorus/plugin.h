@@ -242,7 +242,8 @@ typedef struct chorus_host {
 typedef struct chorus_kv_store {
   size_t struct_size;
   void* ctx; /* owned by the core */
-  /* Stores `size` bytes under `key` (overwrites). Both borrowed for the call. */
+  /* Stores `size` bytes under `key` (overwrites). Both borrowed for the call. Values of up to
+     64 MiB; the store is for addresses and ids, not for bulk data. */
   chorus_status (*set)(void* ctx, const char* key, const void* value, size_t size);
   /* Waits up to timeout_ms for `key`, then copies min(capacity, size) bytes into `value` and
      sets *size to the value's full size (call again with a larger buffer when it is bigger).

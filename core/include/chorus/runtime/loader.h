@@ -24,7 +24,7 @@ struct LoaderOptions {
 };
 
 struct Rejection {
-  std::string path;    // the file (or the name, for a CHORUS_PLUGINS entry that matched nothing)
+  std::string path;    // the file (the folder, in Discovery::unreadable_dirs)
   std::string reason;  // a sentence naming the problem and what would fix it
 };
 

@@ -19,6 +19,6 @@ done
 expect "reason: built for chorus ABI 2.1"
 expect "reason: does not export chorus_plugin_get()"
 expect "reason: its init() failed with UNAVAILABLE: no fake device on this machine"
-expect "reason: cannot be loaded as a shared library"
+expect "reason: libchorus-not_a_library.so is not an ELF file"
 expect "Rejected candidates (9)"
 echo "chorus-info listed every rejected candidate with its reason and exited 0"

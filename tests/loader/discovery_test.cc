@@ -4,13 +4,19 @@
 #include <chorus/collective/cross_device_ops.h>
 #include <chorus/runtime/loader.h>
 #include <chorus/runtime/registry.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 
 namespace chorus {
 namespace {
+
+using ::testing::HasSubstr;
 
 LoaderOptions Options(std::optional<std::string> filter,
                       std::vector<std::string> dirs = {FAKE_PLUGIN_DIR}) {
@@ -80,8 +86,90 @@ TEST(Discovery, AnUnknownNameIsAnErrorListingWhatWasFound) {
     EXPECT_EQ(e.status(), CHORUS_INVALID_ARGUMENT);
     const std::string message = e.what();
     EXPECT_NE(message.find("CHORUS_PLUGINS names no_such_plugin"), std::string::npos) << message;
-    EXPECT_NE(message.find("plugins found: fake_good"), std::string::npos) << message;
+    // Every plugin in the folders, not only those the variable let load.
+    EXPECT_NE(message.find("plugins found: fake_abi_1_0, fake_bad_capabilities,"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find(", fake_good, "), std::string::npos) << message;
     EXPECT_NE(message.find("CHORUS_PLUGIN_PATH"), std::string::npos) << message;
+  }
+}
+
+TEST(Discovery, AnExclusionOfNoPluginIsAnErrorListingWhatWasFound) {
+  try {
+    DiscoverPlugins(Options("^fake_goood"));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), CHORUS_INVALID_ARGUMENT);
+    const std::string message = e.what();
+    EXPECT_THAT(message, HasSubstr("CHORUS_PLUGINS='^fake_goood' excludes 'fake_goood', but no "
+                                   "plugin of that name is in the plugin folders (" FAKE_PLUGIN_DIR
+                                   "); plugins found: fake_abi_1_0, "));
+    EXPECT_THAT(message, HasSubstr(", fake_good, "));
+    EXPECT_THAT(message, HasSubstr(". Fix the name after '^' or remove the entry"));
+  }
+}
+
+TEST(Discovery, AMissingFileInThePluginListIsAnErrorListingWhatWasFound) {
+  try {
+    DiscoverPlugins(Options("/missing/path.so"));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), CHORUS_NOT_FOUND);
+    EXPECT_THAT(e.what(), HasSubstr("CHORUS_PLUGINS='/missing/path.so' names the file "
+                                    "/missing/path.so, which does not exist. Fix the path, or "
+                                    "name a plugin of the plugin folders (" FAKE_PLUGIN_DIR
+                                    "); plugins found: fake_abi_1_0, "));
+  }
+}
+
+TEST(Discovery, AFolderInThePluginListIsAnError) {
+  try {
+    DiscoverPlugins(Options(FAKE_PLUGIN_DIR "/"));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), CHORUS_INVALID_ARGUMENT);
+    EXPECT_THAT(e.what(), HasSubstr("names " FAKE_PLUGIN_DIR "/, a folder; CHORUS_PLUGINS names "
+                                    "plugins or plugin files, and folders go in "
+                                    "CHORUS_PLUGIN_PATH"));
+  }
+}
+
+// A search-path entry that exists but cannot be listed is skipped with its reason; the other
+// folders still load. (Run as root, a folder without permissions is still readable: the shell
+// test chorus_info_lists_unreadable_folders covers that case as an unprivileged user.)
+TEST(Discovery, AFileOrALinkLoopInTheSearchPathIsSkippedWithItsReason) {
+  const std::string scratch =
+      ::testing::TempDir() + "chorus_unreadable_" + std::to_string(getpid());
+  std::filesystem::create_directories(scratch);
+  const std::string file = scratch + "/a_file", loop = scratch + "/loop";
+  std::ofstream(file) << "not a folder\n";
+  std::filesystem::create_symlink("loop", loop);
+  const Discovery discovery = DiscoverPlugins(Options("fake_good", {file, loop, FAKE_PLUGIN_DIR}));
+  std::filesystem::remove_all(scratch);
+  EXPECT_EQ(LoadedNames(discovery), std::vector<std::string>{"fake_good"});
+  ASSERT_EQ(discovery.unreadable_dirs.size(), 2u);
+  EXPECT_EQ(discovery.unreadable_dirs[0].path, file);
+  EXPECT_EQ(discovery.unreadable_dirs[0].reason,
+            "it is a file, and CHORUS_PLUGIN_PATH lists folders: remove it from there (a single "
+            "plugin file may be named in CHORUS_PLUGINS instead)");
+  EXPECT_EQ(discovery.unreadable_dirs[1].path, loop);
+  EXPECT_THAT(discovery.unreadable_dirs[1].reason,
+              HasSubstr("it cannot be read (Too many levels of symbolic links); make it a "
+                        "readable folder or remove it from CHORUS_PLUGIN_PATH"));
+}
+
+TEST(Discovery, AnErrorForAPluginNotFoundNamesTheFoldersSkipped) {
+  const std::string file = ::testing::TempDir() + "chorus_not_a_folder_" + std::to_string(getpid());
+  std::ofstream(file) << "not a folder\n";
+  const Registry registry(Options("fake_good", {file, FAKE_PLUGIN_DIR}));
+  std::filesystem::remove(file);
+  try {
+    registry.FindCollective("shm", "CHORUS_COLLECTIVE");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("which no loaded plugin provides"));
+    EXPECT_THAT(e.what(), HasSubstr("The plugin folder " + file + " was skipped: it is a file"));
   }
 }
 
@@ -99,6 +187,7 @@ TEST(Discovery, TheFirstFolderInSearchOrderWins) {
 TEST(Discovery, MissingFoldersAreSkipped) {
   const Discovery discovery = DiscoverPlugins(Options(std::nullopt, {"/nonexistent/chorus"}));
   EXPECT_TRUE(discovery.loaded.empty());
+  EXPECT_TRUE(discovery.unreadable_dirs.empty()) << "a folder that does not exist is no problem";
   EXPECT_EQ(discovery.searched_dirs, std::vector<std::string>{"/nonexistent/chorus"});
 }
 

@@ -6,6 +6,7 @@
 #include <chorus/collective/cross_device_ops.h>
 #include <chorus/collective/selection.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iomanip>
 #include <map>
@@ -32,9 +33,17 @@ std::string Join(const std::vector<std::string>& items) {
 void PrintSearchPath(const Registry& registry, std::ostream& out) {
   out << "Plugin folders, in search order:\n";
   for (const auto& dir : registry.searched_dirs()) {
+    const auto& unreadable = registry.unreadable_dirs();
+    const auto skipped = std::find_if(unreadable.begin(), unreadable.end(),
+                                      [&](const Rejection& folder) { return folder.path == dir; });
     std::error_code ec;
-    out << "  " << dir << (std::filesystem::is_directory(dir, ec) ? "" : "  (does not exist)")
-        << "\n";
+    out << "  " << dir;
+    if (skipped != unreadable.end()) {
+      out << "  (skipped: " << skipped->reason << ")";
+    } else if (!std::filesystem::is_directory(dir, ec)) {
+      out << "  (does not exist)";
+    }
+    out << "\n";
   }
   auto filter = GetEnv("CHORUS_PLUGINS");
   out << "CHORUS_PLUGINS: " << (filter ? *filter : "(unset: load every plugin found)") << "\n";

@@ -101,6 +101,102 @@ LoaderOptions LoaderOptions::FromEnvironment() {
   return options;
 }
 
+namespace {
+
+// The plugin files of one folder, sorted, appended to `files`. A folder that does not exist is
+// skipped quietly (the default search path names folders that need not exist); one that exists
+// but cannot be listed is skipped with a warning and recorded, since the plugins in it are lost.
+void ListFolder(const std::string& dir, std::vector<fs::path>* files,
+                std::vector<Rejection>* unreadable) {
+  const auto skip = [&](const std::string& reason) {
+    Log().warn("plugin folder {} skipped: {}", dir, reason);
+    unreadable->push_back({dir, reason});
+  };
+  std::error_code ec;
+  const fs::file_status status = fs::status(dir, ec);
+  if (status.type() == fs::file_type::not_found) {
+    Log().debug("plugin folder {} does not exist; skipped", dir);
+    return;
+  }
+  if (ec) {
+    return skip("it cannot be read (" + ec.message() +
+                "); make it a readable folder or remove it from CHORUS_PLUGIN_PATH");
+  }
+  if (!fs::is_directory(status)) {
+    return skip(std::string(fs::is_regular_file(status) ? "it is a file" : "it is no folder") +
+                ", and CHORUS_PLUGIN_PATH lists folders: remove it from there (a single plugin "
+                "file may be named in CHORUS_PLUGINS instead)");
+  }
+  std::vector<fs::path> found;
+  fs::directory_iterator entry(dir, ec);
+  for (; !ec && entry != fs::directory_iterator(); entry.increment(ec)) {
+    if (!PluginNameFromFileName(entry->path().filename().string()).empty()) {
+      found.push_back(entry->path());
+    }
+  }
+  if (ec) {
+    return skip("it cannot be listed (" + ec.message() +
+                "); fix its permissions (chmod a+rx) or remove it from CHORUS_PLUGIN_PATH");
+  }
+  std::sort(found.begin(), found.end());
+  files->insert(files->end(), found.begin(), found.end());
+}
+
+// CHORUS_PLUGINS checked against what is there before anything is loaded: every name it includes
+// or excludes is a plugin in the folders, and every path it names exists. A typo otherwise loads
+// the wrong plugins silently.
+void CheckFilter(const std::string& text, const Filter& filter, const std::set<std::string>& names,
+                 const std::vector<std::string>& dirs, const std::vector<Rejection>& unreadable) {
+  const std::string there =
+      " (" + JoinStrings(dirs, ":") + "); plugins found: " +
+      (names.empty() ? "(none)"
+                     : JoinStrings(std::vector<std::string>(names.begin(), names.end()), ", "));
+  // What the variable names may be in a folder that could not be read.
+  std::string skipped;
+  for (const auto& folder : unreadable) {
+    skipped += ". The plugin folder " + folder.path + " was skipped: " + folder.reason;
+  }
+  std::set<std::string> named_by_path;
+  for (const auto& path : filter.include_paths) {
+    std::error_code ec;
+    const fs::file_status status = fs::status(path, ec);
+    if (ec) {
+      throw Error(CHORUS_NOT_FOUND,
+                  "CHORUS_PLUGINS='" + text + "' names the file " + path + ", which " +
+                      (status.type() == fs::file_type::not_found
+                           ? std::string("does not exist")
+                           : "cannot be examined (" + ec.message() + ")") +
+                      ". Fix the path, or name a plugin of the plugin folders" + there + skipped);
+    }
+    if (fs::is_directory(status)) {
+      throw Error(CHORUS_INVALID_ARGUMENT,
+                  "CHORUS_PLUGINS='" + text + "' names " + path +
+                      ", a folder; CHORUS_PLUGINS names plugins or plugin files, and folders go "
+                      "in CHORUS_PLUGIN_PATH");
+    }
+    named_by_path.insert(PluginNameFromFileName(fs::path(path).filename().string()));
+  }
+  std::vector<std::string> missing;
+  for (const auto& name : filter.include_names) {
+    if (!names.count(name) && !named_by_path.count(name)) missing.push_back(name);
+  }
+  if (!missing.empty()) {
+    throw Error(CHORUS_INVALID_ARGUMENT,
+                "CHORUS_PLUGINS names " + JoinStrings(missing, ", ") + " but no libchorus-" +
+                    missing[0] + ".so is in the plugin folders" + there +
+                    ". Add its folder to CHORUS_PLUGIN_PATH or fix the name" + skipped);
+  }
+  for (const auto& name : filter.exclude_names) {
+    if (names.count(name)) continue;
+    throw Error(CHORUS_INVALID_ARGUMENT,
+                "CHORUS_PLUGINS='" + text + "' excludes '" + name +
+                    "', but no plugin of that name is in the plugin folders" + there +
+                    ". Fix the name after '^' or remove the entry" + skipped);
+  }
+}
+
+}  // namespace
+
 Discovery DiscoverPlugins(const LoaderOptions& options) {
   Discovery result;
   const Filter filter = ParseFilter(options.filter);
@@ -111,6 +207,14 @@ Discovery DiscoverPlugins(const LoaderOptions& options) {
     if (seen_dirs.insert(Canonical(dir)).second) dirs.push_back(dir);
   }
   result.searched_dirs = dirs;
+  if (filter.none) return result;
+
+  // Every candidate, in search order, before any is opened.
+  std::vector<fs::path> files;
+  for (const auto& dir : dirs) ListFolder(dir, &files, &result.unreadable_dirs);
+  std::set<std::string> names;
+  for (const auto& file : files) names.insert(PluginNameFromFileName(file.filename().string()));
+  if (options.filter) CheckFilter(*options.filter, filter, names, dirs, result.unreadable_dirs);
 
   std::vector<std::string> loaded_names;
   auto reject = [&](const std::string& path, const std::string& reason) {
@@ -137,50 +241,19 @@ Discovery DiscoverPlugins(const LoaderOptions& options) {
     result.loaded.push_back(std::move(plugin));
   };
 
-  if (filter.none) return result;
   for (const auto& path : filter.include_paths) take(path, "");
-  for (const auto& dir : dirs) {
-    std::error_code ec;
-    if (!fs::is_directory(dir, ec)) {
-      Log().debug("plugin folder {} does not exist; skipped", dir);
+  for (const auto& file : files) {
+    const std::string name = PluginNameFromFileName(file.filename().string());
+    if (!filter.Allows(name)) {
+      Log().debug("plugin {} skipped: excluded by CHORUS_PLUGINS", file.string());
       continue;
     }
-    std::vector<fs::path> files;
-    for (const auto& entry : fs::directory_iterator(dir, ec)) {
-      const std::string name = PluginNameFromFileName(entry.path().filename().string());
-      if (!name.empty()) files.push_back(entry.path());
+    if (std::find(loaded_names.begin(), loaded_names.end(), name) != loaded_names.end()) {
+      Log().debug("plugin {} skipped: '{}' already loaded earlier in the search order",
+                  file.string(), name);
+      continue;
     }
-    std::sort(files.begin(), files.end());
-    for (const auto& file : files) {
-      const std::string name = PluginNameFromFileName(file.filename().string());
-      if (!filter.Allows(name)) {
-        Log().debug("plugin {} skipped: excluded by CHORUS_PLUGINS", file.string());
-        continue;
-      }
-      if (std::find(loaded_names.begin(), loaded_names.end(), name) != loaded_names.end()) {
-        Log().debug("plugin {} skipped: '{}' already loaded earlier in the search order",
-                    file.string(), name);
-        continue;
-      }
-      take(file.string(), name);
-    }
-  }
-  std::vector<std::string> missing;
-  for (const auto& name : filter.include_names) {
-    const bool loaded =
-        std::find(loaded_names.begin(), loaded_names.end(), name) != loaded_names.end();
-    const bool tried = std::any_of(result.rejected.begin(), result.rejected.end(), [&](auto& r) {
-      return PluginNameFromFileName(fs::path(r.path).filename().string()) == name;
-    });
-    if (!loaded && !tried) missing.push_back(name);
-  }
-  if (!missing.empty()) {
-    throw Error(CHORUS_INVALID_ARGUMENT,
-                "CHORUS_PLUGINS names " + JoinStrings(missing, ", ") + " but no libchorus-" +
-                    missing[0] + ".so is in the plugin folders (" + JoinStrings(dirs, ":") +
-                    "); plugins found: " +
-                    (loaded_names.empty() ? "(none)" : JoinStrings(loaded_names, ", ")) +
-                    ". Add its folder to CHORUS_PLUGIN_PATH or fix the name");
+    take(file.string(), name);
   }
   return result;
 }

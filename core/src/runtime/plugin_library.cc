@@ -16,6 +16,7 @@
 
 #include "base/logging.h"
 #include "runtime/host.h"
+#include "runtime/shared_object_check.h"
 
 namespace chorus {
 
@@ -184,11 +185,6 @@ PluginLibrary::~PluginLibrary() {
 }
 
 std::shared_ptr<PluginLibrary> PluginLibrary::Load(const std::string& path, std::string* reason) {
-  std::error_code exists_error;
-  if (!std::filesystem::is_regular_file(path, exists_error)) {
-    *reason = "no such file (check the path in CHORUS_PLUGINS or CHORUS_PLUGIN_PATH)";
-    return nullptr;
-  }
   // One PluginLibrary per file: dlopen would hand back the same library, whose init must not run
   // twice (its host slot is one per library).
   static std::map<std::string, std::weak_ptr<PluginLibrary>> alive;
@@ -205,6 +201,12 @@ std::shared_ptr<PluginLibrary> PluginLibrary::Load(const std::string& path, std:
 
 std::shared_ptr<PluginLibrary> PluginLibrary::LoadFile(const std::string& path,
                                                        std::string* reason) {
+  // The one check of a candidate file, before dlopen: dlopen maps whatever the headers say, and
+  // a truncated or foreign file kills the process inside it (see shared_object_check.h).
+  if (std::string problem = internal::CheckSharedObject(path); !problem.empty()) {
+    *reason = std::move(problem);
+    return nullptr;
+  }
   std::shared_ptr<PluginLibrary> plugin = Guarded(new PluginLibrary());
   plugin->path_ = path;
   plugin->handle_ = std::make_unique<Handle>();

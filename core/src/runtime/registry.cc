@@ -71,8 +71,8 @@ std::vector<std::string> Registry::CollectiveNames() const {
 namespace {
 
 template <typename Entry>
-Entry Find(const std::vector<Entry>& list, const std::vector<Rejection>& rejected,
-           std::string_view name, std::string_view what, const char* interface) {
+Entry Find(const std::vector<Entry>& list, const Discovery& discovery, std::string_view name,
+           std::string_view what, const char* interface) {
   for (const auto& entry : list) {
     if (name == entry.api->name) return entry;
   }
@@ -93,10 +93,14 @@ Entry Find(const std::vector<Entry>& list, const std::vector<Rejection>& rejecte
     message += "which no loaded plugin provides. ";
   }
   message += "Available: " + (available.empty() ? std::string("none") : available) + ".";
-  for (const auto& rejection : rejected) {
+  for (const auto& rejection : discovery.rejected) {
     if (rejection.path.find("libchorus-" + std::string(name) + ".so") != std::string::npos) {
       message += " " + rejection.path + " was rejected: " + rejection.reason;
     }
+  }
+  // Its plugin may be in a folder that could not be read.
+  for (const auto& folder : discovery.unreadable_dirs) {
+    message += " The plugin folder " + folder.path + " was skipped: " + folder.reason + ".";
   }
   throw Error(CHORUS_INVALID_ARGUMENT, message);
 }
@@ -105,12 +109,12 @@ Entry Find(const std::vector<Entry>& list, const std::vector<Rejection>& rejecte
 
 Registry::CrossDeviceOpsImplementation Registry::FindCrossDeviceOps(std::string_view name,
                                                                     std::string_view what) const {
-  return Find(cross_device_ops_, rejected(), name, what, "cross-device ops");
+  return Find(cross_device_ops_, discovery_, name, what, "cross-device ops");
 }
 
 Registry::CollectiveImplementation Registry::FindCollective(std::string_view name,
                                                             std::string_view what) const {
-  return Find(collectives_, rejected(), name, what, "a collective");
+  return Find(collectives_, discovery_, name, what, "a collective");
 }
 
 std::shared_ptr<DeviceEnumerator> Registry::CpuDevices() const {

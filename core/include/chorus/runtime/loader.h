@@ -24,7 +24,7 @@ struct LoaderOptions {
 };
 
 struct Rejection {
-  std::string path;    // the file (or the name, for a CHORUS_PLUGINS entry that matched nothing)
+  std::string path;    // the file (the folder, in Discovery::unreadable_dirs)
   std::string reason;  // a sentence naming the problem and what would fix it
 };
 
@@ -32,10 +32,16 @@ struct Discovery {
   std::vector<std::shared_ptr<PluginLibrary>> loaded;  // in search order, first name wins
   std::vector<Rejection> rejected;
   std::vector<std::string> searched_dirs;
+  // Folders of searched_dirs that exist but could not be listed (a file, no permission, a loop
+  // of links), each with why; their plugins are not loaded. A missing folder is not listed here.
+  std::vector<Rejection> unreadable_dirs;
 };
 
-// Finds and loads plugins. Never throws for a bad plugin: it lands in `rejected`, logged at
-// warn. Throws Error(INVALID_ARGUMENT) only for a malformed CHORUS_PLUGINS value.
+// Finds and loads plugins. Never throws for a bad plugin or folder: it lands in `rejected` or
+// `unreadable_dirs`, logged at warn. Throws Error for a CHORUS_PLUGINS value that is malformed or
+// names what is not there (INVALID_ARGUMENT: a name, included or excluded with '^', of no plugin
+// in the folders; NOT_FOUND: a file that does not exist), naming the entry and the plugins found,
+// before any plugin is loaded.
 Discovery DiscoverPlugins(const LoaderOptions& options);
 
 // "libchorus-foo.so" -> "foo"; "" for a file not named like a plugin.

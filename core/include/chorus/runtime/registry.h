@@ -31,6 +31,8 @@ class Registry {
   const std::vector<std::shared_ptr<PluginLibrary>>& plugins() const { return plugins_; }
   const std::vector<Rejection>& rejected() const { return discovery_.rejected; }
   const std::vector<std::string>& searched_dirs() const { return discovery_.searched_dirs; }
+  // Folders of the search path that exist but could not be listed, each with why.
+  const std::vector<Rejection>& unreadable_dirs() const { return discovery_.unreadable_dirs; }
 
   // Plugin by its name, or nullptr.
   std::shared_ptr<PluginLibrary> FindPlugin(std::string_view name) const;

@@ -180,10 +180,10 @@ TEST(Addresses, LeaderPortInUseIsNamedByTheLeader) {
   const int port = ntohs(address.sin_port);
   WorkerProcesses processes(2, kWorker, {"mwms", "core_ring"}, {"CHORUS_TIMEOUT_SECONDS=3"},
                             "127.0.0.1", port);
-  const auto results = processes.Wait(seconds(8));
+  const auto results = processes.Wait(seconds(5));
   close(squatter);
   const std::string p = std::to_string(port);
-  // Within the 8 s Wait, or Wait killed it (exited false).
+  // Within the 5 s Wait, or Wait killed it (exited false).
   EXPECT_TRUE(results[0].exited) << Show(results);
   EXPECT_EQ(results[0].exit_code, 3) << Show(results);
   EXPECT_NE(results[0].output.find(

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <map>
 
+#include "base/launcher_watch.h"
 #include "base/logging.h"
 #include "base/socket_util.h"
 
@@ -54,6 +55,7 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
     std::vector<Device> local_devices, std::string_view cross_device_ops)
     : Strategy(OrDefaultDevices(std::move(local_devices)), cross_device_ops, options),
       resolver_(std::move(cluster_resolver)) {
+  WatchLauncher();  // a worker of a chorus-launch that died stops (base/launcher_watch.h)
   if (!resolver_) resolver_ = ResolveClusterFromEnvironment();
   if (!resolver_) {
     Log().info(

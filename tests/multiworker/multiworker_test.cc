@@ -4,7 +4,9 @@
 // SIGKILL in the middle of a long all-reduce makes the others fail with PEER_LOST, in time.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -196,6 +198,69 @@ TEST(Addresses, LeaderPortInUseIsNamedByTheLeader) {
             std::string::npos)
       << Show(results);
 }
+
+#ifdef CHORUS_HAVE_SHM
+// The names in /dev/shm that start with `prefix`.
+std::vector<std::string> ShmEntries(const std::string& prefix) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(prefix)) names.push_back(name);
+  }
+  return names;
+}
+
+// The leader (rank 0, which creates the shm segment) is SIGKILLed the moment its segment appears
+// in /dev/shm, while the others wait 1 s before they map it (the plugin's test hook): the
+// survivors fail, naming the leader, and no segment is left.
+TEST(ShmSetUp, LeaderKilledWhileTheOthersAttachLeavesNoSegment) {
+  const int watch = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  ASSERT_GE(watch, 0);
+  ASSERT_GE(inotify_add_watch(watch, "/dev/shm", IN_CREATE), 0);
+  WorkerProcesses processes(3, kWorker, {"mwms", "shm"},
+                            {"CHORUS_TIMEOUT_SECONDS=5", "CHORUS_SHM_TEST_ATTACH_DELAY_MS=1000"});
+  const std::string ours = "chorus-shm-" + std::to_string(processes.pid(0)) + "-";
+  bool seen = false;
+  const auto give_up = std::chrono::steady_clock::now() + seconds(30);
+  while (!seen && std::chrono::steady_clock::now() < give_up) {
+    pollfd p{watch, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    alignas(inotify_event) char events[4096];
+    const ssize_t n = read(watch, events, sizeof(events));
+    for (ssize_t at = 0; at < n;) {
+      const auto* event = reinterpret_cast<const inotify_event*>(events + at);
+      if (event->len > 0 && std::string(event->name).starts_with(ours)) seen = true;
+      at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+    }
+  }
+  close(watch);
+  processes.Kill(0, SIGKILL);
+  const auto results = processes.Wait(seconds(20));
+  ASSERT_TRUE(seen) << "no " << ours << "* appeared in /dev/shm\n" << Show(results);
+  EXPECT_EQ(results[0].signal, SIGKILL) << Show(results);
+  for (int w : {1, 2}) {
+    EXPECT_TRUE(results[w].exited) << Show(results);
+    EXPECT_EQ(results[w].exit_code, 3) << Show(results);
+    // The leader died while this worker mapped the segment, or while it read the store, or the
+    // other survivor gave up (and removed the segment) first, or it had mapped the segment and
+    // then found the leader's store gone.
+    const std::string& said = results[w].output;
+    const bool names_leader =
+        said.find("shm create: rank 0 (pid " + std::to_string(processes.pid(0)) +
+                  ") left before every rank had mapped the shared memory segment; rank " +
+                  std::to_string(w) + " gives up and removes the segment") != std::string::npos ||
+        said.find("closed the connection (the leader, 127.0.0.1:" +
+                  std::to_string(processes.port(0)) + ", may have exited)") != std::string::npos ||
+        said.find(
+            "PEER_LOST: collective 'shm' (plugin shm) could not create the communicator of "
+            "worker " +
+            std::to_string(w) + " (rank " + std::to_string(w) + " of 3): shm: the segment /" +
+            ours) != std::string::npos;
+    EXPECT_TRUE(names_leader) << Show(results);
+  }
+  EXPECT_EQ(ShmEntries(ours), std::vector<std::string>{}) << Show(results);
+}
+#endif
 
 }  // namespace
 }  // namespace chorus::test

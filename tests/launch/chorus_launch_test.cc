@@ -290,6 +290,32 @@ TEST(ChorusLaunch, WorkersDieWithAKilledLauncher) {
   ExpectAllGone(dir.path(), 2);
 }
 
+// A wrapper script that forks the worker (no exec) puts it out of PR_SET_PDEATHSIG's reach; the
+// launcher's pipe (CHORUS_LAUNCHER_FD) stops it anyway, naming the launcher.
+TEST(ChorusLaunch, WorkersBehindAWrapperDieWithAKilledLauncher) {
+  TempDir dir;
+  const fs::path wrapper = dir.path() / "wrapper.sh";
+  const fs::path log = dir.path() / "workers.log";
+  std::ofstream(wrapper) << "#!/bin/sh\n\"$@\" 2>>'" << log.string() << "'\nexit $?\n";
+  fs::permissions(wrapper, fs::perms::owner_all);
+  const std::string pids = "pid-dir=" + dir.path().string();
+  Launch launch(dir, {"-n", "2", wrapper.string(), LAUNCH_PROBE_PATH, pids, "sleep=forever"});
+  const auto give_up = Clock::now() + std::chrono::seconds(20);
+  while (Pids(dir.path(), "worker").size() < 2 && Clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const pid_t launcher = launch.pid();
+  kill(launcher, SIGKILL);
+  EXPECT_EQ(launch.Wait(), 128 + SIGKILL);
+  ExpectAllGone(dir.path(), 2);
+  const std::string said = ReadFile(log);
+  const std::string line = "the launcher (chorus-launch, pid " + std::to_string(launcher) +
+                           ") died; stopping this worker";
+  size_t count = 0;
+  for (size_t at = said.find(line); at != std::string::npos; at = said.find(line, at + 1)) ++count;
+  EXPECT_EQ(count, 2u) << said;
+}
+
 TEST(ChorusLaunch, AProgramThatCannotStart) {
   TempDir dir;
   Launch launch(dir, {"-n", "2", "/nonexistent/program"});

@@ -2,6 +2,8 @@
 //   collective_worker sweep <backend> [counts...]   every op x dtype x count, checked exactly
 //   collective_worker mismatch <backend>            worker 1 passes another count: both must
 //                                                   report the mismatch
+//   collective_worker mwms <backend>                MultiWorkerMirroredStrategy, one all-reduce
+//                                                   of 1001 floats, checked
 //   collective_worker long <backend> <started-dir>  MultiWorkerMirroredStrategy, then 64 MiB
 //                                                   all-reduces until one fails (the test kills
 //                                                   a worker meanwhile); prints the error
@@ -14,6 +16,7 @@
 #include <chorus/rendezvous/rendezvous.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chorus/plugin_sdk.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -194,6 +197,19 @@ int Run(int argc, char** argv) {
     std::cout << "rank " << comm->rank() << ": the mismatch went unnoticed\n";
     return 1;
   }
+  if (mode == "mwms") {
+    setenv("CHORUS_COMMUNICATION", backend.c_str(), 1);
+    chorus::MultiWorkerMirroredStrategy strategy;
+    const int workers = strategy.num_workers();
+    std::vector<float> data(1001, static_cast<float>(strategy.worker_id() + 1));
+    strategy.communicator()->AllReduce(data.data(), data.data(), data.size(), CHORUS_F32,
+                                       CHORUS_REDUCE_SUM);
+    const auto want = static_cast<float>(workers * (workers + 1) / 2);
+    const bool right = std::all_of(data.begin(), data.end(), [&](float v) { return v == want; });
+    std::cout << "mwms " << backend << " worker " << strategy.worker_id() << " of " << workers
+              << ": " << (right ? "right" : "wrong") << "\n";
+    return right ? 0 : 1;
+  }
   if (mode == "long" && argc >= 4) {
     setenv("CHORUS_COMMUNICATION", backend.c_str(), 1);
     chorus::CommunicationOptions options;
@@ -209,7 +225,7 @@ int Run(int argc, char** argv) {
       }
     }
   }
-  std::cerr << "usage: collective_worker sweep|mismatch|long <backend> [...]\n";
+  std::cerr << "usage: collective_worker sweep|mismatch|mwms|long <backend> [...]\n";
   return 2;
 }
 
@@ -217,7 +233,7 @@ int Run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::cerr << "usage: collective_worker sweep|mismatch|long <backend> [...]\n";
+    std::cerr << "usage: collective_worker sweep|mismatch|mwms|long <backend> [...]\n";
     return 2;
   }
   // Load only the plugin under test (the builtin core_ring needs none). Besides being what a user

@@ -37,13 +37,15 @@ int FreePort() {
 
 WorkerProcesses::WorkerProcesses(int count, const std::string& program,
                                  const std::vector<std::string>& args,
-                                 const std::vector<std::string>& env) {
+                                 const std::vector<std::string>& env, const std::string& host,
+                                 int leader_port) {
   char pattern[] = "/tmp/chorus_workers_XXXXXX";
   if (mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
   scratch_ = pattern;
   std::string cluster;
   for (int i = 0; i < count; ++i) {
-    cluster += (i ? "," : "") + std::string("\"127.0.0.1:") + std::to_string(FreePort()) + "\"";
+    ports_.push_back(i == 0 && leader_port != 0 ? leader_port : FreePort());
+    cluster += (i ? ",\"" : "\"") + host + ":" + std::to_string(ports_.back()) + "\"";
   }
   for (int i = 0; i < count; ++i) {
     std::vector<std::string> environment;

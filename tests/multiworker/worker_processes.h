@@ -20,9 +20,12 @@ struct WorkerResult {
 
 class WorkerProcesses {
  public:
-  // Starts `count` processes of `program args...`; `env` entries ("NAME=value") are added.
+  // Starts `count` processes of `program args...`; `env` entries ("NAME=value") are added. The
+  // workers' addresses in TF_CONFIG are `host`:<a free port> ("[::1]" for IPv6), or
+  // `host`:`leader_port` for worker 0 when that is not 0.
   WorkerProcesses(int count, const std::string& program, const std::vector<std::string>& args,
-                  const std::vector<std::string>& env = {});
+                  const std::vector<std::string>& env = {}, const std::string& host = "127.0.0.1",
+                  int leader_port = 0);
   ~WorkerProcesses();
 
   pid_t pid(int worker) const { return pids_[static_cast<size_t>(worker)]; }
@@ -30,9 +33,11 @@ class WorkerProcesses {
   // Waits until every process ended or `timeout` passed; kills the rest.
   std::vector<WorkerResult> Wait(std::chrono::milliseconds timeout);
   const std::string& scratch() const { return scratch_; }
+  int port(int worker) const { return ports_[static_cast<size_t>(worker)]; }
 
  private:
   std::string scratch_;
+  std::vector<int> ports_;
   std::vector<pid_t> pids_;
   std::vector<WorkerResult> results_;
   std::vector<bool> done_;

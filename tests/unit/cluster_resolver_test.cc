@@ -76,7 +76,8 @@ const std::string kExample =
     "e.g. {\"cluster\": {\"worker\": [\"host1:2222\", \"host2:2222\"]}, \"task\": {\"type\": "
     "\"worker\", \"index\": 0}}";
 const std::string kAddressFix =
-    "; write every address as \"host:port\" with a port in 1..65535, e.g. \"localhost:2222\"";
+    "; write every address as \"host:port\" with a port in 1..65535, e.g. \"localhost:2222\" or "
+    "\"[::1]:2222\"";
 
 // --- TF_CONFIG: malformed -------------------------------------------------------------------
 
@@ -138,8 +139,8 @@ TEST(TFConfigClusterResolver, OtherBadAddresses) {
   EXPECT_EQ(ParseError(R"({"cluster": {"worker": ["a:"]}})"),
             "TF_CONFIG: address 'a:' of worker 0 has an empty port" + kAddressFix);
   EXPECT_EQ(ParseError(R"({"cluster": {"worker": ["::1:2222"]}})"),
-            "TF_CONFIG: address '::1:2222' of worker 0 has an IPv6 host without brackets (write "
-            "it as '[::1]:2222')" +
+            "TF_CONFIG: address '::1:2222' of worker 0 has an IPv6 host without brackets, which "
+            "makes the port ambiguous (write it as '[::1]:2222')" +
                 kAddressFix);
   EXPECT_EQ(ParseError(R"({"cluster": {"worker": ["[::1]:2222"]}})"), "no error");
 }

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <memory>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "line_stream.h"
@@ -107,6 +108,7 @@ class Supervisor {
   int Run();
 
  private:
+  bool CreateDeathPipe();
   void StartAll();
   bool Start(Worker& worker);
   void Reap();
@@ -123,6 +125,11 @@ class Supervisor {
   bool AnyStreamOpen() const;
 
   const LaunchOptions& options_;
+  // The read end every worker inherits (CHORUS_LAUNCHER_FD); only we hold the write end, so when
+  // we die, even from SIGKILL, every worker's chorus library reads end of file and stops it
+  // (core/src/base/launcher_watch.h), also behind a wrapper script PDEATHSIG does not reach.
+  int death_pipe_read_ = -1;
+  int death_pipe_write_ = -1;
   std::vector<Worker> workers_;
   std::optional<int> exit_code_;  // set by the first failure, the time-out or a signal
   bool stopping_ = false;
@@ -142,6 +149,10 @@ int Supervisor::Run() {
   // Orphans of the workers become our children, so that we reap them instead of leaving zombies.
   prctl(PR_SET_CHILD_SUBREAPER, 1);
 #endif
+  if (!CreateDeathPipe()) {
+    Note(std::string("cannot create a pipe: ") + strerror(errno));
+    return 1;
+  }
   if (options_.timeout_seconds) {
     timeout_at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                      std::chrono::duration<double>(*options_.timeout_seconds));
@@ -154,6 +165,16 @@ int Supervisor::Run() {
   }
   KillLeftovers();
   return exit_code_.value_or(0);
+}
+
+bool Supervisor::CreateDeathPipe() {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return false;
+  death_pipe_write_ = fds[1];
+  // Inherited across exec, and above stdin/stdout/stderr, which the child's dup2s overwrite.
+  death_pipe_read_ = fcntl(fds[0], F_DUPFD, 3);
+  close(fds[0]);
+  return death_pipe_read_ >= 0;
 }
 
 void Supervisor::StartAll() {
@@ -184,12 +205,17 @@ bool Supervisor::Start(Worker& worker) {
   // The worker's environment: ours, with its own TF_CONFIG and the job's secret.
   std::vector<std::string> env_strings;
   for (char** entry = environ; *entry != nullptr; ++entry) {
-    if (strncmp(*entry, "TF_CONFIG=", 10) != 0) env_strings.emplace_back(*entry);
+    const std::string_view name(*entry, strcspn(*entry, "="));
+    if (name != "TF_CONFIG" && name != "CHORUS_LAUNCHER_FD" && name != "CHORUS_LAUNCHER_PID") {
+      env_strings.emplace_back(*entry);
+    }
   }
   env_strings.push_back("TF_CONFIG=" + WorkerTfConfig(options_.ports, worker.index));
   if (const std::string secret = JobSecretVariable(); !secret.empty()) {
     env_strings.push_back(secret);
   }
+  env_strings.push_back("CHORUS_LAUNCHER_FD=" + std::to_string(death_pipe_read_));
+  env_strings.push_back("CHORUS_LAUNCHER_PID=" + std::to_string(getpid()));
   std::vector<char*> env;
   for (std::string& entry : env_strings) env.push_back(entry.data());
   env.push_back(nullptr);

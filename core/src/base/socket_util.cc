@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -73,6 +74,57 @@ void SetNoDelay(int fd) {
   (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+std::string ParseHostPort(std::string_view address, HostPort* out) {
+  std::string_view host, port;
+  if (!address.empty() && address.front() == '[') {
+    const size_t close = address.find(']');
+    if (close == std::string_view::npos) {
+      return "has a '[' without its ']' (write an IPv6 host as '[::1]:2222')";
+    }
+    if (close + 1 == address.size()) return "has no port (write it as '[::1]:2222')";
+    if (address[close + 1] != ':') {
+      return "has something between ']' and the port's ':' (write an IPv6 host as "
+             "'[::1]:2222')";
+    }
+    host = address.substr(1, close - 1);
+    port = address.substr(close + 2);
+  } else {
+    const size_t colon = address.rfind(':');
+    if (colon == std::string_view::npos) return "has no port";
+    host = address.substr(0, colon);
+    port = address.substr(colon + 1);
+    if (host.find(':') != std::string_view::npos) {
+      // "::1:80" could be host ::1 and port 80, or host ::1:80 without a port.
+      return "has an IPv6 host without brackets, which makes the port ambiguous (write it as '[" +
+             std::string(host) + "]:" + std::string(port) + "')";
+    }
+  }
+  if (host.find_first_of("[]") != std::string_view::npos) return "has a stray '[' or ']'";
+  if (host.empty()) return "has no host";
+  if (host.find_first_of(" \t\r\n") != std::string_view::npos) return "has white space in its host";
+  if (port.empty()) return "has an empty port";
+  if (port.find_first_not_of("0123456789") != std::string_view::npos) {
+    return "has a port '" + std::string(port) + "' that is not a number";
+  }
+  // Leading zeros aside, more than 5 digits is out of range (and would overflow below).
+  const std::string_view digits = port.substr(std::min(port.find_first_not_of('0'), port.size()));
+  unsigned long number = 0;
+  if (digits.size() <= 5) {
+    for (const char c : digits) number = number * 10 + static_cast<unsigned long>(c - '0');
+  }
+  if (digits.size() > 5 || number < 1 || number > 65535) {
+    return "has a port " + std::string(port) + " outside 1..65535";
+  }
+  out->host = std::string(host);
+  out->port = static_cast<uint16_t>(number);
+  return "";
+}
+
+std::string JoinHostPort(const std::string& host, uint16_t port) {
+  const bool v6 = host.find(':') != std::string::npos && host.front() != '[';
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
 namespace {
 
 struct AddrInfoList {
@@ -82,8 +134,12 @@ struct AddrInfoList {
   }
 };
 
-// Resolves host:port; returns 0 or a getaddrinfo error code.
-int Resolve(const std::string& host, uint16_t port, bool passive, AddrInfoList* list) {
+// Resolves host:port (an IPv6 host with or without brackets); returns 0 or a getaddrinfo error
+// code.
+int Resolve(std::string host, uint16_t port, bool passive, AddrInfoList* list) {
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -113,7 +169,7 @@ bool IsClosedError(int err) { return err == ECONNRESET || err == EPIPE || err ==
 }  // namespace
 
 UniqueFd ListenTcp(const std::string& host, uint16_t port) {
-  const std::string where = host + ":" + std::to_string(port);
+  const std::string where = JoinHostPort(host, port);
   AddrInfoList addresses;
   if (const int rc = Resolve(host, port, /*passive=*/true, &addresses); rc != 0) {
     throw Error(CHORUS_INVALID_ARGUMENT, "rendezvous: cannot serve the tcp store on " + where +
@@ -129,18 +185,24 @@ UniqueFd ListenTcp(const std::string& host, uint16_t port) {
     }
     const int one = 1;
     (void)::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (::bind(fd.get(), a->ai_addr, a->ai_addrlen) != 0) {
-      last_error = "bind: " + ErrnoText(errno);
-      continue;
+    const bool bound = ::bind(fd.get(), a->ai_addr, a->ai_addrlen) == 0;
+    const bool listening = bound && ::listen(fd.get(), SOMAXCONN) == 0;
+    if (listening) return fd;
+    const int err = errno;
+    // A port in use ends the search: listening on another of the host's addresses (::1 when
+    // 127.0.0.1 is taken) would leave clients that resolve the taken one talking to the other
+    // program.
+    if (err == EADDRINUSE) {
+      throw Error(CHORUS_UNAVAILABLE, "rendezvous: cannot serve the tcp store on " + where +
+                                          ": port " + std::to_string(port) +
+                                          " is in use by another program (" +
+                                          (bound ? "listen: " : "bind: ") + ErrnoText(err) +
+                                          "); stop that program or choose a free port");
     }
-    if (::listen(fd.get(), SOMAXCONN) != 0) {
-      last_error = "listen: " + ErrnoText(errno);
-      continue;
-    }
-    return fd;
+    last_error = (bound ? "listen: " : "bind: ") + ErrnoText(err);
   }
-  throw Error(CHORUS_UNAVAILABLE, "rendezvous: cannot serve the tcp store on " + where + ": " +
-                                      last_error + " (is another job using the port?)");
+  throw Error(CHORUS_UNAVAILABLE,
+              "rendezvous: cannot serve the tcp store on " + where + ": " + last_error);
 }
 
 uint16_t LocalPort(int fd) {

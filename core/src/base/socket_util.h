@@ -8,8 +8,24 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace chorus {
+
+// A network address split in two: the host without brackets ("::1", "127.0.0.1", "node-3") and
+// the port.
+struct HostPort {
+  std::string host;
+  uint16_t port = 0;
+};
+
+// Parses "host:port" or "[IPv6 address]:port" with a port in 1..65535 into *out. Returns "" on
+// success, else what is wrong, worded to follow "address 'X' " (e.g. "has no port"): an IPv6
+// host must be in brackets, since "::1:80" could be host ::1 port 80 or host ::1:80 alone.
+std::string ParseHostPort(std::string_view address, HostPort* out);
+
+// "host:port", with brackets around an IPv6 host (one that holds a ':').
+std::string JoinHostPort(const std::string& host, uint16_t port);
 
 // Closes the fd it owns.
 class UniqueFd {
@@ -45,7 +61,9 @@ void SetNonBlocking(int fd);
 void SetNoDelay(int fd);
 
 // A non-blocking socket listening on host:port ("" or "0.0.0.0" for every interface, port 0 for
-// any free port). Throws Error(CHORUS_UNAVAILABLE) when it cannot bind.
+// any free port; an IPv6 host with or without brackets). Throws Error(CHORUS_UNAVAILABLE) when
+// it cannot bind (its message names a port in use and the fix), Error(CHORUS_INVALID_ARGUMENT)
+// when the host does not resolve.
 UniqueFd ListenTcp(const std::string& host, uint16_t port);
 // The port a bound socket listens on.
 uint16_t LocalPort(int fd);

@@ -165,29 +165,6 @@ Clock::time_point DeadlineFromMs(int64_t timeout_ms) {
   return DeadlineAfter(std::chrono::milliseconds(timeout_ms));
 }
 
-// "host:port", with brackets around an IPv6 address.
-std::string JoinHostPort(const std::string& host, uint16_t port) {
-  const bool v6 = host.find(':') != std::string::npos;
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
-bool SplitHostPort(const std::string& address, std::string* host, uint16_t* port) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon + 1 == address.size()) return false;
-  std::string h = address.substr(0, colon);
-  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
-  unsigned long value = 0;
-  for (size_t i = colon + 1; i < address.size(); ++i) {
-    const char c = address[i];
-    if (c < '0' || c > '9') return false;
-    value = value * 10 + static_cast<unsigned long>(c - '0');
-    if (value > 65535) return false;
-  }
-  *host = h;
-  *port = static_cast<uint16_t>(value);
-  return !h.empty() && value != 0;
-}
-
 std::string AddressKey(const std::string& prefix, int rank) {
   return prefix + "tcp/addr/" + std::to_string(rank);
 }
@@ -365,13 +342,12 @@ void TcpEndpoint::Connect(const chorus_kv_store& store, int64_t timeout_ms,
   for (int peer = rank_ + 1; peer < size_; ++peer) {
     const std::string address =
         ReadAddress(store, options.store_prefix, rank_, peer, deadline, timeout_ms);
-    std::string host;
-    uint16_t port = 0;
-    if (!SplitHostPort(address, &host, &port)) {
-      Fail(CHORUS_INVALID_ARGUMENT, "tcp: rank ", peer, " published '", address,
-           "', which is not host:port");
+    HostPort split;
+    if (const std::string problem = ParseHostPort(address, &split); !problem.empty()) {
+      Fail(CHORUS_INVALID_ARGUMENT, "tcp: rank ", peer, " published the address '", address,
+           "', which ", problem, " (its option host must be a host name or an IP address)");
     }
-    UniqueFd fd = ConnectWithRetry(rank_, peer, host, port, deadline, timeout_ms);
+    UniqueFd fd = ConnectWithRetry(rank_, peer, split.host, split.port, deadline, timeout_ms);
     Hello mine;
     mine.rank = rank_;
     mine.size = size_;

@@ -10,6 +10,7 @@
 #include <limits>
 #include <set>
 
+#include "base/socket_util.h"
 #include "cluster_resolver/cluster_resolver_internal.h"
 
 namespace chorus {
@@ -31,26 +32,10 @@ std::string JoinJobNames(const ClusterSpec& spec) {
   return names.empty() ? "no jobs" : names;
 }
 
-// What is wrong with `address` as "host:port" (port 1..65535, an IPv6 host in brackets), or "".
+// What is wrong with `address` as "host:port" or "[IPv6]:port" (port 1..65535), or "".
 std::string AddressProblem(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos) return "has no port";
-  const std::string host = address.substr(0, colon);
-  const std::string port = address.substr(colon + 1);
-  if (host.empty() || host == "[]") return "has no host";
-  if (host.find_first_of(" \t\r\n") != std::string::npos) return "has white space in its host";
-  const bool bracketed = host.front() == '[' && host.back() == ']';
-  if (!bracketed && host.find(':') != std::string::npos) {
-    return "has an IPv6 host without brackets (write it as '[::1]:2222')";
-  }
-  long long number = 0;
-  if (port.empty()) return "has an empty port";
-  if (port.find_first_not_of("0123456789") != std::string::npos ||
-      !cluster_internal::ParseInteger(port, &number)) {
-    return "has a port " + Quoted(port) + " that is not a number";
-  }
-  if (number < 1 || number > 65535) return "has a port " + port + " outside 1..65535";
-  return "";
+  HostPort unused;
+  return ParseHostPort(address, &unused);
 }
 
 using cluster_internal::Fail;
@@ -77,7 +62,7 @@ void ValidateCluster(const ClusterSpec& spec, const std::string& task_type, int 
       if (!problem.empty()) {
         Fail("address " + Quoted(addresses[i]) + " of " + task + " " + problem +
              "; write every address as \"host:port\" with a port in 1..65535, e.g. "
-             "\"localhost:2222\"");
+             "\"localhost:2222\" or \"[::1]:2222\"");
       }
       auto [it, inserted] = owner_of_address.emplace(addresses[i], task);
       if (!inserted) {

@@ -7,6 +7,7 @@
 
 #include <limits>
 
+#include "base/socket_util.h"
 #include "cluster_resolver/cluster_resolver_internal.h"
 
 namespace chorus {
@@ -48,7 +49,8 @@ std::pair<std::string, SimpleClusterResolver> FromEnvironment() {
          std::to_string(port + size - 1) + ", past 65535; set a lower MASTER_PORT");
   }
   std::vector<std::string> workers;
-  for (long long i = 0; i < size; ++i) workers.push_back(host + ":" + std::to_string(port + i));
+  for (long long i = 0; i < size; ++i)
+    workers.push_back(JoinHostPort(host, static_cast<uint16_t>(port + i)));
   return {vars.launcher, SimpleClusterResolver({{"worker", std::move(workers)}}, "worker",
                                                static_cast<int>(rank))};
 }

@@ -6,6 +6,7 @@
 
 #include <limits>
 
+#include "base/socket_util.h"
 #include "cluster_resolver/cluster_resolver_internal.h"
 
 namespace chorus {
@@ -183,7 +184,7 @@ SimpleClusterResolver SlurmFromEnvironment(uint16_t port_base) {
            std::to_string(port_base) + "; use a lower port base");
     }
     for (int local = 0; local < per_node[node]; ++local) {
-      workers.push_back(nodes[node] + ":" + std::to_string(port_base + local));
+      workers.push_back(JoinHostPort(nodes[node], static_cast<uint16_t>(port_base + local)));
     }
   }
   if (static_cast<long long>(workers.size()) != tasks) {

@@ -8,6 +8,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "base/launcher_watch.h"
 #include "cluster_resolver/cluster_resolver_internal.h"
 
 namespace chorus {
@@ -132,7 +133,10 @@ TFConfigClusterResolver::TFConfigClusterResolver()
                           std::string(kExample));
         }
         return Parse(*text);
-      }()) {}
+      }()) {
+  // A worker chorus-launch started (it sets TF_CONFIG) stops when chorus-launch dies.
+  WatchLauncher();
+}
 
 TFConfigClusterResolver TFConfigClusterResolver::Parse(const std::string& tf_config) {
   json config;

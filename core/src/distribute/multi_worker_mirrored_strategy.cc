@@ -8,7 +8,9 @@
 #include <chrono>
 #include <map>
 
+#include "base/launcher_watch.h"
 #include "base/logging.h"
+#include "base/socket_util.h"
 
 namespace chorus {
 namespace {
@@ -22,13 +24,24 @@ std::vector<Device> OrDefaultDevices(std::vector<Device> devices) {
   return devices.empty() ? Registry::Global().DefaultDevices() : devices;
 }
 
-std::pair<std::string, uint16_t> SplitAddress(const std::string& address) {
-  const auto colon = address.rfind(':');
-  if (colon == std::string::npos) {
-    throw Error(CHORUS_INVALID_ARGUMENT, "address '" + address + "' has no port (host:port)");
+// The host (without an IPv6 address's brackets) and port of a cluster address.
+HostPort SplitAddress(const std::string& address) {
+  HostPort split;
+  if (const std::string problem = ParseHostPort(address, &split); !problem.empty()) {
+    throw Error(CHORUS_INVALID_ARGUMENT, "MultiWorkerMirroredStrategy: address '" + address + "' " +
+                                             problem +
+                                             "; write it as \"host:port\" or \"[IPv6]:port\"");
   }
-  const int port = std::stoi(address.substr(colon + 1));
-  return {address.substr(0, colon), static_cast<uint16_t>(port)};
+  return split;
+}
+
+// Where the leader's port comes from, by resolver.
+std::string WhereThePortIsSet(const ClusterResolver& resolver) {
+  const std::string name = resolver.name();
+  if (name == "TFConfigClusterResolver") return "TF_CONFIG's cluster";
+  if (name == "TorchrunClusterResolver" || name == "OpenMpiClusterResolver") return "MASTER_PORT";
+  if (name == "SlurmClusterResolver") return "the SlurmClusterResolver's port base";
+  return "the cluster spec";
 }
 
 milliseconds TimeoutOf(const CommunicationOptions& options) {
@@ -42,6 +55,7 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
     std::vector<Device> local_devices, std::string_view cross_device_ops)
     : Strategy(OrDefaultDevices(std::move(local_devices)), cross_device_ops, options),
       resolver_(std::move(cluster_resolver)) {
+  WatchLauncher();  // a worker of a chorus-launch that died stops (base/launcher_watch.h)
   if (!resolver_) resolver_ = ResolveClusterFromEnvironment();
   if (!resolver_) {
     Log().info(
@@ -58,7 +72,16 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
   const auto [host, port] = SplitAddress(resolver_->leader_address());
   // Destroyed, the leader's server serves on until the other workers have come (each says hello
   // with its task name) and left, or `timeout` passed.
-  if (is_leader_) server_ = TcpStoreServer::Start(host, port, timeout, workers - 1);
+  if (is_leader_) {
+    try {
+      server_ = TcpStoreServer::Start(host, port, timeout, workers - 1);
+    } catch (const Error& e) {
+      // Fail here, naming the port: the other workers would only see a store that never answers.
+      throw Error(e.status(), "MultiWorkerMirroredStrategy (" + resolver_->task_name() +
+                                  ", the leader): " + e.what() + " (the leader's port comes from " +
+                                  WhereThePortIsSet(*resolver_) + ")");
+    }
+  }
   store_ = ConnectTcpStore(host, port, timeout);
   AnnounceTcpStoreClient(*store_, resolver_->task_name());
 
@@ -97,7 +120,7 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
   config.name = "mwms";
   config.timeout_seconds = *communication_options().timeout_seconds;
   // Peers reach this worker at the host of its own cluster address.
-  config.address = SplitAddress(resolver_->AddressOf(id)).first;
+  config.address = SplitAddress(resolver_->AddressOf(id)).host;
   config.host_id = machine;
   for (int w = 0; w < workers; ++w) config.task_names.push_back(resolver_->TaskNameOf(w));
   // The store's server records a worker whose connection closed without a goodbye; a backend

@@ -56,7 +56,7 @@ Segment::~Segment() {
 }
 
 void Segment::Unlink() {
-  if (linked_) ::shm_unlink(name_.c_str());
+  ::shm_unlink(name_.c_str());
   linked_ = false;
 }
 
@@ -69,16 +69,15 @@ unsigned char* Segment::buffer(uint32_t rank, uint32_t which) const {
          (size_t{2} * rank + which) * chunk_bytes_;
 }
 
-Segment Segment::Create(const std::string& name_prefix, uint32_t size, size_t chunk_bytes) {
-  const size_t bytes = TotalBytes(size, chunk_bytes);
+std::string Segment::UniqueName(const std::string& prefix) {
   std::random_device random;
-  std::string name;
-  int fd = -1;
-  for (int attempt = 0; attempt < 8 && fd < 0; ++attempt) {
-    name = name_prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(random());
-    fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0 && errno != EEXIST) break;
-  }
+  const uint64_t number = (uint64_t{random()} << 32) | random();
+  return prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(number);
+}
+
+Segment Segment::Create(const std::string& name, uint32_t size, size_t chunk_bytes) {
+  const size_t bytes = TotalBytes(size, chunk_bytes);
+  const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) sdk::Fail(CHORUS_UNAVAILABLE, "shm: cannot create ", name, ": ", ErrnoText());
   if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
     const std::string error = ErrnoText();
@@ -108,6 +107,12 @@ Segment Segment::Create(const std::string& name_prefix, uint32_t size, size_t ch
 
 Segment Segment::Open(const std::string& name, uint32_t size, size_t chunk_bytes) {
   const int fd = ::shm_open(name.c_str(), O_RDWR, 0);
+  if (fd < 0 && errno == ENOENT) {
+    // The ranks agreed they share one machine, so another rank removed it: it gave up.
+    sdk::Fail(CHORUS_PEER_LOST, "shm: the segment ", name,
+              " was removed before this rank mapped it: another rank gave up setting up the "
+              "communicator (its own error says why)");
+  }
   if (fd < 0) {
     sdk::Fail(CHORUS_UNAVAILABLE, "shm: cannot open the segment ", name,
               " that rank 0 created: ", ErrnoText(),

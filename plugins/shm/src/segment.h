@@ -2,10 +2,11 @@
 // per rank (its phase counter, pid and operation signatures, each on cache lines of its own) and
 // two data buffers per rank (double buffering: round k uses buffer k % 2).
 //
-// Lifetime: rank 0 creates the segment under a unique name and publishes the name in the
-// rendezvous store; every rank maps it and counts itself in; rank 0 unlinks the name once all
-// have (so nothing stays in /dev/shm, even after a crash); the memory goes when the last rank
-// unmaps it.
+// Lifetime: rank 0 picks a unique name (its pid and a random number) and publishes it in the
+// rendezvous store; every rank reads it before rank 0 creates the segment; every rank maps it
+// and counts itself in; the last one to do so unlinks the name (so nothing stays in /dev/shm, even
+// after a crash), and a rank that gives up before then unlinks it too (ShmCommunicator); the
+// memory goes when the last rank unmaps it.
 #ifndef CHORUS_SHM_SEGMENT_H_
 #define CHORUS_SHM_SEGMENT_H_
 
@@ -46,8 +47,10 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free &&
 
 class Segment {
  public:
-  // Rank 0: creates and sizes a new segment with a unique name. Throws sdk::Error.
-  static Segment Create(const std::string& name_prefix, uint32_t size, size_t chunk_bytes);
+  // "<prefix>-<pid>-<random>": a name no other communicator uses.
+  static std::string UniqueName(const std::string& prefix);
+  // Rank 0: creates and sizes a new segment `name`, which must not exist. Throws sdk::Error.
+  static Segment Create(const std::string& name, uint32_t size, size_t chunk_bytes);
   // Other ranks: maps the segment rank 0 created. Throws sdk::Error.
   static Segment Open(const std::string& name, uint32_t size, size_t chunk_bytes);
   Segment(Segment&& other) noexcept;
@@ -60,7 +63,7 @@ class Segment {
   // Data buffer `which` (0 or 1) of `rank`: chunk_bytes bytes, 64-byte aligned.
   unsigned char* buffer(uint32_t rank, uint32_t which) const;
   size_t chunk_bytes() const { return chunk_bytes_; }
-  // Removes the name (the mapping stays). Rank 0 calls it once every rank is attached.
+  // Removes the name (the mapping stays). The last rank to attach calls it.
   void Unlink();
 
   static size_t TotalBytes(uint32_t size, size_t chunk_bytes);
@@ -74,7 +77,7 @@ class Segment {
   size_t bytes_ = 0;
   uint32_t size_ = 0;
   size_t chunk_bytes_ = 0;
-  bool linked_ = false;  // this object created the name and has not unlinked it
+  bool linked_ = false;  // this object created the name, and no one here has unlinked it
 };
 
 }  // namespace chorus::shm

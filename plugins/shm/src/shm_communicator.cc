@@ -3,10 +3,12 @@
 #include <immintrin.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chorus/plugin_sdk.hpp>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <thread>
@@ -98,6 +100,23 @@ void RequireData(const void* p, size_t count, const char* what, const char* name
   if (count > 0 && p == nullptr) Fail(CHORUS_INVALID_ARGUMENT, what, ": ", name, " is NULL");
 }
 
+// Removes a segment's name unless disarmed: a rank that fails during set-up leaves nothing in
+// /dev/shm, whether or not the segment was created yet (ENOENT is no error here).
+class UnlinkOnFailure {
+ public:
+  explicit UnlinkOnFailure(std::string name) : name_(std::move(name)) {}
+  UnlinkOnFailure(const UnlinkOnFailure&) = delete;
+  UnlinkOnFailure& operator=(const UnlinkOnFailure&) = delete;
+  ~UnlinkOnFailure() {
+    if (armed_) ::shm_unlink(name_.c_str());
+  }
+  void Disarm() { armed_ = false; }
+
+ private:
+  std::string name_;
+  bool armed_ = true;
+};
+
 }  // namespace
 
 ShmCommunicator::ShmCommunicator(const chorus_communicator_create_args& args)
@@ -137,6 +156,18 @@ ShmCommunicator::ShmCommunicator(const chorus_communicator_create_args& args)
   Store store(*args.store, timeout_ms_);
   const int64_t generation = (store.Add("creates", 1) - 1) / size_;
   const std::string prefix = "g" + std::to_string(generation) + "/";
+  // Every rank learns the segment's name before rank 0 creates it, so that whichever rank gives
+  // up during set-up, in whatever order the others die, can remove it: rank 0 publishes the name
+  // first, the others read it before they publish their machine, and rank 0 creates the segment
+  // only once it has read every machine.
+  std::string name;
+  if (rank_ == 0) {
+    name = Segment::UniqueName("/chorus-shm");
+    store.Set(prefix + "segment", name);
+  } else {
+    name = store.Get(prefix + "segment");
+  }
+  UnlinkOnFailure unlink_on_failure(name);
   const std::string machine = ThisMachine();
   store.Set(prefix + "machine/" + std::to_string(rank_), machine);
   std::vector<std::string> machines;
@@ -152,29 +183,48 @@ ShmCommunicator::ShmCommunicator(const chorus_communicator_create_args& args)
   }
 
   if (rank_ == 0) {
-    segment_ = std::make_unique<Segment>(Segment::Create("/chorus-shm", size_, chunk));
-    store.Set(prefix + "segment", segment_->name());
+    segment_ = std::make_unique<Segment>(Segment::Create(name, size_, chunk));
+    segment_->control(rank_).pid.store(static_cast<int32_t>(::getpid()));
+    store.Set(prefix + "created", "1");
   } else {
-    segment_ =
-        std::make_unique<Segment>(Segment::Open(store.Get(prefix + "segment"), size_, chunk));
-  }
-  segment_->control(rank_).pid.store(static_cast<int32_t>(::getpid()));
-  segment_->header().attached.fetch_add(1);
-  if (rank_ == 0) {
-    // Unlink once every rank has mapped it: from then on nothing can be left in /dev/shm.
-    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms_);
-    while (segment_->header().attached.load() < size_) {
-      if (Clock::now() > deadline) {
-        Fail(CHORUS_TIMEOUT, "shm create: only ", segment_->header().attached.load(), " of ", size_,
-             " ranks mapped the segment within ", timeout_ms_, " ms");
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    store.Get(prefix + "created");
+    // Fault injection for tests: a rank that is slow to map the segment (tests/multiworker).
+    if (const char* delay = std::getenv("CHORUS_SHM_TEST_ATTACH_DELAY_MS")) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(delay)));
     }
-    segment_->Unlink();
+    segment_ = std::make_unique<Segment>(Segment::Open(name, size_, chunk));
+    segment_->control(rank_).pid.store(static_cast<int32_t>(::getpid()));
   }
+  // The last rank to map the segment removes its name: from then on nothing can be left in
+  // /dev/shm. Until then each rank waits, and one that gives up removes it (unlink_on_failure).
+  if (segment_->header().attached.fetch_add(1) + 1 == size_) segment_->Unlink();
+  WaitUntilEveryRankMapped();
+  unlink_on_failure.Disarm();
   sdk::Log(CHORUS_LOG_DEBUG, "shm: rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
                                  " attached to " + segment_->name() + ", chunks of " +
                                  std::to_string(chunk) + " bytes");
+}
+
+void ShmCommunicator::WaitUntilEveryRankMapped() {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms_);
+  while (segment_->header().attached.load() < size_) {
+    // A rank that mapped the segment and died will never be joined by the missing ones' work.
+    for (uint32_t r = 0; r < size_; ++r) {
+      const int32_t pid = segment_->control(r).pid.load();
+      if (pid == -1 || (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH)) {
+        Fail(CHORUS_PEER_LOST, "shm create: rank ", r,
+             pid > 0 ? " (pid " + std::to_string(pid) + ")" : "",
+             " left before every rank had mapped the shared memory segment; rank ", rank_,
+             " gives up and removes the segment");
+      }
+    }
+    if (Clock::now() > deadline) {
+      Fail(CHORUS_TIMEOUT, "shm create: only ", segment_->header().attached.load(), " of ", size_,
+           " ranks mapped the shared memory segment within ", timeout_ms_,
+           " ms (is every rank creating the communicator? CHORUS_TIMEOUT_SECONDS sets the wait)");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
 }
 
 ShmCommunicator::~ShmCommunicator() {

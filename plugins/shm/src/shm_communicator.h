@@ -53,6 +53,9 @@ class ShmCommunicator {
   // operation also compares every rank's signature.
   void BarrierPhase(bool check_signature);
   void WaitForRank(uint32_t rank, uint64_t phase);
+  // Set-up: waits until every rank mapped the segment; fails at once when a rank that mapped it
+  // is gone, and at the time-out.
+  void WaitUntilEveryRankMapped();
   [[noreturn]] void FailOperation(chorus_status status, const std::string& message);
   const char* OpName(int64_t op) const;
 

@@ -9,14 +9,14 @@ echo "$output"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 (( status == 0 )) || fail "chorus-info exited $status"
 expect() { grep -qF -- "$1" <<<"$output" || fail "output lacks: $1"; }
-expect "fake_good  ABI 1.1"
+expect "fake_good  ABI 1.2"
 expect "provides: cross_device_ops(fake_good_ops)"
 expect "fake_newer_minor  ABI 1.7"
 for broken in fake_other_major fake_no_entry fake_init_fails fake_entry_throws fake_entry_null \
               fake_tiny_table fake_null_init fake_misnamed not_a_library; do
   expect "$dir/libchorus-$broken.so"
 done
-expect "reason: built for chorus ABI 2.1"
+expect "reason: built for chorus ABI 2.2"
 expect "reason: does not export chorus_plugin_get()"
 expect "reason: its init() failed with UNAVAILABLE: no fake device on this machine"
 expect "reason: libchorus-not_a_library.so is not an ELF file"

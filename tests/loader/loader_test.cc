@@ -27,7 +27,7 @@ TEST(Loader, AcceptsAGoodPlugin) {
   ASSERT_NE(plugin, nullptr) << reason;
   EXPECT_EQ(plugin->name(), "fake_good");
   EXPECT_EQ(plugin->abi_major(), 1u);
-  EXPECT_EQ(plugin->abi_minor(), 1u);
+  EXPECT_EQ(plugin->abi_minor(), static_cast<uint32_t>(CHORUS_ABI_MINOR));
   ASSERT_NE(plugin->cross_device_ops(), nullptr);
   EXPECT_STREQ(plugin->cross_device_ops()->name, "fake_good_ops");
   EXPECT_EQ(plugin->collective(), nullptr);
@@ -36,8 +36,8 @@ TEST(Loader, AcceptsAGoodPlugin) {
 
 TEST(Loader, RejectsAnotherMajorVersion) {
   const std::string reason = RejectionOf("fake_other_major");
-  EXPECT_NE(reason.find("built for chorus ABI 2.1"), std::string::npos) << reason;
-  EXPECT_NE(reason.find("this core speaks ABI 1.1"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("built for chorus ABI 2.2"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("this core speaks ABI 1.2"), std::string::npos) << reason;
   EXPECT_NE(reason.find("rebuild the plugin"), std::string::npos) << reason;
 }
 
@@ -49,7 +49,7 @@ TEST(Loader, UsesANewerMinorThroughTheFieldsItKnows) {
   EXPECT_EQ(plugin->table().struct_size, sizeof(chorus_plugin));
   ASSERT_NE(plugin->cross_device_ops(), nullptr);
   ASSERT_EQ(plugin->notes().size(), 1u);
-  EXPECT_NE(plugin->notes()[0].find("newer than the core's 1.1: using the 1.1 fields"),
+  EXPECT_NE(plugin->notes()[0].find("newer than the core's 1.2: using the 1.2 fields"),
             std::string::npos)
       << plugin->notes()[0];
 }

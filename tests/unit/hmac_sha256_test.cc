@@ -3,6 +3,8 @@
 #include "base/hmac_sha256.h"
 
 #include <chorus/base/error.h>
+#include <chorus/plugin.h>
+#include <chorus/runtime/plugin_library.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -124,6 +126,28 @@ TEST_F(JobSecretEnvironmentTest, BadSettingsAreNamed) {
   ::setenv("CHORUS_JOB_SECRET_FILE", "/nonexistent/secret", 1);
   EXPECT_NE(ErrorOf([] { JobSecret::FromEnvironment(); }).find("cannot be read"),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace chorus
+
+namespace chorus {
+namespace {
+
+// The host service a plugin's own listener uses (ABI 1.2): the proof, never the secret.
+TEST_F(JobSecretEnvironmentTest, TheHostProvesForAPluginWithoutHandingItTheSecret) {
+  const chorus_host* host = CoreHost();
+  ASSERT_TRUE(CHORUS_HAS_FIELD(host, chorus_host, prove_job_secret));
+  uint8_t proof[32] = {};
+  ::unsetenv("CHORUS_JOB_SECRET");
+  EXPECT_EQ(host->job_secret_present(host->ctx), 0);
+  EXPECT_EQ(host->prove_job_secret(host->ctx, "role", "challenge", 9, proof), CHORUS_UNAVAILABLE);
+  ::setenv("CHORUS_JOB_SECRET", "0123456789abcdef", 1);
+  EXPECT_EQ(host->job_secret_present(host->ctx), 1);
+  ASSERT_EQ(host->prove_job_secret(host->ctx, "role", "challenge", 9, proof), CHORUS_OK);
+  EXPECT_TRUE(JobSecret("0123456789abcdef", "x").Verify(proof, "role", {"challenge"}));
+  EXPECT_EQ(host->prove_job_secret(host->ctx, nullptr, "challenge", 9, proof),
+            CHORUS_INVALID_ARGUMENT);
 }
 
 }  // namespace

@@ -5,10 +5,12 @@
 #include <atomic>
 #include <chorus/plugin_sdk.hpp>
 #include <cstdlib>
+#include <cstring>
 
 #include "base/abort_scope.h"
 #include "base/host_kernels.h"
 #include "base/logging.h"
+#include "rendezvous/job_secret.h"
 
 namespace chorus::internal {
 namespace {
@@ -56,6 +58,33 @@ chorus_status HostReduce(void*, const chorus_reduce_kernel_args* args) {
   });
 }
 
+int HostJobSecretPresent(void*) {
+  try {
+    return JobSecret::FromEnvironment().present() ? 1 : 0;
+  } catch (const std::exception& e) {
+    Log().error("{}", e.what());
+    return 0;
+  }
+}
+
+chorus_status HostProveJobSecret(void*, const char* role, const void* message, size_t size,
+                                 uint8_t* out) {
+  return sdk::Guard([&] {
+    if (role == nullptr || out == nullptr || (message == nullptr && size != 0)) {
+      sdk::Fail(CHORUS_INVALID_ARGUMENT, "prove_job_secret: role and out must not be NULL");
+    }
+    const JobSecret secret = JobSecret::FromEnvironment();
+    if (!secret.present()) {
+      sdk::Fail(CHORUS_UNAVAILABLE,
+                "prove_job_secret: the job has no secret (CHORUS_JOB_SECRET or "
+                "CHORUS_JOB_SECRET_FILE)");
+    }
+    const Digest256 proof =
+        secret.Prove(role, {std::string_view(static_cast<const char*>(message), size)});
+    std::memcpy(out, proof.data(), proof.size());
+  });
+}
+
 std::atomic<const chorus_host_collectives*>& HostCollectivesSlot() {
   static std::atomic<const chorus_host_collectives*> table{nullptr};
   return table;
@@ -79,6 +108,8 @@ PluginHost::PluginHost(std::string plugin_name) : plugin_name_(std::move(plugin_
   host_.deallocate = HostDeallocate;
   host_.reduce_host = HostReduce;
   host_.collectives = HostCollectivesSlot().load(std::memory_order_acquire);
+  host_.job_secret_present = HostJobSecretPresent;
+  host_.prove_job_secret = HostProveJobSecret;
 }
 
 }  // namespace chorus::internal

@@ -30,7 +30,8 @@
  *  - Out-pointers (chorus_request**, the `out` of create calls) are never NULL.
  *  - Time-outs are in milliseconds; a negative value means "no time-out" and is used only where
  *    a comment allows it. Every blocking call takes one.
- *  - Fields and tables marked "1.1" are absent when the other side was built against 1.0: a
+ *  - Fields and tables marked "1.1" ("1.2") are absent when the other side was built against 1.0
+ *    (1.1): a
  *    plugin checks CHORUS_HAS_FIELD (or the host's abi_minor) before it reads one, and the core
  *    does the same with a plugin's tables.
  */
@@ -45,7 +46,7 @@ extern "C" {
 #endif
 
 #define CHORUS_ABI_MAJOR 1
-#define CHORUS_ABI_MINOR 1
+#define CHORUS_ABI_MINOR 2
 
 /* Name of the one symbol every plugin exports. */
 #define CHORUS_PLUGIN_ENTRY_SYMBOL "chorus_plugin_get"
@@ -231,6 +232,19 @@ typedef struct chorus_host {
   /* 1.1: collectives of other plugins, created for this one (composition; see
      chorus_host_collectives). */
   const chorus_host_collectives* collectives;
+  /* 1.2: the job's secret (CHORUS_JOB_SECRET or CHORUS_JOB_SECRET_FILE), so that a plugin's own
+     listener admits only the job's processes, as the core's rendezvous store and tcp transport
+     do, without the secret ever reaching the plugin. Nonzero when the job has one; without one,
+     a listener admits anyone (the core warns once). Thread-safe. */
+  int (*job_secret_present)(void* ctx);
+  /* Writes HMAC-SHA256(secret, role | message) (each part length-prefixed) to out[0..31]: the
+     calling process's proof that it holds the secret, for a challenge-response over the plugin's
+     own connection. `message` is the other side's random challenge (and whatever else the
+     proof should bind); `role` differs per side, so one side's proof never passes for the
+     other's. Both borrowed for the call. CHORUS_UNAVAILABLE when the job has no secret.
+     Thread-safe. The plugin compares proofs in constant time. */
+  chorus_status (*prove_job_secret)(void* ctx, const char* role, const void* message, size_t size,
+                                    uint8_t* out);
 } chorus_host;
 
 /* A key-value store shared by all ranks of one job (the rendezvous). The core hands one to each

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <deque>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
@@ -47,7 +48,9 @@ struct Connection {
   size_t output_sent = 0;
   std::string name;  // from HELLO; empty when it never said hello
   bool said_bye = false;
-  bool closing = false;  // to be closed at the end of this loop turn
+  bool heartbeat = false;             // it asked for kHealth: it reports its client's liveness
+  Clock::time_point last_heard = {};  // when bytes last arrived on it
+  bool closing = false;               // to be closed at the end of this loop turn
   std::optional<Waiter> waiter;
 };
 
@@ -67,10 +70,7 @@ class Server : public TcpStoreServer {
 
   ~Server() override {
     stop_.store(true);
-    const char byte = 1;
-    // The pipe holds 64 KiB, so this cannot block; EAGAIN means a wake-up is already pending.
-    while (::write(wake_write_.get(), &byte, 1) < 0 && errno == EINTR) {
-    }
+    Wake();
     thread_.join();
     // Run() closed every connection and the listener on its way out, once the clients of other
     // processes had left or the linger had passed.
@@ -78,7 +78,22 @@ class Server : public TcpStoreServer {
 
   uint16_t port() const override { return port_; }
 
+  void StopWaitingFor(const std::string& name) override {
+    {
+      std::lock_guard<std::mutex> lock(released_mutex_);
+      released_.insert(name);
+    }
+    Wake();
+  }
+
  private:
+  void Wake() {
+    const char byte = 1;
+    // The pipe holds 64 KiB, so this cannot block; EAGAIN means a wake-up is already pending.
+    while (::write(wake_write_.get(), &byte, 1) < 0 && errno == EINTR) {
+    }
+  }
+
   void Run() noexcept {
     try {
       Loop();
@@ -148,13 +163,22 @@ class Server : public TcpStoreServer {
   }
 
   // The connections of other processes: the members the server waits for when destroyed. A
-  // connection of this process (the destroying member's own store) never holds it.
+  // connection of this process (the destroying member's own store) never holds it, nor one of a
+  // member the server was told to stop waiting for.
   std::vector<const Connection*> OtherClients() const {
+    const std::set<std::string> released = Released();
     std::vector<const Connection*> others;
     for (const auto& [id, connection] : connections_) {
-      if (!tcp_store::IsOwnClient(connection.peer)) others.push_back(&connection);
+      if (!tcp_store::IsOwnClient(connection.peer) && released.count(connection.name) == 0) {
+        others.push_back(&connection);
+      }
     }
     return others;
+  }
+
+  std::set<std::string> Released() const {
+    std::lock_guard<std::mutex> lock(released_mutex_);
+    return released_;
   }
 
   static std::string Names(const std::vector<const Connection*>& connections) {
@@ -169,8 +193,10 @@ class Server : public TcpStoreServer {
 
   // Every member of another process came (as many names as other_members_) and went.
   bool AllMembersLeft() const {
+    std::set<std::string> came = Released();
+    came.insert(members_seen_.begin(), members_seen_.end());
     return OtherClients().empty() &&
-           members_seen_.size() >= static_cast<size_t>(std::max(other_members_, 0));
+           came.size() >= static_cast<size_t>(std::max(other_members_, 0));
   }
 
   Clock::time_point StartLinger() const {
@@ -211,6 +237,7 @@ class Server : public TcpStoreServer {
       Connection& connection = connections_[next_id_++];
       connection.fd.reset(fd);
       connection.peer = PeerEndpoint(fd);
+      connection.last_heard = Clock::now();
     }
   }
 
@@ -220,6 +247,7 @@ class Server : public TcpStoreServer {
       const ssize_t n = ::recv(connection.fd.get(), buffer, sizeof(buffer), 0);
       if (n > 0) {
         connection.input.insert(connection.input.end(), buffer, buffer + n);
+        connection.last_heard = Clock::now();
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
@@ -296,7 +324,30 @@ class Server : public TcpStoreServer {
       case Op::kBye:
         connection.said_bye = true;
         return;
+      case Op::kHealth:
+        connection.heartbeat = true;
+        Reply(connection, {CHORUS_OK, tcp_store::EncodeHealthReport(Health())});
+        return;
     }
+  }
+
+  // Each named client with an open heartbeat connection and how long it has been silent, and the
+  // clients lost so far.
+  tcp_store::HealthReport Health() const {
+    const Clock::time_point now = Clock::now();
+    std::map<std::string, int64_t> silent_ms;
+    for (const auto& [id, connection] : connections_) {
+      if (!connection.heartbeat || connection.closing || connection.name.empty()) continue;
+      const int64_t ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - connection.last_heard)
+              .count();
+      auto [it, added] = silent_ms.emplace(connection.name, ms);
+      if (!added) it->second = std::min(it->second, ms);
+    }
+    tcp_store::HealthReport report;
+    for (const auto& [name, ms] : silent_ms) report.members.push_back({name, ms});
+    report.lost = lost_;
+    return report;
   }
 
   static const std::string& Key(const Request& request, size_t i) {
@@ -419,6 +470,7 @@ class Server : public TcpStoreServer {
           "recording it as lost under '{}'",
           name, where_, tcp_store::LostKey(name));
       values_[tcp_store::LostKey(name)] = ToBytes("1");
+      lost_.push_back(name);
       Bytes& list = values_[tcp_store::kLostListKey];
       if (!list.empty()) list.push_back(',');
       list.insert(list.end(), name.begin(), name.end());
@@ -434,11 +486,14 @@ class Server : public TcpStoreServer {
   const std::chrono::milliseconds linger_;
   const int other_members_;
   std::atomic<bool> stop_{false};
+  mutable std::mutex released_mutex_;
+  std::set<std::string> released_;  // members not to wait for (StopWaitingFor)
 
   // Touched only by the serving thread.
   std::map<std::string, Bytes> values_;
   std::map<uint64_t, Connection> connections_;
   std::set<std::string> members_seen_;  // names other processes said hello with
+  std::vector<std::string> lost_;       // as recorded under kLostListKey, in order
   uint64_t next_id_ = 0;
   std::vector<uint64_t> waiting_ids_;  // connections with a waiter
   std::deque<uint64_t> runnable_;      // connections whose waiter was answered

@@ -29,6 +29,8 @@ class WorkerProcesses {
   void Kill(int worker, int signal);
   // Waits until every process ended or `timeout` passed; kills the rest.
   std::vector<WorkerResult> Wait(std::chrono::milliseconds timeout);
+  // Reaps the processes that ended, without waiting; whether `worker` has.
+  bool Done(int worker);
   const std::string& scratch() const { return scratch_; }
 
  private:

@@ -165,7 +165,8 @@ std::unique_ptr<Communicator> Connect(const std::string& backend,
   config.timeout_seconds = 60;
   for (int w = 0; w < config.size; ++w) config.task_names.push_back(cluster.TaskNameOf(w));
   // As MultiWorkerMirroredStrategy does: a failure names the worker that caused it. The
-  // communicator holds the health, and goes before the server.
+  // communicator holds the health, and goes before the server (sweep and mismatch end with every
+  // worker done, so the leader's server needs no StopWaitingFor).
   chorus::JobHealthOptions health;
   health.host = host;
   health.port = port;

@@ -117,13 +117,9 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
 MultiWorkerMirroredStrategy::~MultiWorkerMirroredStrategy() {
   StopPendingWork(name());
   if (!health_) return;
-  // The communicator holds the health too: stop its thread now, before the leader's server goes.
-  health_->Stop();
-  if (const auto failure = health_->failure();
-      server_ && failure && failure->status == CHORUS_TIMEOUT) {
-    // A worker that stopped answering will not leave: the leader's server must not wait for it.
-    server_->StopWaitingFor(failure->worker);
-  }
+  // The communicator holds the health too: stop its thread now, before the leader's server goes
+  // (which then need not wait for a worker that stopped answering).
+  health_->Stop(server_.get());
   // Then the members go: the store (its goodbye), and last the leader's server, which serves on
   // until the other workers have left, bounded by the time-out, so that each of them can still
   // learn who broke the job.

@@ -200,7 +200,7 @@ JobHealth::JobHealth(JobHealthOptions options) : state_(std::make_unique<State>(
 
 JobHealth::~JobHealth() { Stop(); }
 
-void JobHealth::Stop() {
+void JobHealth::Stop(TcpStoreServer* leader_server) {
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->stopping = true;
@@ -211,6 +211,9 @@ void JobHealth::Stop() {
     LeaveTcpStore(*state_->store);
   } catch (const std::exception& e) {
     Log().debug("job health: leaving the store: {}", e.what());
+  }
+  if (const auto found = failure(); leader_server && found && found->status == CHORUS_TIMEOUT) {
+    leader_server->StopWaitingFor(found->worker);
   }
 }
 

@@ -27,6 +27,8 @@
 
 namespace chorus {
 
+class TcpStoreServer;
+
 // The real cause of a failed job.
 struct JobFailure {
   chorus_status status = CHORUS_OK;  // PEER_LOST: a worker died; TIMEOUT: it stopped answering
@@ -64,14 +66,13 @@ class JobHealth {
   // silent for the whole time-out). A TIMEOUT with every worker answering returns nullopt as
   // soon as the store has answered; otherwise nullopt after `within`.
   std::optional<JobFailure> Diagnose(chorus_status seen, std::chrono::milliseconds within);
-  // The failure found so far (by the health thread, or by Diagnose), if any. A worker that
-  // stopped answering (TIMEOUT) will not leave the leader's store: the leader's server should
-  // StopWaitingFor it.
+  // The failure found so far (by the health thread, or by Diagnose), if any.
   std::optional<JobFailure> failure() const;
   // Stops the thread (waiting at most for one request to a store that does not answer:
-  // options.timeout) and says goodbye to the store, so that the leader's server need not wait for
-  // this connection. Diagnose then answers from what is known. Idempotent.
-  void Stop();
+  // options.timeout) and says goodbye to the store; Diagnose then answers from what is known.
+  // The leader passes its server: a worker found to have stopped answering will not leave it, so
+  // the server is told not to wait for it (TcpStoreServer::StopWaitingFor). Idempotent.
+  void Stop(TcpStoreServer* leader_server = nullptr);
 
   // `on_failure` is called once, on the health thread, when the thread finds a failure (at once,
   // on this thread, if it already has). It must not call back into this object.

@@ -35,6 +35,24 @@ std::string ThisMachine() {
   return std::string(host) + "/" + boot;
 }
 
+// What became of the process `pid` that a wait timed out on, for the message: a process that
+// is stopped (SIGSTOP, a debugger) is alive but cannot answer; its state is in /proc/<pid>/stat,
+// after the parenthesised command name.
+std::string WhyNoAnswer(int32_t pid) {
+  if (pid <= 0) return "";
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos || close + 2 >= stat.size()) return "";
+  const char state = stat[close + 2];
+  if (state == 'T' || state == 't') {
+    return "; its process (pid " + std::to_string(pid) +
+           ") is stopped (SIGSTOP or a debugger), alive but unable to answer";
+  }
+  return "; its process (pid " + std::to_string(pid) + ") is alive";
+}
+
 class Store {
  public:
   Store(const chorus_kv_store& store, int64_t timeout_ms)
@@ -256,10 +274,11 @@ void ShmCommunicator::WaitForRank(uint32_t rank, uint64_t phase) {
       const bool gone = pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH;
       if (control.phase.load(std::memory_order_acquire) >= phase) return;
       if (failed >= 0 && static_cast<uint32_t>(failed) != rank_) {
-        FailOperation(CHORUS_PEER_LOST,
-                      what + ": rank " + std::to_string(failed) +
-                          " left the operation (it failed with status " +
-                          std::to_string(segment_->header().failed_status.load()) + ")");
+        // Its process lives on: it gave up (a time-out of its own, say), it did not die.
+        FailOperation(CHORUS_PEER_LOST, what + ": rank " + std::to_string(failed) +
+                                            " gave up on the operation: it failed with " +
+                                            chorus::StatusName(static_cast<chorus_status>(
+                                                segment_->header().failed_status.load())));
       }
       if (pid == -1) {
         FailOperation(CHORUS_PEER_LOST, what + ": rank " + std::to_string(rank) +
@@ -273,6 +292,7 @@ void ShmCommunicator::WaitForRank(uint32_t rank, uint64_t phase) {
       if (now > deadline_) {
         FailOperation(CHORUS_TIMEOUT, what + ": timed out after " + std::to_string(timeout_ms_) +
                                           " ms waiting for rank " + std::to_string(rank) +
+                                          WhyNoAnswer(pid) +
                                           " (is every rank issuing the same operations?)");
       }
     }

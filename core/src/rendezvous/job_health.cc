@@ -65,17 +65,19 @@ struct JobHealth::State {
   Subscription next_subscription = 1;
   std::optional<JobFailure> published;  // what the callbacks were called with
 
+  // The leader's store keeps the connection open but has not answered for `silent`.
+  JobFailure LeaderSilent(Clock::duration silent) const {
+    return JobFailure{CHORUS_TIMEOUT, options.leader_name,
+                      options.leader_name + " is alive but has not answered for " +
+                          Seconds(silent) + " (its process is stopped or hung: the rendezvous " +
+                          "store it serves at " + address +
+                          " keeps the connection open but answers nothing)"};
+  }
+
   // A worker silent for longer than `threshold`, or the store itself, when it has not answered
   // for as long. Called with `mutex` held.
   std::optional<JobFailure> Silent(Clock::time_point now, Clock::duration threshold) const {
-    if (asking && now - last_answer > threshold) {
-      return JobFailure{CHORUS_TIMEOUT, options.leader_name,
-                        options.leader_name + " is alive but has not answered for " +
-                            Seconds(now - last_answer) +
-                            " (its process is stopped or hung: the rendezvous "
-                            "store it serves at " +
-                            address + " keeps the connection open but answers nothing)"};
-    }
+    if (asking && now - last_answer > threshold) return LeaderSilent(now - last_answer);
     const tcp_store::MemberSilence* most = nullptr;
     for (const auto& member : report.members) {
       if (member.name == options.task_name) continue;
@@ -97,38 +99,35 @@ struct JobHealth::State {
     for (const std::string& name : report.lost) {
       if (name != options.task_name) lost.push_back(name);
     }
-    if (!lost.empty()) {
-      const bool one = lost.size() == 1;
+    if (lost.size() == 1) {
       return JobFailure{CHORUS_PEER_LOST, lost.front(),
-                        JoinNames(lost) +
-                            (one ? " died: its process ended"
-                                 : " died: their "
-                                   "processes ended") +
-                            " (" + (one ? "its" : "their") +
-                            " connection to the rendezvous store closed without a goodbye); the "
-                            "job cannot continue without " +
-                            (one ? "it" : "them")};
+                        lost.front() + " died: its process ended (its connection to the " +
+                            "rendezvous store closed without a goodbye); the job cannot continue " +
+                            "without it"};
+    }
+    if (!lost.empty()) {
+      return JobFailure{CHORUS_PEER_LOST, lost.front(),
+                        JoinNames(lost) + " died: their processes ended (their connections to " +
+                            "the rendezvous store closed without a goodbye); the job cannot " +
+                            "continue without them"};
     }
     return Silent(now, options.timeout);
   }
 
+  // The health request failed: the store did not answer in time, or its connection closed.
   JobFailure StoreFailed(const Error& error) const {
-    if (error.status() == CHORUS_TIMEOUT) {
-      return JobFailure{CHORUS_TIMEOUT, options.leader_name,
-                        options.leader_name + " is alive but has not answered for " +
-                            Seconds(Clock::now() - last_answer) +
-                            " (its process is stopped or hung: the rendezvous store it serves at " +
-                            address + " keeps the connection open but answers nothing)"};
-    }
+    Log().debug("job health: the store at {} failed: {}", address, error.what());
+    if (error.status() == CHORUS_TIMEOUT) return LeaderSilent(Clock::now() - last_answer);
     return JobFailure{CHORUS_PEER_LOST, options.leader_name,
                       options.leader_name + " died: the rendezvous store it serves at " + address +
-                          " is gone (" + error.what() + "); the job cannot continue without it"};
+                          " closed the connection (its process ended); the job cannot continue " +
+                          "without it"};
   }
 
   void Run() {
     Clock::time_point last_poll = Clock::now();  // the constructor's
     Clock::time_point next_poll = last_poll + options.heartbeat_every;
-    bool published = false;
+    bool told = false;  // the callbacks
     for (;;) {
       {
         std::unique_lock<std::mutex> lock(mutex);
@@ -170,11 +169,11 @@ struct JobHealth::State {
         found = verdict;
       }
       changed.notify_all();
-      if (found && !published) {
-        published = true;
+      if (found && !told) {
+        told = true;
         Log().debug("job health: {}", found->cause);
         std::lock_guard<std::mutex> lock(callbacks_mutex);
-        this->published = found;
+        published = found;
         for (const auto& [id, callback] : callbacks) callback(*found);
       }
       // Without the store there is nothing more to learn; otherwise this worker's heartbeat goes

@@ -35,22 +35,19 @@ std::string ThisMachine() {
   return std::string(host) + "/" + boot;
 }
 
-// What became of the process `pid` that a wait timed out on, for the message: a process that
-// is stopped (SIGSTOP, a debugger) is alive but cannot answer; its state is in /proc/<pid>/stat,
-// after the parenthesised command name.
+// Why the rank whose process is `pid` may not have answered, for a time-out's message: a process
+// that is stopped (SIGSTOP, a debugger) is alive but cannot answer; its state is in
+// /proc/<pid>/stat, after the parenthesised command name. Otherwise the usual suspect.
 std::string WhyNoAnswer(int32_t pid) {
-  if (pid <= 0) return "";
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat;
-  std::getline(in, stat);
+  if (pid > 0) std::getline(std::ifstream("/proc/" + std::to_string(pid) + "/stat"), stat);
   const auto close = stat.rfind(')');
-  if (close == std::string::npos || close + 2 >= stat.size()) return "";
-  const char state = stat[close + 2];
-  if (state == 'T' || state == 't') {
+  if (close != std::string::npos && close + 2 < stat.size() &&
+      (stat[close + 2] == 'T' || stat[close + 2] == 't')) {
     return "; its process (pid " + std::to_string(pid) +
-           ") is stopped (SIGSTOP or a debugger), alive but unable to answer";
+           ") is stopped (SIGSTOP or a debugger): alive but unable to answer";
   }
-  return "; its process (pid " + std::to_string(pid) + ") is alive";
+  return " (is every rank issuing the same operations?)";
 }
 
 class Store {
@@ -292,8 +289,7 @@ void ShmCommunicator::WaitForRank(uint32_t rank, uint64_t phase) {
       if (now > deadline_) {
         FailOperation(CHORUS_TIMEOUT, what + ": timed out after " + std::to_string(timeout_ms_) +
                                           " ms waiting for rank " + std::to_string(rank) +
-                                          WhyNoAnswer(pid) +
-                                          " (is every rank issuing the same operations?)");
+                                          WhyNoAnswer(pid));
       }
     }
     if (now - started < kSpinFor + kYieldFor) {

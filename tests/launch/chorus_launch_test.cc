@@ -219,6 +219,20 @@ TEST(ChorusLaunch, AFailingWorkerStopsTheOthers) {
   ExpectAllGone(dir.path(), 6);
 }
 
+// A stopped worker (SIGSTOP) cannot act on the SIGTERM until it is continued: the launcher
+// continues it, so it ends with the others rather than at the SIGKILL after the 5 s grace.
+TEST(ChorusLaunch, AStoppedWorkerEndsWithTheOthersBeforeTheGrace) {
+  TempDir dir;
+  const std::string pids = "pid-dir=" + dir.path().string();
+  Launch launch(
+      dir, {"-n", "3", "--timeout", "60", LAUNCH_PROBE_PATH, pids, "wait-files=3",
+            "crash=" + std::to_string(SIGSTOP) + "@2", "sleep=0.5", "exit=3@1", "sleep=forever"});
+  EXPECT_EQ(launch.Wait(), 3) << launch.err();
+  EXPECT_LT(launch.seconds(), 4.0) << "the stopped worker waited for the SIGKILL";
+  EXPECT_FALSE(Contains(launch.err(), "killing them")) << launch.err();
+  ExpectAllGone(dir.path(), 3);
+}
+
 TEST(ChorusLaunch, AWorkerKilledByASignalGives128PlusTheSignal) {
   TempDir dir;
   const std::string pids = "pid-dir=" + dir.path().string();

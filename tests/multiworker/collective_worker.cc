@@ -4,15 +4,18 @@
 //                                                   report the mismatch
 //   collective_worker mwms <backend>                MultiWorkerMirroredStrategy, one all-reduce
 //                                                   of 1001 floats, checked
-//   collective_worker long <backend> <started-dir>  MultiWorkerMirroredStrategy, then 64 MiB
+//   collective_worker long <backend> <started-dir> <timeout-s>
+//                                                   MultiWorkerMirroredStrategy, then 1 MiB
 //                                                   all-reduces until one fails (the test kills
-//                                                   a worker meanwhile); prints the error
+//                                                   or stops a worker meanwhile); prints the
+//                                                   error
 // Exit codes: 0 as expected, 1 wrong values or unexpected success, 3 a chorus error (printed).
 #include <chorus/base/dtype.h>
 #include <chorus/base/error.h>
 #include <chorus/cluster_resolver/cluster_resolver.h>
 #include <chorus/collective/communicator.h>
 #include <chorus/distribute/multi_worker_mirrored_strategy.h>
+#include <chorus/rendezvous/job_health.h>
 #include <chorus/rendezvous/rendezvous.h>
 #include <unistd.h>
 
@@ -164,6 +167,16 @@ std::unique_ptr<Communicator> Connect(const std::string& backend,
   config.store = chorus::ConnectTcpStore(host, port, std::chrono::seconds(60));
   config.timeout_seconds = 60;
   for (int w = 0; w < config.size; ++w) config.task_names.push_back(cluster.TaskNameOf(w));
+  // As MultiWorkerMirroredStrategy does: a failure names the worker that caused it. The
+  // communicator holds the health, and goes before the server (sweep and mismatch end with every
+  // worker done, so the leader's server needs no StopWaitingFor).
+  chorus::JobHealthOptions health;
+  health.host = host;
+  health.port = port;
+  health.leader_name = cluster.TaskNameOf(0);
+  health.task_name = cluster.task_name();
+  health.timeout = std::chrono::seconds(60);
+  config.health = std::make_shared<chorus::JobHealth>(health);
   return Communicator::Create(chorus::Registry::Global(), backend, config);
 }
 
@@ -210,12 +223,12 @@ int Run(int argc, char** argv) {
               << ": " << (right ? "right" : "wrong") << "\n";
     return right ? 0 : 1;
   }
-  if (mode == "long" && argc >= 4) {
+  if (mode == "long" && argc >= 5) {
     setenv("CHORUS_COMMUNICATION", backend.c_str(), 1);
     chorus::CommunicationOptions options;
-    options.timeout_seconds = 20;  // the test's bound for the survivors (multiworker_test.cc)
+    options.timeout_seconds = std::stod(argv[4]);  // the test's bound for the survivors
     chorus::MultiWorkerMirroredStrategy strategy(nullptr, options);
-    std::vector<float> data(16 << 20, 1.0f);  // 64 MiB
+    std::vector<float> data(256 << 10, 1.0f);  // 1 MiB
     for (int64_t step = 0;; ++step) {
       strategy.communicator()->AllReduce(data.data(), data.data(), data.size(), CHORUS_F32,
                                          CHORUS_REDUCE_MAX);

@@ -82,22 +82,23 @@ WorkerProcesses::WorkerProcesses(int count, const std::string& program,
 
 void WorkerProcesses::Kill(int worker, int signal) { ::kill(pid(worker), signal); }
 
+bool WorkerProcesses::Done(int worker) {
+  const auto i = static_cast<size_t>(worker);
+  if (done_[i]) return true;
+  int status = 0;
+  if (waitpid(pids_[i], &status, WNOHANG) != pids_[i]) return false;
+  done_[i] = true;
+  results_[i].exited = WIFEXITED(status);
+  results_[i].exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  results_[i].signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  return true;
+}
+
 std::vector<WorkerResult> WorkerProcesses::Wait(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     bool all = true;
-    for (size_t i = 0; i < pids_.size(); ++i) {
-      if (done_[i]) continue;
-      int status = 0;
-      if (waitpid(pids_[i], &status, WNOHANG) == pids_[i]) {
-        done_[i] = true;
-        results_[i].exited = WIFEXITED(status);
-        results_[i].exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        results_[i].signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-      } else {
-        all = false;
-      }
-    }
+    for (size_t i = 0; i < pids_.size(); ++i) all = Done(static_cast<int>(i)) && all;
     if (all || std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

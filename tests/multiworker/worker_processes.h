@@ -32,6 +32,8 @@ class WorkerProcesses {
   void Kill(int worker, int signal);
   // Waits until every process ended or `timeout` passed; kills the rest.
   std::vector<WorkerResult> Wait(std::chrono::milliseconds timeout);
+  // Reaps the processes that ended, without waiting; whether `worker` has.
+  bool Done(int worker);
   const std::string& scratch() const { return scratch_; }
   int port(int worker) const { return ports_[static_cast<size_t>(worker)]; }
 

@@ -1,8 +1,9 @@
 // The rendezvous stores: the in-process, file and TCP stores pass the same tests; then what only
-// the TCP store does (connecting before the leader serves, a lost leader, lost clients) and the
-// file store's key escaping.
+// the TCP store does (connecting before the leader serves, a lost leader, lost clients, the
+// health request), JobHealth, and the file store's key escaping.
 #include <arpa/inet.h>
 #include <chorus/base/error.h>
+#include <chorus/rendezvous/job_health.h>
 #include <chorus/rendezvous/kv_store.h>
 #include <chorus/rendezvous/rendezvous.h>
 #include <gtest/gtest.h>
@@ -21,6 +22,7 @@
 #include <random>
 #include <thread>
 
+#include "rendezvous/tcp_store_health.h"
 #include "rendezvous/tcp_store_protocol.h"
 
 namespace chorus {
@@ -744,6 +746,84 @@ TEST(TcpStoreTest, ServingTwiceOnOnePortFails) {
   const auto server = TcpStoreServer::Start("127.0.0.1", 0);
   EXPECT_EQ(Thrown([&] { TcpStoreServer::Start("127.0.0.1", server->port()); }).status(),
             CHORUS_UNAVAILABLE);
+}
+
+// ---- the health request and JobHealth -----------------------------------------------------
+
+TEST(TcpStoreTest, HealthAnswersEachHeartbeatsSilenceAndTheLost) {
+  const auto server = TcpStoreServer::Start("127.0.0.1", 0);
+  const auto quiet = ConnectTcpStore("127.0.0.1", server->port(), 5s);
+  AnnounceTcpStoreClient(*quiet, "worker 1");
+  tcp_store::ReadHealth(*quiet, 5s);  // now a heartbeat connection, silent from here on
+  const auto asker = ConnectTcpStore("127.0.0.1", server->port(), 5s);
+  AnnounceTcpStoreClient(*asker, "worker 0");
+  CrashAnnouncedClient(server->port(), "worker 2");
+  std::this_thread::sleep_for(300ms);
+  const tcp_store::HealthReport report = tcp_store::ReadHealth(*asker, 5s);
+  ASSERT_EQ(report.members.size(), 2u);  // worker 2 never asked: no heartbeat of its own
+  EXPECT_EQ(report.members[0].name, "worker 0");
+  EXPECT_LT(report.members[0].silent_ms, 250);
+  EXPECT_EQ(report.members[1].name, "worker 1");
+  EXPECT_GE(report.members[1].silent_ms, 300);
+  EXPECT_EQ(report.lost, std::vector<std::string>{"worker 2"});
+}
+
+JobHealthOptions HealthOf(const std::string& name, uint16_t port, milliseconds timeout) {
+  JobHealthOptions options;
+  options.host = "127.0.0.1";
+  options.port = port;
+  options.leader_name = "worker 0";
+  options.task_name = name;
+  options.timeout = timeout;
+  options.heartbeat_every = 100ms;
+  return options;
+}
+
+TEST(JobHealthTest, ADeadWorkerIsNamedAtOnceAndSubscribersHear) {
+  const auto server = TcpStoreServer::Start("127.0.0.1", 0);
+  JobHealth health(HealthOf("worker 0", server->port(), 60s));
+  std::atomic<int> calls{0};
+  const auto subscription = health.Subscribe([&](const JobFailure&) { ++calls; });
+  EXPECT_FALSE(health.Diagnose(CHORUS_TIMEOUT, 5s)) << "every worker answers: no cause";
+  CrashAnnouncedClient(server->port(), "worker 2");
+  const auto failure = health.Diagnose(CHORUS_PEER_LOST, 5s);
+  ASSERT_TRUE(failure);
+  EXPECT_EQ(failure->status, CHORUS_PEER_LOST);
+  EXPECT_EQ(failure->worker, "worker 2");
+  EXPECT_EQ(failure->cause.rfind("worker 2 died: its process ended", 0), 0u) << failure->cause;
+  const auto deadline = Clock::now() + 5s;
+  while (calls.load() == 0 && Clock::now() < deadline) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(calls.load(), 1);
+  health.Unsubscribe(subscription);
+}
+
+TEST(JobHealthTest, AWorkerSilentForTheTimeoutIsNamedAsNotAnswering) {
+  const auto server = TcpStoreServer::Start("127.0.0.1", 0);
+  JobHealth health(HealthOf("worker 0", server->port(), 1s));
+  const auto stopped = ConnectTcpStore("127.0.0.1", server->port(), 5s);
+  AnnounceTcpStoreClient(*stopped, "worker 1");
+  tcp_store::ReadHealth(*stopped, 5s);  // one heartbeat, then silence: a stopped process
+  const auto start = Clock::now();
+  while (!health.failure() && Since(start) < 10s) std::this_thread::sleep_for(20ms);
+  const auto failure = health.failure();
+  ASSERT_TRUE(failure) << "not named within 10 s";
+  EXPECT_GE(Since(start), 900ms) << "named before its silence reached the time-out";
+  EXPECT_EQ(failure->status, CHORUS_TIMEOUT);
+  EXPECT_EQ(failure->worker, "worker 1");
+  EXPECT_EQ(failure->cause.rfind("worker 1 is alive but has not answered for", 0), 0u)
+      << failure->cause;
+}
+
+TEST(JobHealthTest, ALeaderWhoseStoreIsGoneIsNamedAsDead) {
+  auto server = TcpStoreServer::Start("127.0.0.1", 0);
+  JobHealth health(HealthOf("worker 1", server->port(), 60s));
+  server.reset();  // this process's connections do not hold it
+  const auto failure = health.Diagnose(CHORUS_PEER_LOST, 5s);
+  ASSERT_TRUE(failure);
+  EXPECT_EQ(failure->status, CHORUS_PEER_LOST);
+  EXPECT_EQ(failure->worker, "worker 0");
+  EXPECT_EQ(failure->cause.rfind("worker 0 died: the rendezvous store it serves at", 0), 0u)
+      << failure->cause;
 }
 
 // ---- file store ---------------------------------------------------------------------------

@@ -41,10 +41,14 @@ int ExitCodeOf(int status) {
   return 1;
 }
 
-// SIGTERM to every live worker's process group, SIGKILL after 2 s; reaps them all.
+// SIGTERM to every live worker's process group, SIGKILL after 2 s; reaps them all. A stopped
+// worker is continued, so that it acts on the SIGTERM now rather than at the SIGKILL.
 void StopAll(std::vector<pid_t>& pids) {
   for (pid_t pid : pids) {
-    if (pid > 0) kill(-pid, SIGTERM);
+    if (pid > 0) {
+      kill(-pid, SIGTERM);
+      kill(-pid, SIGCONT);
+    }
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   for (pid_t& pid : pids) {

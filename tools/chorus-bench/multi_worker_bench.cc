@@ -79,6 +79,7 @@ std::unique_ptr<Communicator> Connect(const WorkerJob& job, const std::string& b
   config.name = "bench_" + backend;
   config.timeout_seconds = timeout_seconds;
   config.task_names = job.task_names;
+  config.health = job.health;       // a failure names the worker that caused it
   config.check_signatures = false;  // timing only the operation, as CHORUS_CHECK_COLLECTIVES=0
   // Peers reach this worker at its cluster address's host (as MultiWorkerMirroredStrategy), and
   // its machine is CHORUS_HOST_ID's (--hosts sets one per worker) or this machine's.

@@ -40,7 +40,18 @@ WorkerJob JoinJob(double timeout_seconds) {
   }
   job.store = ConnectTcpStore(leader_host, leader_port, timeout);
   AnnounceTcpStoreClient(*job.store, job.task_names[static_cast<size_t>(job.rank)]);
+  JobHealthOptions health;
+  health.host = leader_host;
+  health.port = leader_port;
+  health.leader_name = job.task_names[0];
+  health.task_name = job.task_names[static_cast<size_t>(job.rank)];
+  health.timeout = timeout;
+  job.health = std::make_shared<JobHealth>(health);
   return job;
+}
+
+WorkerJob::~WorkerJob() {
+  if (health) health->Stop(server.get());
 }
 
 }  // namespace chorus::bench

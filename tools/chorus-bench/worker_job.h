@@ -5,6 +5,7 @@
 #ifndef CHORUS_TOOLS_BENCH_WORKER_JOB_H_
 #define CHORUS_TOOLS_BENCH_WORKER_JOB_H_
 
+#include <chorus/rendezvous/job_health.h>
 #include <chorus/rendezvous/kv_store.h>
 #include <chorus/rendezvous/rendezvous.h>
 
@@ -15,6 +16,12 @@
 namespace chorus::bench {
 
 struct WorkerJob {
+  WorkerJob() = default;
+  WorkerJob(WorkerJob&&) = default;
+  WorkerJob& operator=(WorkerJob&&) = delete;
+  // Stops the health before the server goes, which then need not wait for a stopped worker.
+  ~WorkerJob();
+
   int rank = 0;
   int size = 1;
   std::string source;  // "TFConfigClusterResolver", "OpenMpiClusterResolver", "single process"
@@ -24,6 +31,8 @@ struct WorkerJob {
   // hello with its task name), or the time-out passed, so worker 0 may finish first.
   std::unique_ptr<TcpStoreServer> server;
   std::shared_ptr<KvStore> store;
+  // Names the worker that breaks the job (a multi-worker job only); communicators share it.
+  std::shared_ptr<JobHealth> health;
 };
 
 // Throws chorus::Error when the environment's description is malformed or the store cannot be

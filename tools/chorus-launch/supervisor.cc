@@ -287,6 +287,9 @@ void Supervisor::OnLaunchSignal(int signal) {
 void Supervisor::Stop(int signal) {
   stopping_ = true;
   SignalGroups(signal);
+  // A stopped worker (SIGSTOP, SIGTSTP) would hold the signal pending until the grace ran out:
+  // continue it, so that it acts on it now.
+  SignalGroups(SIGCONT);
   kill_at_ = Clock::now() + kKillGrace;
 }
 

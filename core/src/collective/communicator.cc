@@ -22,6 +22,10 @@ using internal::Signature;
 
 int64_t TimeoutMs(double seconds) { return static_cast<int64_t>(std::ceil(seconds * 1000)); }
 
+// How long a failed operation waits for the job's health to name the worker that caused it: the
+// store records a death at once, and a stopped worker's silence is known already.
+constexpr std::chrono::milliseconds kDiagnoseWithin{2000};
+
 bool ChecksFromEnvironment() {
   const auto value = GetEnv("CHORUS_CHECK_COLLECTIVES");
   return !value || *value != "0";
@@ -93,6 +97,12 @@ std::unique_ptr<Communicator> Communicator::Create(const Registry& registry,
     const std::string& name = plan.collectives[i];
     const bool gets_options = plan.fixed.empty() ? i == 0 : name == plan.fixed;
     self->AddBackend(registry, name, gets_options ? config.options : Options{});
+  }
+  if (config.health) {
+    // A failure the job's health finds ends every operation at once, naming its cause.
+    Communicator* raw = self.get();
+    self->health_subscription_ = config.health->Subscribe(
+        [raw](const JobFailure& failure) { raw->Abort(failure.status, failure.cause); });
   }
   if (plan.collectives.size() > 1 || !plan.variable_rules.empty()) {
     Log().info("communicator '{}': {} ({}); created {}{}{}", config.name, plan.collectives[0],
@@ -220,6 +230,8 @@ void Communicator::AddBackend(const Registry& registry, const std::string& name,
 }
 
 Communicator::~Communicator() {
+  if (config_.health && health_subscription_ != 0)
+    config_.health->Unsubscribe(health_subscription_);
   // A plugin's destroy may wait for its peers (a goodbye); after an abort it must not.
   internal::AbortScope scope(*abort_flag_);
   for (auto it = backends_.rbegin(); it != backends_.rend(); ++it) {
@@ -276,8 +288,18 @@ std::string Communicator::TaskName(int rank) const {
 }
 
 void Communicator::Abort(chorus_status status, const std::string& reason) {
+  (void)RaiseAbort(status, reason);
+}
+
+bool Communicator::Aborted() const {
+  if (!abort_claimed_.load()) return false;
+  while (!aborted_.load()) std::this_thread::yield();  // the winner is writing its reason
+  return true;
+}
+
+bool Communicator::RaiseAbort(chorus_status status, const std::string& reason) {
   bool expected = false;
-  if (!abort_claimed_.compare_exchange_strong(expected, true)) return;
+  if (!abort_claimed_.compare_exchange_strong(expected, true)) return false;
   abort_reason_ = reason;
   abort_status_.store(status);
   aborted_.store(true);
@@ -286,41 +308,44 @@ void Communicator::Abort(chorus_status status, const std::string& reason) {
   for (const Backend& b : backends_) {
     if (b.api->abort != nullptr && b.handle != nullptr) b.api->abort(b.handle);
   }
+  return true;
 }
 
 void Communicator::Fail(const Backend& backend, chorus_status status, const std::string& what,
                         const std::string& detail) {
-  if (status == CHORUS_TIMEOUT && !aborted_.load()) {
+  const std::string where = what + " over " + backend.name + " on " + TaskName(config_.rank);
+  // The plugin saw a neighbour go or fall silent; the job's health knows which worker did.
+  const bool job_failure =
+      status == CHORUS_PEER_LOST || status == CHORUS_TIMEOUT || status == CHORUS_ABORTED;
+  if (job_failure && config_.health && !Aborted()) {
+    if (auto failure = config_.health->Diagnose(status, kDiagnoseWithin)) {
+      Abort(failure->status, failure->cause);
+    }
+  }
+  if (status == CHORUS_TIMEOUT && !Aborted()) {
     // A time-out aborts the whole communicator: the other ranks may still be inside the
     // operation, and every wait of this job on this rank must end now.
-    Abort(CHORUS_TIMEOUT, what + " over " + backend.name + " on " + TaskName(config_.rank) +
-                              " did not finish within " + std::to_string(config_.timeout_seconds) +
-                              " s (CommunicationOptions.timeout_seconds or "
-                              "CHORUS_TIMEOUT_SECONDS): " +
-                              detail + "; the communicator is aborted");
+    const std::string message =
+        where + " did not finish within " + std::to_string(config_.timeout_seconds) +
+        " s (CommunicationOptions.timeout_seconds or CHORUS_TIMEOUT_SECONDS): " + detail +
+        "; the communicator is aborted";
+    if (RaiseAbort(CHORUS_TIMEOUT, message)) throw Error(CHORUS_TIMEOUT, message);
   }
-  if (aborted_.load()) {
-    throw Error(abort_status_.load(), what + " over " + backend.name + " failed: " + abort_reason_);
-  }
-  std::string hint;
-  if (status == CHORUS_TIMEOUT) {
-    hint = " (timeout " + std::to_string(config_.timeout_seconds) +
-           " s: CommunicationOptions.timeout_seconds or CHORUS_TIMEOUT_SECONDS)";
-  } else if (status == CHORUS_PEER_LOST) {
-    std::string lost;
-    if (config_.lost_peers) {
-      try {
-        lost = config_.lost_peers();
-      } catch (const std::exception& e) {
-        Log().debug("communicator: could not learn which worker was lost: {}", e.what());
-      }
+  if (Aborted()) {
+    // The abort's reason first (the cause), then what the plugin said, unless it only echoes
+    // the abort.
+    std::string message = where + " failed: " + abort_reason_;
+    if (status != CHORUS_ABORTED && !detail.empty()) {
+      message += "; " + backend.name + " said: " + detail;
     }
-    hint = lost.empty()
-               ? " (a worker's process ended; the job cannot continue without it)"
-               : " (lost " + lost + ": its process ended; the job cannot continue without it)";
+    throw Error(abort_status_.load(), message);
   }
-  const std::string message = what + " over " + backend.name + " on " + TaskName(config_.rank) +
-                              " failed with " + StatusName(status) + ": " + detail + hint;
+  const std::string hint =
+      status == CHORUS_PEER_LOST
+          ? " (another worker's process ended, or it left the operation after a failure of its "
+            "own; the job cannot continue without it)"
+          : "";
+  const std::string message = where + " failed with " + StatusName(status) + ": " + detail + hint;
   // A lost peer ends the job: every other wait of this communicator (its other collectives, other
   // threads) must end too.
   if (status == CHORUS_PEER_LOST) Abort(CHORUS_PEER_LOST, message);
@@ -350,7 +375,7 @@ void Communicator::CheckSignature(int op, size_t count, chorus_dtype dtype, chor
                                   int root, const Backend& routed) {
   const Backend& own = backends_[0];
   if (aborted_.load()) {
-    Fail(own, abort_status_.load(), internal::SignatureOpName(op), "the communicator was aborted");
+    Fail(own, abort_status_.load(), internal::SignatureOpName(op), "");
   }
   const Signature mine{static_cast<int64_t>(sequence_++),
                        op,

@@ -2,11 +2,10 @@
 #include <chorus/base/error.h>
 #include <chorus/cluster_resolver/host_identity.h>
 #include <chorus/distribute/multi_worker_mirrored_strategy.h>
+#include <chorus/rendezvous/job_health.h>
 #include <chorus/rendezvous/rendezvous.h>
 
-#include <algorithm>
 #include <chrono>
-#include <map>
 
 #include "base/launcher_watch.h"
 #include "base/logging.h"
@@ -16,9 +15,6 @@ namespace chorus {
 namespace {
 
 using std::chrono::milliseconds;
-
-constexpr const char* kLostKey = "chorus/lost";   // written by the TCP store server
-constexpr const char* kByeKey = "mwms/finished";  // workers that left cleanly
 
 std::vector<Device> OrDefaultDevices(std::vector<Device> devices) {
   return devices.empty() ? Registry::Global().DefaultDevices() : devices;
@@ -71,7 +67,8 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
   const milliseconds timeout = TimeoutOf(communication_options());
   const auto [host, port] = SplitAddress(resolver_->leader_address());
   // Destroyed, the leader's server serves on until the other workers have come (each says hello
-  // with its task name) and left, or `timeout` passed.
+  // with its task name) and left, or `timeout` passed: so no worker loses the store while it
+  // reads its last keys or learns who broke the job.
   if (is_leader_) {
     try {
       server_ = TcpStoreServer::Start(host, port, timeout, workers - 1);
@@ -84,6 +81,14 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
   }
   store_ = ConnectTcpStore(host, port, timeout);
   AnnounceTcpStoreClient(*store_, resolver_->task_name());
+  // Who breaks the job, if one does: a worker that dies or stops answering, the leader included.
+  JobHealthOptions health;
+  health.host = host;
+  health.port = port;
+  health.leader_name = resolver_->TaskNameOf(0);
+  health.task_name = resolver_->task_name();
+  health.timeout = timeout;
+  health_ = std::make_shared<JobHealth>(health);
 
   // Every worker must have as many replicas, or the global replica ids and MEAN go wrong.
   const auto local = static_cast<int64_t>(devices().size());
@@ -123,91 +128,24 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
   config.address = SplitAddress(resolver_->AddressOf(id)).host;
   config.host_id = machine;
   for (int w = 0; w < workers; ++w) config.task_names.push_back(resolver_->TaskNameOf(w));
-  // The store's server records a worker whose connection closed without a goodbye; a backend
-  // usually notices the loss a moment earlier, through a neighbour: wait briefly for the name.
-  config.lost_peers = [this]() -> std::string {
-    if (!health_store_) return "";
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (health_store_->Check(kLostKey)) {
-        return ToString(health_store_->Get(kLostKey, milliseconds(1000)));
-      }
-      std::this_thread::sleep_for(milliseconds(50));
-    }
-    return "";
-  };
+  config.health = health_;
   Log().info(
       "MultiWorkerMirroredStrategy: {} of {} workers ({}), {} local replicas, collective {} "
       "({})",
       resolver_->task_name(), workers, shape.Describe(), local, collective_.name,
       collective_.source);
   AttachCommunicator(Communicator::Create(Registry::Global(), plan, config));
-  StartHealthMonitor(host, port);
-}
-
-void MultiWorkerMirroredStrategy::StartHealthMonitor(const std::string& host, uint16_t port) {
-  health_store_ = ConnectTcpStore(host, port, TimeoutOf(communication_options()));
-  AnnounceTcpStoreClient(*health_store_, resolver_->task_name());
-  monitor_ = std::thread([this] { WatchPeers(); });
-}
-
-// Polls the store for workers whose connection closed without a goodbye, and for the store
-// itself going away (the leader died). Either aborts the communicator, so that a pending
-// collective fails with PEER_LOST naming the task instead of waiting out its time-out.
-void MultiWorkerMirroredStrategy::WatchPeers() {
-  const std::string leader = resolver_->TaskNameOf(0) + " at " + resolver_->leader_address();
-  while (!stopping_.load()) {
-    try {
-      if (health_store_->Check(kLostKey)) {
-        const std::string lost = ToString(health_store_->Get(kLostKey, milliseconds(1000)));
-        communicator()->Abort(CHORUS_PEER_LOST,
-                              "lost " + lost +
-                                  ": its connection to the rendezvous store closed (the process "
-                                  "exited or was killed); the job cannot continue without it");
-        return;
-      }
-    } catch (const Error& e) {
-      if (stopping_.load()) return;
-      communicator()->Abort(CHORUS_PEER_LOST, "lost the leader (" + leader +
-                                                  "): the rendezvous store it serves is gone (" +
-                                                  e.what() + ")");
-      return;
-    } catch (const std::exception& e) {
-      Log().error("MultiWorkerMirroredStrategy health check: {}", e.what());
-      return;
-    }
-    for (int i = 0; i < 4 && !stopping_.load(); ++i) std::this_thread::sleep_for(milliseconds(50));
-  }
 }
 
 MultiWorkerMirroredStrategy::~MultiWorkerMirroredStrategy() {
-  // The monitor goes first: it calls into the communicator, which StopPendingWork aborts.
-  stopping_.store(true);
-  if (monitor_.joinable()) monitor_.join();
   StopPendingWork(name());
-  if (!store_) return;
-  try {
-    // The leader's store must outlive every worker's last use of it: the others say they are
-    // done, and the leader waits for them (bounded) before its server goes. After a loss too:
-    // a survivor asks the store which worker was lost, to name it in its error.
-    const int others = resolver_->num_workers() - 1;
-    if (!is_leader_) {
-      store_->Add(kByeKey, 1);
-    } else {
-      const auto lost = [&]() -> int64_t {
-        if (!health_store_ || !health_store_->Check(kLostKey)) return 0;
-        const std::string list = ToString(health_store_->Get(kLostKey, milliseconds(1000)));
-        return 1 + std::count(list.begin(), list.end(), ',');
-      };
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (store_->Add(kByeKey, 0) + lost() < others &&
-             std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(milliseconds(20));
-      }
-    }
-  } catch (const std::exception& e) {
-    Log().debug("MultiWorkerMirroredStrategy shutdown: {}", e.what());
-  }
+  if (!health_) return;
+  // The communicator holds the health too: stop its thread now, before the leader's server goes
+  // (which then need not wait for a worker that stopped answering).
+  health_->Stop(server_.get());
+  // Then the members go: the store (its goodbye), and last the leader's server, which serves on
+  // until the other workers have left, bounded by the time-out, so that each of them can still
+  // learn who broke the job.
 }
 
 VariableKind MultiWorkerMirroredStrategy::PlacementFor(

@@ -14,6 +14,7 @@
 #include "rendezvous/job_secret.h"
 #include "rendezvous/kv_store_internal.h"
 #include "rendezvous/own_clients.h"
+#include "rendezvous/tcp_store_health.h"
 #include "rendezvous/tcp_store_protocol.h"
 
 namespace chorus {
@@ -98,6 +99,18 @@ class TcpStoreClient : public KvStore {
          "Hello", {name});
   }
 
+  tcp_store::HealthReport Health(milliseconds answer_within) {
+    try {
+      return tcp_store::DecodeHealthReport(
+          Call({Op::kHealth, {}, {}, 0}, DeadlineAfter(answer_within), "Health", {}).payload);
+    } catch (const Error& e) {
+      // Call words every failed exchange as PEER_LOST; a health check must tell a server that
+      // went away from one that stopped answering.
+      if (e.status() == CHORUS_PEER_LOST && timed_out_) throw Error(CHORUS_TIMEOUT, e.what());
+      throw;
+    }
+  }
+
  private:
   static int64_t Clamp(milliseconds timeout) { return std::max<int64_t>(timeout.count(), 0); }
 
@@ -141,6 +154,7 @@ class TcpStoreClient : public KvStore {
     }
     if (result != IoResult::kOk) {
       Break(Failure(result, err));
+      timed_out_ = result == IoResult::kTimedOut;
       throw Error(CHORUS_PEER_LOST, broken_ + during);
     }
     if (response.status != CHORUS_OK && response.status != CHORUS_TIMEOUT) {
@@ -175,8 +189,9 @@ class TcpStoreClient : public KvStore {
   const std::string address_;
   const std::string endpoint_;  // this end of the connection, for a server in this process
   std::mutex mutex_;
-  UniqueFd fd_;         // invalid once broken
-  std::string broken_;  // why the connection was closed
+  UniqueFd fd_;             // invalid once broken
+  std::string broken_;      // why the connection was closed
+  bool timed_out_ = false;  // it was closed because the server did not answer in time
 };
 
 // Reads one frame's body of at most `max_body` bytes. Throws with `what` in the message.
@@ -318,6 +333,10 @@ TcpStoreClient& ClientOf(KvStore& store, const char* what) {
 }
 
 }  // namespace
+
+tcp_store::HealthReport tcp_store::ReadHealth(KvStore& store, milliseconds answer_within) {
+  return ClientOf(store, "ReadHealth").Health(answer_within);
+}
 
 void LeaveTcpStore(KvStore& store) { ClientOf(store, "LeaveTcpStore").Leave(); }
 

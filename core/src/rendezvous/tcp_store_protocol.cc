@@ -15,6 +15,9 @@ namespace {
 class Writer {
  public:
   Writer() { out_.resize(kFrameHeaderBytes); }
+  // The body only, for a payload nested in a response (Body() instead of Finish()).
+  struct Unframed {};
+  explicit Writer(Unframed) {}
   void U8(uint8_t v) { out_.push_back(v); }
   void U64(uint64_t v) {
     for (int shift = 56; shift >= 0; shift -= 8) out_.push_back(static_cast<uint8_t>(v >> shift));
@@ -37,6 +40,7 @@ class Writer {
     }
     return std::move(out_);
   }
+  Bytes Body() { return std::move(out_); }
 
  private:
   Bytes out_;
@@ -107,7 +111,8 @@ Request DecodeRequest(const uint8_t* body, size_t size) {
   Reader r(body, size);
   Request request;
   const uint8_t op = r.U8();
-  if (op < static_cast<uint8_t>(Op::kSet) || op > static_cast<uint8_t>(Op::kAuth)) {
+  if ((op < static_cast<uint8_t>(Op::kSet) || op > static_cast<uint8_t>(Op::kAuth)) &&
+      op != static_cast<uint8_t>(Op::kHealth)) {
     Malformed("unknown operation " + std::to_string(op));
   }
   request.op = static_cast<Op>(op);
@@ -163,6 +168,37 @@ std::optional<Greeting> DecodeGreeting(const uint8_t* body, size_t size) {
   greeting.challenge.assign(
       payload.begin() + static_cast<std::ptrdiff_t>(kGreetingMagic.size() + 1), payload.end());
   return greeting;
+}
+
+Bytes EncodeHealthReport(const HealthReport& report) {
+  Writer w{Writer::Unframed{}};
+  w.U32(static_cast<uint32_t>(report.members.size()));
+  for (const MemberSilence& member : report.members) {
+    w.Blob(member.name.data(), member.name.size());
+    w.U64(static_cast<uint64_t>(member.silent_ms));
+  }
+  w.U32(static_cast<uint32_t>(report.lost.size()));
+  for (const std::string& name : report.lost) w.Blob(name.data(), name.size());
+  return w.Body();
+}
+
+HealthReport DecodeHealthReport(const Bytes& payload) {
+  Reader r(payload.data(), payload.size());
+  HealthReport report;
+  // Each entry takes at least 4 bytes, so a count beyond the payload is corrupt.
+  const uint32_t members = r.U32();
+  if (members > payload.size() / 4) Malformed("a member count of " + std::to_string(members));
+  for (uint32_t i = 0; i < members; ++i) {
+    MemberSilence member;
+    member.name = r.String();
+    member.silent_ms = static_cast<int64_t>(r.U64());
+    report.members.push_back(std::move(member));
+  }
+  const uint32_t lost = r.U32();
+  if (lost > payload.size() / 4) Malformed("a lost count of " + std::to_string(lost));
+  for (uint32_t i = 0; i < lost; ++i) report.lost.push_back(r.String());
+  r.ExpectEnd();
+  return report;
 }
 
 Bytes EncodeInt64(int64_t value) {

@@ -39,6 +39,9 @@ enum class Op : uint8_t {
   // keys[0]: the client's challenge, value: its proof; the answer's payload is the server's
   // proof. Only as the first request, when the greeting asks for it.
   kAuth = 9,
+  // This connection is its client's heartbeat (every request on it counts as one); answers a
+  // HealthReport (EncodeHealthReport). See job_health.h.
+  kHealth = 32,
 };
 
 inline constexpr std::string_view kGreetingMagic = "chorus-rendezvous/1";
@@ -80,6 +83,18 @@ struct Response {
   Bytes payload;
 };
 
+// What kHealth answers: every client with a heartbeat connection open now and how long the server
+// has not heard from it, measured by the server's own steady clock when it answers, and the names
+// recorded as lost (LostKey), in the order they were lost.
+struct MemberSilence {
+  std::string name;
+  int64_t silent_ms = 0;  // the least of its heartbeat connections'
+};
+struct HealthReport {
+  std::vector<MemberSilence> members;
+  std::vector<std::string> lost;
+};
+
 // Whole frames, header included.
 Bytes EncodeRequest(const Request& request);
 Bytes EncodeResponse(const Response& response);
@@ -90,6 +105,10 @@ Response DecodeResponse(const uint8_t* body, size_t size);
 
 // The body length in a frame header. Throws Error(CHORUS_INTERNAL) above kMaxFrameBodyBytes.
 uint32_t DecodeFrameLength(const uint8_t header[kFrameHeaderBytes]);
+
+// kHealth's payload (no frame header). Decode throws Error(CHORUS_INTERNAL) when malformed.
+Bytes EncodeHealthReport(const HealthReport& report);
+HealthReport DecodeHealthReport(const Bytes& payload);
 
 // ADD's payload.
 Bytes EncodeInt64(int64_t value);

@@ -21,6 +21,7 @@
 #include <cerrno>
 #include <deque>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
@@ -69,7 +70,9 @@ struct Connection {
   Clock::time_point admit_by = Clock::time_point::max();
   std::string name;  // from HELLO; empty when it never said hello
   bool said_bye = false;
-  bool closing = false;  // to be closed at the end of this loop turn
+  bool heartbeat = false;             // it asked for kHealth: it reports its client's liveness
+  Clock::time_point last_heard = {};  // when bytes last arrived on it
+  bool closing = false;               // to be closed at the end of this loop turn
   std::optional<Waiter> waiter;
 };
 
@@ -90,10 +93,7 @@ class Server : public TcpStoreServer {
 
   ~Server() override {
     stop_.store(true);
-    const char byte = 1;
-    // The pipe holds 64 KiB, so this cannot block; EAGAIN means a wake-up is already pending.
-    while (::write(wake_write_.get(), &byte, 1) < 0 && errno == EINTR) {
-    }
+    Wake();
     thread_.join();
     // Run() closed every connection and the listener on its way out, once the clients of other
     // processes had left or the linger had passed.
@@ -101,7 +101,22 @@ class Server : public TcpStoreServer {
 
   uint16_t port() const override { return port_; }
 
+  void StopWaitingFor(const std::string& name) override {
+    {
+      std::lock_guard<std::mutex> lock(released_mutex_);
+      released_.insert(name);
+    }
+    Wake();
+  }
+
  private:
+  void Wake() {
+    const char byte = 1;
+    // The pipe holds 64 KiB, so this cannot block; EAGAIN means a wake-up is already pending.
+    while (::write(wake_write_.get(), &byte, 1) < 0 && errno == EINTR) {
+    }
+  }
+
   void Run() noexcept {
     try {
       Loop();
@@ -176,16 +191,24 @@ class Server : public TcpStoreServer {
   }
 
   // The connections of other processes: the members the server waits for when destroyed. A
-  // connection of this process (the destroying member's own store) never holds it.
+  // connection of this process (the destroying member's own store) never holds it, nor one of a
+  // member the server was told to stop waiting for.
   std::vector<const Connection*> OtherClients() const {
+    const std::set<std::string> released = Released();
     std::vector<const Connection*> others;
     for (const auto& [id, connection] : connections_) {
       // One that never proved the job's secret is no member, so it cannot hold the store open.
-      if (connection.admitted && !tcp_store::IsOwnClient(connection.peer)) {
+      if (connection.admitted && !tcp_store::IsOwnClient(connection.peer) &&
+          released.count(connection.name) == 0) {
         others.push_back(&connection);
       }
     }
     return others;
+  }
+
+  std::set<std::string> Released() const {
+    std::lock_guard<std::mutex> lock(released_mutex_);
+    return released_;
   }
 
   static std::string Names(const std::vector<const Connection*>& connections) {
@@ -198,8 +221,10 @@ class Server : public TcpStoreServer {
 
   // Every member of another process came (as many names as other_members_) and went.
   bool AllMembersLeft() const {
+    std::set<std::string> came = Released();
+    came.insert(members_seen_.begin(), members_seen_.end());
     return OtherClients().empty() &&
-           members_seen_.size() >= static_cast<size_t>(std::max(other_members_, 0));
+           came.size() >= static_cast<size_t>(std::max(other_members_, 0));
   }
 
   Clock::time_point StartLinger() const {
@@ -249,6 +274,7 @@ class Server : public TcpStoreServer {
       Connection& connection = connections_[next_id_++];
       connection.fd = std::move(accepted);
       connection.peer = PeerEndpoint(fd);
+      connection.last_heard = Clock::now();
       tcp_store::Greeting greeting;
       if (secret_.present()) {
         greeting.secret_required = true;
@@ -340,6 +366,7 @@ class Server : public TcpStoreServer {
       if (n > 0) {
         connection.input.insert(connection.input.end(), buffer, buffer + n);
         buffered_input_bytes_ += static_cast<size_t>(n);
+        connection.last_heard = Clock::now();
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
@@ -472,7 +499,30 @@ class Server : public TcpStoreServer {
       case Op::kBye:
         connection.said_bye = true;
         return;
+      case Op::kHealth:
+        connection.heartbeat = true;
+        Reply(connection, {CHORUS_OK, tcp_store::EncodeHealthReport(Health())});
+        return;
     }
+  }
+
+  // Each named client with an open heartbeat connection and how long it has been silent, and the
+  // clients lost so far.
+  tcp_store::HealthReport Health() const {
+    const Clock::time_point now = Clock::now();
+    std::map<std::string, int64_t> silent_ms;
+    for (const auto& [id, connection] : connections_) {
+      if (!connection.heartbeat || connection.closing || connection.name.empty()) continue;
+      const int64_t ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - connection.last_heard)
+              .count();
+      auto [it, added] = silent_ms.emplace(connection.name, ms);
+      if (!added) it->second = std::min(it->second, ms);
+    }
+    tcp_store::HealthReport report;
+    for (const auto& [name, ms] : silent_ms) report.members.push_back({name, ms});
+    report.lost = lost_;
+    return report;
   }
 
   static const std::string& Key(const Request& request, size_t i) {
@@ -602,6 +652,7 @@ class Server : public TcpStoreServer {
           "recording it as lost under '{}'",
           name, where_, tcp_store::LostKey(name));
       values_[tcp_store::LostKey(name)] = ToBytes("1");
+      lost_.push_back(name);
       Bytes& list = values_[tcp_store::kLostListKey];
       if (!list.empty()) list.push_back(',');
       list.insert(list.end(), name.begin(), name.end());
@@ -618,6 +669,8 @@ class Server : public TcpStoreServer {
   const std::chrono::milliseconds linger_;
   const int other_members_;
   std::atomic<bool> stop_{false};
+  mutable std::mutex released_mutex_;
+  std::set<std::string> released_;  // members not to wait for (StopWaitingFor)
 
   // Touched only by the serving thread.
   std::map<std::string, Bytes> values_;
@@ -627,6 +680,7 @@ class Server : public TcpStoreServer {
   size_t buffered_input_bytes_ = 0;                     // sum of the connections' input
   uint64_t refusals_ = 0;
   Clock::time_point accept_paused_until_ = Clock::time_point::min();
+  std::vector<std::string> lost_;  // as recorded under kLostListKey, in order
   uint64_t next_id_ = 0;
   std::vector<uint64_t> waiting_ids_;  // connections with a waiter
   std::deque<uint64_t> runnable_;      // connections whose waiter was answered

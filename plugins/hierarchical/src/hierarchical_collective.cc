@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace chorus::hierarchical {
@@ -81,6 +82,19 @@ struct Hierarchical {
   std::mutex mutex;                         // one operation at a time; guards scratch
   std::vector<unsigned char> scratch, scratch2;
 
+  // How the ranks of one level's communicator map to the job's: its messages count its own.
+  std::string RankMap(bool across) const {
+    const Layout& l = layout;
+    const int n = across ? l.hosts : l.local_size;
+    std::string mine, job;
+    for (int i = 0; i < n; ++i) {
+      const int r = across ? l.rank_at[static_cast<size_t>(i * l.local_size + l.local_rank)]
+                           : l.rank_at[static_cast<size_t>(l.host * l.local_size + i)];
+      mine += (i == 0 ? "" : ", ") + std::to_string(i);
+      job += (i == 0 ? "" : ", ") + std::to_string(r);
+    }
+    return " (where ranks " + mine + " are the job's ranks " + job + ")";
+  }
   std::string Describe(const char* op) const {
     return std::string("hierarchical ") + name + " " + op + " (rank " +
            std::to_string(layout.rank) + " of " + std::to_string(layout.size) + ", host " +
@@ -97,13 +111,15 @@ Hierarchical& Require(chorus_communicator* comm, const char* what) {
   return *reinterpret_cast<Hierarchical*>(comm);
 }
 
-// Runs one step of an operation; a failure names the step and keeps the inner status.
+// Runs one step of an operation; a failure names the step and keeps the inner status. Every step
+// ends "within the host" or "across hosts": the level whose ranks the inner message counts.
 template <typename Body>
 void Step(const Hierarchical& h, const char* op, const char* step, Body&& body) {
   try {
     body();
   } catch (const sdk::Error& e) {
-    Fail(e.status(), h.Describe(op), ", ", step, ": ", e.what());
+    const bool across = std::string_view(step).ends_with("across hosts");
+    Fail(e.status(), h.Describe(op), ", ", step, h.RankMap(across), ": ", e.what());
   }
 }
 

@@ -37,6 +37,21 @@ std::string ThisMachine() {
   return std::string(host) + "/" + boot;
 }
 
+// Why the rank whose process is `pid` may not have answered, for a time-out's message: a process
+// that is stopped (SIGSTOP, a debugger) is alive but cannot answer; its state is in
+// /proc/<pid>/stat, after the parenthesised command name. Otherwise the usual suspect.
+std::string WhyNoAnswer(int32_t pid) {
+  std::string stat;
+  if (pid > 0) std::getline(std::ifstream("/proc/" + std::to_string(pid) + "/stat"), stat);
+  const auto close = stat.rfind(')');
+  if (close != std::string::npos && close + 2 < stat.size() &&
+      (stat[close + 2] == 'T' || stat[close + 2] == 't')) {
+    return "; its process (pid " + std::to_string(pid) +
+           ") is stopped (SIGSTOP or a debugger): alive but unable to answer";
+  }
+  return " (is every rank issuing the same operations?)";
+}
+
 class Store {
  public:
   Store(const chorus_kv_store& store, int64_t timeout_ms)
@@ -306,10 +321,11 @@ void ShmCommunicator::WaitForRank(uint32_t rank, uint64_t phase) {
       const bool gone = pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH;
       if (control.phase.load(std::memory_order_acquire) >= phase) return;
       if (failed >= 0 && static_cast<uint32_t>(failed) != rank_) {
-        FailOperation(CHORUS_PEER_LOST,
-                      what + ": rank " + std::to_string(failed) +
-                          " left the operation (it failed with status " +
-                          std::to_string(segment_->header().failed_status.load()) + ")");
+        // Its process lives on: it gave up (a time-out of its own, say), it did not die.
+        FailOperation(CHORUS_PEER_LOST, what + ": rank " + std::to_string(failed) +
+                                            " gave up on the operation: it failed with " +
+                                            chorus::StatusName(static_cast<chorus_status>(
+                                                segment_->header().failed_status.load())));
       }
       if (pid == -1) {
         FailOperation(CHORUS_PEER_LOST, what + ": rank " + std::to_string(rank) +
@@ -323,7 +339,7 @@ void ShmCommunicator::WaitForRank(uint32_t rank, uint64_t phase) {
       if (now > deadline_) {
         FailOperation(CHORUS_TIMEOUT, what + ": timed out after " + std::to_string(timeout_ms_) +
                                           " ms waiting for rank " + std::to_string(rank) +
-                                          " (is every rank issuing the same operations?)");
+                                          WhyNoAnswer(pid));
       }
     }
     if (now - started < kSpinFor + kYieldFor) {

@@ -12,6 +12,7 @@
 #include <chorus/collective/algorithm_rules.h>
 #include <chorus/collective/communication_options.h>
 #include <chorus/collective/selection.h>
+#include <chorus/rendezvous/job_health.h>
 #include <chorus/rendezvous/kv_store.h>
 #include <chorus/runtime/device.h>
 #include <chorus/runtime/plugin_library.h>
@@ -51,10 +52,12 @@ struct CommunicatorConfig {
   // Exchange each operation's signature (op, count, dtype, reduce op, root, sequence number)
   // before running it. CHORUS_CHECK_COLLECTIVES=0 turns it off (benchmarks).
   bool check_signatures = true;
-  // When an operation fails with PEER_LOST, asked (on the failing thread) which task was lost;
-  // returns e.g. "worker 1", or "" when it cannot tell. A plugin sees only its neighbours, so
-  // without this a survivor may name the neighbour that passed the failure on.
-  std::function<std::string()> lost_peers;
+  // The job's health (job_health.h), or nullptr. A plugin sees only its neighbours, so without it
+  // a survivor may name the neighbour that passed the failure on. With it, the communicator is
+  // aborted with the real cause as soon as the health thread knows it (a worker died or stopped
+  // answering), and an operation that fails with PEER_LOST, TIMEOUT or ABORTED asks it (up to
+  // 2 s) who caused it: the error then leads with that worker and keeps the plugin's words after.
+  std::shared_ptr<JobHealth> health;
   // Skips the check that every rank created the same collectives (for communicators a plugin
   // composes, whose parent checked).
   bool check_plan = true;
@@ -105,7 +108,7 @@ class Communicator {
   // Makes the pending and every later operation fail with `status` (PEER_LOST, ABORTED,
   // TIMEOUT) carrying `reason`: it raises the abort flag the plugins' waits on the operations'
   // threads see (the host's abort_requested) and calls every collective's abort(). The first call
-  // wins. Safe from any thread (the health monitor calls it). A time-out calls it too.
+  // wins. Safe from any thread (the job's health thread calls it). A time-out calls it too.
   void Abort(chorus_status status, const std::string& reason);
   // Operations running now (threads inside AllReduce, Broadcast, ...).
   int in_flight() const { return in_flight_.load(); }
@@ -139,6 +142,10 @@ class Communicator {
               const char* what);
   [[noreturn]] void Fail(const Backend& backend, chorus_status status, const std::string& what,
                          const std::string& detail);
+  // Abort's body; true when this call won.
+  bool RaiseAbort(chorus_status status, const std::string& reason);
+  // Whether an abort was raised, waiting out one that is being raised on another thread.
+  bool Aborted() const;
 
   CommunicatorConfig config_;
   CollectivePlan plan_;
@@ -150,6 +157,7 @@ class Communicator {
   std::string abort_reason_;  // written once before aborted_ is set
   std::unique_ptr<internal::AbortFlag> abort_flag_;
   std::atomic<int> in_flight_{0};
+  JobHealth::Subscription health_subscription_ = 0;
 };
 
 }  // namespace chorus

@@ -10,14 +10,13 @@
 #include <chorus/collective/communicator.h>
 #include <chorus/distribute/strategy.h>
 
-#include <atomic>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace chorus {
 
+class JobHealth;
 class KvStore;
 class TcpStoreServer;
 
@@ -51,17 +50,12 @@ class MultiWorkerMirroredStrategy : public Strategy {
   const CollectiveSelection& collective() const { return collective_; }
 
  private:
-  void StartHealthMonitor(const std::string& host, uint16_t port);
-  void WatchPeers();
-
   std::shared_ptr<ClusterResolver> resolver_;
   bool is_leader_ = true;
   CollectiveSelection collective_;
-  std::unique_ptr<TcpStoreServer> server_;  // the leader's
+  std::unique_ptr<TcpStoreServer> server_;  // the leader's; outlives the two below
   std::shared_ptr<KvStore> store_;          // the rendezvous, for the communicator
-  std::shared_ptr<KvStore> health_store_;   // its own connection, announced by task name
-  std::thread monitor_;
-  std::atomic<bool> stopping_{false};
+  std::shared_ptr<JobHealth> health_;       // names the worker that breaks the job
 };
 
 }  // namespace chorus

@@ -30,6 +30,11 @@ class TcpStoreServer {
                                                int other_members = 0);
   virtual ~TcpStoreServer() = default;
   virtual uint16_t port() const = 0;
+  // Stops waiting for the member that said hello as `name` when destroyed: its connections no
+  // longer hold the server, and it counts as come. For a member known to be stopped or hung
+  // (JobHealth tells the leader's server), whose open connections would otherwise keep the
+  // leader for the whole linger. Safe from any thread.
+  virtual void StopWaitingFor(const std::string& name) = 0;
 };
 
 // Connects to a TcpStoreServer, retrying until `timeout` (the leader may start later). Throws

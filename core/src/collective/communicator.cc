@@ -3,6 +3,7 @@
 #include <chorus/base/error.h>
 #include <chorus/collective/communicator.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -79,7 +80,11 @@ internal::PlanChoices ChoicesOf(const Registry& registry, const CollectivePlan& 
       if (choices.error.empty()) choices.error = e.what();
     }
     for (const auto& [key, value] : OptionsFor(plan, i, config)) {
-      collective.options += (collective.options.empty() ? "" : ", ") + key + "=" + value;
+      const bool per_rank =
+          std::find(config.per_rank_options.begin(), config.per_rank_options.end(), key) !=
+          config.per_rank_options.end();
+      collective.options += (collective.options.empty() ? "" : ", ") + key + "=" +
+                            (per_rank ? std::string("(per rank)") : value);
     }
     choices.collectives.push_back(std::move(collective));
   }

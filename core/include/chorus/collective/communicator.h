@@ -40,8 +40,12 @@ struct CommunicatorConfig {
   std::string name = "default";
   double timeout_seconds = 300;
   // Handed to the create of the plan's fixed collective (or, without one, the primary), e.g.
-  // {"algorithm", "ring_chunked"}.
+  // {"algorithm", "ring_chunked"}. Every rank must pass the same options (Create checks), except
+  // the values of the keys in per_rank_options.
   Options options;
+  // Keys of `options` whose values differ between ranks by design, e.g. {"hostname"} when each
+  // rank passes its own address (better: `address` below). Their keys must still agree.
+  std::vector<std::string> per_rank_options;
   // Where the other ranks reach this one (a host from the cluster spec; "": 127.0.0.1), and
   // which machine it runs on ("": unknown); handed to every collective's create.
   std::string address;

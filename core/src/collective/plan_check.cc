@@ -38,7 +38,6 @@ class Reader {
       Corrupt();
     }
   }
-  bool done() const { return at_ == text_.size(); }
 
  private:
   [[noreturn]] void Corrupt() const {
@@ -148,7 +147,6 @@ PlanChoices PlanChoices::Parse(const std::string& text) {
     collective.options = in.Next();
     c.collectives.push_back(std::move(collective));
   }
-  if (!in.done()) in.Next();  // trailing text: not ours
   return c;
 }
 
@@ -171,8 +169,8 @@ std::string PlanMismatch(const PlanChoices& ref, const std::string& ref_task,
     return task + " sees a job of " + theirs.shape + but + "sees " + ref.shape +
            "; every worker must describe the job alike (CHORUS_HOST_ID)";
   }
-  const std::string& primary = theirs.collectives.empty() ? "" : theirs.collectives[0].name;
-  const std::string& ref_primary = ref.collectives.empty() ? "" : ref.collectives[0].name;
+  const std::string primary = theirs.collectives.empty() ? "" : theirs.collectives[0].name;
+  const std::string ref_primary = ref.collectives.empty() ? "" : ref.collectives[0].name;
   if (primary != ref_primary) {
     std::string message = task + " chose collective " + Quoted(primary) + " (" + theirs.source +
                           ")" + but + "chose " + Quoted(ref_primary) + " (" + ref.source + "); " +

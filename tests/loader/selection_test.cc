@@ -236,10 +236,11 @@ TEST_F(SelectionTest, WorkersThatWouldCreateDifferentCollectivesAreToldWhy) {
   }
   for (auto& t : ranks) t.join();
   for (const auto& error : errors) {
-    EXPECT_THAT(error, HasSubstr("the workers disagree on the collectives: worker 1 would create "
-                                 "core_ring (core 1.0.0) but worker 0 would create "
-                                 "fake_scored_fast (fake_scored 0.0.1), core_ring (core 1.0.0)"));
-    EXPECT_THAT(error, HasSubstr("CHORUS_PLUGIN_PATH, CHORUS_PLUGINS"));
+    EXPECT_THAT(error, HasSubstr("worker 1 chose collective 'core_ring' (AUTO) but worker 0 chose "
+                                 "'fake_scored_fast' (AUTO); give every worker the same plugins "
+                                 "(CHORUS_PLUGIN_PATH, CHORUS_PLUGINS)"));
+    EXPECT_THAT(error, HasSubstr("(worker 1 would create core_ring (core 1.0.0, ABI 1.1); worker 0 "
+                                 "fake_scored_fast (fake_scored 0.0.1, ABI 1.1), core_ring"));
   }
 }
 
@@ -272,8 +273,8 @@ TEST_F(SelectionTest, AWorkerThatCannotCreateThePlanTellsTheOthersAtOnce) {
   for (auto& t : ranks) t.join();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
   EXPECT_THAT(errors[1], HasSubstr("fake_scored_fast"));
-  EXPECT_THAT(errors[0], HasSubstr("the workers disagree on the collectives: worker 1 would "
-                                   "create nothing: "));
+  EXPECT_THAT(errors[0], HasSubstr("worker 1 cannot create what worker 0 creates "
+                                   "(fake_scored_fast, core_ring): "));
   EXPECT_THAT(errors[0], HasSubstr("fake_scored_fast"));
 }
 

@@ -4,6 +4,16 @@
 //                                                   report the mismatch
 //   collective_worker mwms <backend>                MultiWorkerMirroredStrategy, one all-reduce
 //                                                   of 1001 floats, checked
+//   collective_worker unchecked <backend> <op> [key=value...]
+//                                                   the signature check off and the options
+//                                                   given: worker 1 passes another count to op;
+//                                                   the backend must fail, not crash
+//   collective_worker choices <backend> <choice of worker 0> <choice of worker 1> ...
+//                                                   worker i applies its choice (NAME=value: a
+//                                                   variable; option:key=value: a collective
+//                                                   option; -: none), then creates the
+//                                                   communicator as MultiWorkerMirroredStrategy
+//                                                   plans it and runs a barrier
 //   collective_worker long <backend> <started-dir> <timeout-s>
 //                                                   MultiWorkerMirroredStrategy, then 1 MiB
 //                                                   all-reduces until one fails (the test kills
@@ -11,9 +21,11 @@
 //                                                   error
 // Exit codes: 0 as expected, 1 wrong values or unexpected success, 3 a chorus error (printed).
 #include <chorus/base/dtype.h>
+#include <chorus/base/environment.h>
 #include <chorus/base/error.h>
 #include <chorus/cluster_resolver/cluster_resolver.h>
 #include <chorus/collective/communicator.h>
+#include <chorus/collective/selection.h>
 #include <chorus/distribute/multi_worker_mirrored_strategy.h>
 #include <chorus/rendezvous/job_health.h>
 #include <chorus/rendezvous/rendezvous.h>
@@ -27,7 +39,9 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -153,19 +167,35 @@ void Sweep(Communicator& comm, Checker& check, const std::vector<size_t>& counts
   comm.Barrier();
 }
 
+// How a test worker's communicator is made; the defaults are the sweep's.
+struct ConnectSettings {
+  double timeout_seconds = 60;
+  bool check_signatures = true;
+  chorus::Options options;  // handed to the collective's create
+  // Empty: the communicator runs everything on the collective named by the command line.
+  // Otherwise the plan MultiWorkerMirroredStrategy would make (CHORUS_COMMUNICATION,
+  // CHORUS_ALGORITHM, ...).
+  bool plan_from_environment = false;
+};
+
 std::unique_ptr<Communicator> Connect(const std::string& backend,
-                                      std::unique_ptr<chorus::TcpStoreServer>* server) {
+                                      std::unique_ptr<chorus::TcpStoreServer>* server,
+                                      const ConnectSettings& settings = {}) {
   const chorus::TFConfigClusterResolver cluster;
   const auto leader = cluster.leader_address();
   const auto colon = leader.rfind(':');
   const std::string host = leader.substr(0, colon);
   const auto port = static_cast<uint16_t>(std::stoi(leader.substr(colon + 1)));
-  if (cluster.is_leader()) *server = chorus::TcpStoreServer::Start(host, port);
+  const auto timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(settings.timeout_seconds * 1000));
+  if (cluster.is_leader()) *server = chorus::TcpStoreServer::Start(host, port, timeout);
   chorus::CommunicatorConfig config;
   config.rank = cluster.id_in_cluster();
   config.size = cluster.num_workers();
-  config.store = chorus::ConnectTcpStore(host, port, std::chrono::seconds(60));
-  config.timeout_seconds = 60;
+  config.store = chorus::ConnectTcpStore(host, port, timeout);
+  config.timeout_seconds = settings.timeout_seconds;
+  config.check_signatures = settings.check_signatures;
+  config.options = settings.options;
   for (int w = 0; w < config.size; ++w) config.task_names.push_back(cluster.TaskNameOf(w));
   // As MultiWorkerMirroredStrategy does: a failure names the worker that caused it. The
   // communicator holds the health, and goes before the server (sweep and mismatch end with every
@@ -177,7 +207,39 @@ std::unique_ptr<Communicator> Connect(const std::string& backend,
   health.task_name = cluster.task_name();
   health.timeout = std::chrono::seconds(60);
   config.health = std::make_shared<chorus::JobHealth>(health);
-  return Communicator::Create(chorus::Registry::Global(), backend, config);
+  if (!settings.plan_from_environment) {
+    return Communicator::Create(chorus::Registry::Global(), backend, config);
+  }
+  chorus::JobShape shape;
+  shape.ranks = config.size;
+  shape.ranks_per_host = config.size;
+  const auto plan = chorus::PlanCollectives(chorus::Registry::Global(),
+                                            chorus::CommunicationImplementation::kAuto, shape);
+  return Communicator::Create(chorus::Registry::Global(), plan, config);
+}
+
+// "key=value" as an option.
+std::pair<std::string, std::string> OptionOf(const std::string& text) {
+  const auto equals = text.find('=');
+  if (equals == std::string::npos) throw std::invalid_argument("not key=value: " + text);
+  return {text.substr(0, equals), text.substr(equals + 1)};
+}
+
+// Runs `op` on `count` f32 elements on every rank, with the root 0 where it has one.
+void RunOperation(Communicator& comm, const std::string& op, size_t count) {
+  std::vector<float> data(count * static_cast<size_t>(comm.size()), 1.0f);
+  std::vector<float> out(data.size());
+  if (op == "all_reduce") {
+    comm.AllReduce(data.data(), data.data(), count, CHORUS_F32, CHORUS_REDUCE_SUM);
+  } else if (op == "broadcast") {
+    comm.Broadcast(data.data(), count, CHORUS_F32, 0);
+  } else if (op == "all_gather") {
+    comm.AllGather(data.data(), out.data(), count, CHORUS_F32);
+  } else if (op == "reduce_scatter") {
+    comm.ReduceScatter(data.data(), out.data(), count, CHORUS_F32, CHORUS_REDUCE_SUM);
+  } else {
+    throw std::invalid_argument("unknown operation " + op);
+  }
 }
 
 int Run(int argc, char** argv) {
@@ -222,6 +284,41 @@ int Run(int argc, char** argv) {
     std::cout << "mwms " << backend << " worker " << strategy.worker_id() << " of " << workers
               << ": " << (right ? "right" : "wrong") << "\n";
     return right ? 0 : 1;
+  }
+  if (mode == "unchecked" && argc >= 4) {
+    // Worker 1 passes another count with the signature check off (as chorus-bench runs): the
+    // backend itself must fail with an error, not crash.
+    ConnectSettings settings;
+    settings.timeout_seconds = chorus::DefaultTimeoutSeconds();
+    settings.check_signatures = false;
+    for (int i = 4; i < argc; ++i) settings.options.push_back(OptionOf(argv[i]));
+    std::unique_ptr<chorus::TcpStoreServer> server;
+    auto comm = Connect(backend, &server, settings);
+    RunOperation(*comm, argv[3], comm->rank() == 1 ? 999 : 1000);
+    std::cout << "rank " << comm->rank() << ": the mismatch went unnoticed\n";
+    return 1;
+  }
+  if (mode == "choices" && argc >= 3) {
+    // Worker i first applies argument 3 + i: "NAME=value" sets an environment variable,
+    // "option:key=value" a collective option, "-" nothing. Then it creates the communicator
+    // from the plan MultiWorkerMirroredStrategy would make and runs a barrier.
+    const chorus::TFConfigClusterResolver cluster;
+    const int index = 3 + cluster.id_in_cluster();
+    const std::string choice = index < argc ? argv[index] : "-";
+    ConnectSettings settings;
+    settings.timeout_seconds = chorus::DefaultTimeoutSeconds();
+    settings.plan_from_environment = true;
+    if (choice.rfind("option:", 0) == 0) {
+      settings.options.push_back(OptionOf(choice.substr(7)));
+    } else if (choice != "-") {
+      const auto [name, value] = OptionOf(choice);
+      setenv(name.c_str(), value.c_str(), 1);
+    }
+    std::unique_ptr<chorus::TcpStoreServer> server;
+    auto comm = Connect(backend, &server, settings);
+    comm->Barrier();
+    std::cout << "rank " << comm->rank() << ": created " << comm->backend() << "\n";
+    return 0;
   }
   if (mode == "long" && argc >= 5) {
     setenv("CHORUS_COMMUNICATION", backend.c_str(), 1);
@@ -284,5 +381,8 @@ int main(int argc, char** argv) {
     std::cout << "collective_worker: " << chorus::StatusName(e.status()) << ": " << e.what()
               << std::endl;
     return 3;
+  } catch (const std::exception& e) {
+    std::cout << "collective_worker: " << e.what() << std::endl;
+    return 2;
   }
 }

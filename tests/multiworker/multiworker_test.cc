@@ -2,7 +2,8 @@
 // backend built (core_ring, gloo, ring_grpc): every op over every dtype and sizes 0, 1, odd and
 // large with 2, 3 and 4 workers; a mismatch across workers is reported; a worker killed
 // (SIGKILL) or stopped (SIGSTOP) in the middle of a loop of all-reduces, the leader or another,
-// makes every other fail, naming it, within the time-out + 2 s.
+// makes every other fail, naming it, within the time-out + 2 s;
+// workers with other choices (CHORUS_COMMUNICATION, CHORUS_ALGORITHM, options) fail at once.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -17,6 +18,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <vector>
 
 #include "worker_processes.h"
 
@@ -102,6 +104,94 @@ TEST_P(Mismatch, DifferentCountsAreReportedByEveryWorker) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, Mismatch, ::testing::ValuesIn(Backends()),
                          [](const auto& info) { return NameOf(info.param); });
+
+// Workers whose choices differ fail at once, every one with the same message naming the
+// difference, instead of waiting out the time-out (5 s) inside their collectives' rendezvous.
+// `choices` are the collective_worker arguments after "choices <backend>", one per worker.
+void ExpectEveryWorkerFailsAtOnceWith(const std::string& backend,
+                                      const std::vector<std::string>& choices,
+                                      const std::string& message,
+                                      const std::vector<std::string>& env = {}) {
+  std::vector<std::string> args = {"choices", backend};
+  args.insert(args.end(), choices.begin(), choices.end());
+  std::vector<std::string> environment = {"CHORUS_TIMEOUT_SECONDS=5"};
+  environment.insert(environment.end(), env.begin(), env.end());
+  const auto start = std::chrono::steady_clock::now();
+  WorkerProcesses processes(static_cast<int>(choices.size()), kWorker, args, environment);
+  const auto results = processes.Wait(seconds(30));
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const auto& result : results) {
+    ASSERT_TRUE(result.exited) << Show(results);
+    EXPECT_EQ(result.exit_code, 3) << Show(results);
+    EXPECT_NE(result.output.find("INVALID_ARGUMENT: communicator 'default': " + message),
+              std::string::npos)
+        << Show(results);
+  }
+  EXPECT_LT(took, 5.0) << "the workers took " << took << " s (time-out 5 s)\n" << Show(results);
+}
+
+TEST(ChoicesMismatch, AnotherAlgorithmRule) {
+  ExpectEveryWorkerFailsAtOnceWith(
+      "core_ring", {"CHORUS_ALGORITHM=allreduce:0-1M=core_ring", "-"},
+      "worker 1 has no CHORUS_ALGORITHM but worker 0 has "
+      "CHORUS_ALGORITHM=allreduce:0-1M=core_ring; give every worker the same CHORUS_ALGORITHM");
+}
+
+TEST(ChoicesMismatch, AnotherCollectiveOption) {
+  ExpectEveryWorkerFailsAtOnceWith(
+      "core_ring", {"-", "option:segment_bytes=4096"},
+      "worker 1 hands collective 'core_ring' the options segment_bytes=4096 but worker 0 none; "
+      "give every worker the same collective options (CommunicatorConfig.options)");
+}
+
+#ifdef CHORUS_HAVE_GLOO
+TEST(ChoicesMismatch, AnotherCommunication) {
+  ExpectEveryWorkerFailsAtOnceWith(
+      "gloo", {"-", "CHORUS_COMMUNICATION=gloo"},
+      "worker 1 chose collective 'gloo' (CHORUS_COMMUNICATION=gloo) but worker 0 chose "
+      "'core_ring' (AUTO); give every worker the same CHORUS_COMMUNICATION");
+}
+
+TEST(ChoicesMismatch, AnotherGlooAlgorithm) {
+  ExpectEveryWorkerFailsAtOnceWith(
+      "gloo", {"option:algorithm=ring", "option:algorithm=bcube"},
+      "worker 1 hands collective 'gloo' the options algorithm=bcube but worker 0 hands it "
+      "algorithm=ring; give every worker the same collective options (CommunicatorConfig.options)",
+      {"CHORUS_COMMUNICATION=gloo"});
+}
+
+// With the signature check off (as chorus-bench runs), worker 1 passes another count: gloo fails
+// on both workers with an error naming both calls, instead of aborting the process (Gloo's device
+// thread throws on the rank that receives more than it posted).
+class UncheckedGlooMismatch
+    : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(UncheckedGlooMismatch, EveryWorkerExitsWithAnErrorNamingBothCalls) {
+  const auto& [op, algorithm] = GetParam();
+  WorkerProcesses processes(2, kWorker, {"unchecked", "gloo", op, "algorithm=" + algorithm},
+                            {"CHORUS_TIMEOUT_SECONDS=5"});
+  const auto results = processes.Wait(seconds(30));
+  for (const auto& result : results) {
+    ASSERT_TRUE(result.exited) << Show(results);
+    EXPECT_EQ(result.exit_code, 3) << Show(results);
+    EXPECT_NE(result.output.find("INVALID_ARGUMENT"), std::string::npos) << Show(results);
+    EXPECT_NE(
+        result.output.find("the ranks disagree on the call: rank 0 passes " + op + " of 1000 f32"),
+        std::string::npos)
+        << Show(results);
+    EXPECT_NE(result.output.find("but rank 1 passes " + op + " of 999 f32"), std::string::npos)
+        << Show(results);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Gloo, UncheckedGlooMismatch,
+    ::testing::Values(std::tuple{"all_reduce", "ring"}, std::tuple{"all_reduce", "ring_chunked"},
+                      std::tuple{"broadcast", "ring"}, std::tuple{"all_gather", "ring"},
+                      std::tuple{"reduce_scatter", "bcube"}),
+    [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
+#endif
 
 // A worker that dies (SIGKILL) or stops answering (SIGSTOP), the leader (worker 0, which serves
 // the rendezvous store) or another, in the middle of a loop of all-reduces under

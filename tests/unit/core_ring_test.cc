@@ -248,6 +248,47 @@ TEST(CoreRing, ListensAtTheAddressTheCoreHandsIt) {
   }
 }
 
+// Create compares the options every rank hands the collective: one that differs fails on every
+// rank naming it; one the caller marks per rank (a listen address) may differ.
+TEST(CoreRing, CreateComparesOptionsExceptThoseMarkedPerRank) {
+  const auto create = [](const Options& rank0, const Options& rank1,
+                         const std::vector<std::string>& per_rank) {
+    auto store = MakeInProcessStore();
+    std::vector<std::string> errors(2);
+    RunRanks(2, [&](int rank) {
+      CommunicatorConfig config;
+      config.rank = rank;
+      config.size = 2;
+      config.store = store;
+      config.timeout_seconds = 10;
+      config.task_names = {"worker 0", "worker 1"};
+      config.options = rank == 0 ? rank0 : rank1;
+      config.per_rank_options = per_rank;
+      try {
+        auto comm = Communicator::Create(Registry(LoaderOptions{{}, std::string("none")}),
+                                         "core_ring", config);
+        float value = 1.0f;
+        comm->AllReduce(&value, &value, 1, CHORUS_F32, CHORUS_REDUCE_SUM);
+        EXPECT_EQ(value, 2.0f);
+      } catch (const Error& e) {
+        errors[static_cast<size_t>(rank)] = e.what();
+      }
+    });
+    return errors;
+  };
+  for (const std::string& error :
+       create({{"segment_bytes", "64"}}, {{"segment_bytes", "128"}}, {})) {
+    EXPECT_EQ(error,
+              "communicator 'default': worker 1 hands collective 'core_ring' the options "
+              "segment_bytes=128 but worker 0 hands it segment_bytes=64; give every worker the "
+              "same collective options (CommunicatorConfig.options)");
+  }
+  for (const std::string& error :
+       create({{"host", "127.0.0.1"}}, {{"host", "127.0.0.2"}}, {"host"})) {
+    EXPECT_EQ(error, "");
+  }
+}
+
 TEST(CoreRing, SegmentBytesOption) {
   for (const char* segment_bytes : {"1", "12", "4100"}) {
     const conformance::ThreadJob job(3);

@@ -3,15 +3,18 @@
 #include <chorus/base/error.h>
 #include <chorus/collective/communicator.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <thread>
 
 #include "base/abort_scope.h"
 #include "base/host_kernels.h"
 #include "base/logging.h"
 #include "collective/current_registry.h"
+#include "collective/plan_check.h"
 #include "collective/signature_check.h"
 #include "runtime/raw_options.h"
 
@@ -35,6 +38,61 @@ std::string JoinNames(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
   return out;
+}
+
+// The options the create of collective `index` of `plan` gets: the config's go to the fixed
+// collective (without one, the primary); a "local+cross" one learns its parts.
+Options OptionsFor(const CollectivePlan& plan, size_t index, const CommunicatorConfig& config) {
+  const std::string& name = plan.collectives[index];
+  const bool gets_options = plan.fixed.empty() ? index == 0 : name == plan.fixed;
+  Options options = gets_options ? config.options : Options{};
+  const auto [local, cross] = SplitComposite(name);
+  if (!local.empty()) options.insert(options.begin(), {{"local", local}, {"cross", cross}});
+  return options;
+}
+
+Registry::CollectiveImplementation FindCollective(const Registry& registry,
+                                                  const std::string& name) {
+  return SplitComposite(name).first.empty() ? registry.FindCollective(name, "the communicator")
+                                            : ComposingCollective(registry, "'" + name + "'");
+}
+
+// What this rank is about to create, for comparing with the other ranks (collective/plan_check.h).
+// A collective this rank cannot find sets choices.error and *failure (the error to throw).
+internal::PlanChoices ChoicesOf(const Registry& registry, const CollectivePlan& plan,
+                                const CommunicatorConfig& config, std::exception_ptr* failure) {
+  internal::PlanChoices choices;
+  choices.size = config.size;
+  choices.shape = plan.shape.Describe();
+  choices.request = RequestName(plan.request);
+  choices.source = internal::ShortSource(plan.source);
+  choices.fixed = plan.fixed;
+  choices.algorithm = DescribeRules(plan.variable_rules);
+  choices.tuning = DescribeRules(plan.tuning_rules);
+  choices.tuning_from = plan.tuning_source;
+  for (size_t i = 0; i < plan.collectives.size(); ++i) {
+    internal::PlanChoices::Collective collective;
+    collective.name = plan.collectives[i];
+    try {
+      const auto entry = FindCollective(registry, collective.name);
+      const PluginLibrary& library = *entry.plugin;
+      collective.plugin = library.name() + " " + library.version() + ", ABI " +
+                          std::to_string(library.abi_major()) + "." +
+                          std::to_string(library.abi_minor());
+    } catch (const std::exception& e) {
+      if (!*failure) *failure = std::current_exception();
+      if (choices.error.empty()) choices.error = e.what();
+    }
+    for (const auto& [key, value] : OptionsFor(plan, i, config)) {
+      const bool per_rank =
+          std::find(config.per_rank_options.begin(), config.per_rank_options.end(), key) !=
+          config.per_rank_options.end();
+      collective.options += (collective.options.empty() ? "" : ", ") + key + "=" +
+                            (per_rank ? std::string("(per rank)") : value);
+    }
+    choices.collectives.push_back(std::move(collective));
+  }
+  return choices;
 }
 
 }  // namespace
@@ -94,9 +152,7 @@ std::unique_ptr<Communicator> Communicator::Create(const Registry& registry,
   self->backends_.reserve(plan.collectives.size());
   // Every rank creates the same collectives in the same order, so their rendezvous meet.
   for (size_t i = 0; i < plan.collectives.size(); ++i) {
-    const std::string& name = plan.collectives[i];
-    const bool gets_options = plan.fixed.empty() ? i == 0 : name == plan.fixed;
-    self->AddBackend(registry, name, gets_options ? config.options : Options{});
+    self->AddBackend(registry, plan.collectives[i], OptionsFor(plan, i, config));
   }
   if (config.health) {
     // A failure the job's health finds ends every operation at once, naming its cause.
@@ -117,96 +173,43 @@ std::unique_ptr<Communicator> Communicator::Create(const Registry& registry,
   return self;
 }
 
-// What decides where each operation runs: the collectives (with their plugins' versions, since
-// scores may change between versions), the request, the fixed name and the rules.
-std::string Communicator::DescribePlan(const Registry& registry) const {
-  std::vector<std::string> parts;
-  for (const auto& name : plan_.collectives) {
-    const auto [local, cross] = SplitComposite(name);
-    const auto entry = local.empty() ? registry.FindCollective(name, "the communicator")
-                                     : ComposingCollective(registry, "the communicator");
-    parts.push_back(name + " (" + entry.plugin->name() + " " + entry.plugin->version() + ")");
-  }
-  std::string text = JoinNames(parts);
-  if (plan_.request != CHORUS_REQUEST_AUTO) text += std::string("; ") + RequestName(plan_.request);
-  if (!plan_.variable_rules.empty()) {
-    text += "; CHORUS_ALGORITHM " + DescribeRules(plan_.variable_rules);
-  }
-  if (!plan_.tuning_rules.empty()) {
-    text += "; CHORUS_TUNING_FILE " + DescribeRules(plan_.tuning_rules);
-  }
-  return text;
-}
-
-// Every rank must create the same collectives, or their rendezvous never meet: a worker with
-// another plugin set (or other variables) would wait out the whole time-out. Each rank publishes
-// its list, compares it with rank 0's, and all meet before anyone creates anything, so that every
-// rank reports the difference.
-// A rank that cannot describe its plan (a collective it lacks) publishes that instead, arrives and
-// throws, so that the others fail at once too instead of waiting out the time-out.
+// Every rank must create the same collectives with the same options, or their rendezvous never
+// meet: a worker with another plugin set or other variables would wait out the whole time-out.
+// Each rank publishes what it is about to create and learns, before anyone creates anything,
+// whether every rank agrees (collective/plan_check.h). A rank that cannot say (a collective it
+// lacks) publishes its error, so that the others fail at once too, and throws it.
 void Communicator::CheckPlanAcrossRanks(const Registry& registry) {
-  const auto timeout = std::chrono::milliseconds(TimeoutMs(config_.timeout_seconds));
   KvStore& store = *config_.store;
   const std::string base = "comm/" + config_.name + "/plan/";
   const int64_t generation = store.Add(base + "creates/" + std::to_string(config_.rank), 1);
-  const std::string prefix = base + std::to_string(generation) + "/";
-  std::string mine;
+  internal::PlanExchange exchange;
+  exchange.store = &store;
+  exchange.prefix = base + std::to_string(generation) + "/";
+  exchange.rank = config_.rank;
+  exchange.size = config_.size;
+  exchange.timeout = std::chrono::milliseconds(TimeoutMs(config_.timeout_seconds));
+  exchange.timeout_seconds = config_.timeout_seconds;
+  exchange.task_name = [this](int rank) { return TaskName(rank); };
+  exchange.what = "communicator '" + config_.name + "'";
   std::exception_ptr failure;
-  try {
-    mine = DescribePlan(registry);
-  } catch (const std::exception& e) {
-    failure = std::current_exception();
-    mine = std::string("nothing: ") + e.what();
-  }
-  store.Set(prefix + std::to_string(config_.rank), ToBytes(mine));
-  if (failure) {
-    store.Set(prefix + "mismatch", ToBytes(TaskName(config_.rank) + " would create " + mine));
-  } else if (const std::string leaders = ToString(store.Get(prefix + "0", timeout));
-             leaders != mine) {
-    store.Set(prefix + "mismatch", ToBytes(TaskName(config_.rank) + " would create " + mine +
-                                           " but " + TaskName(0) + " would create " + leaders));
-  }
-  store.Add(prefix + "arrived", 1);
+  internal::AgreeOnPlan(exchange, ChoicesOf(registry, plan_, config_, &failure));
   if (failure) std::rethrow_exception(failure);
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto pause = std::chrono::milliseconds(1);
-  while (store.Add(prefix + "arrived", 0) < config_.size) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      throw Error(CHORUS_TIMEOUT, "communicator '" + config_.name + "': " + TaskName(config_.rank) +
-                                      " waited " + std::to_string(config_.timeout_seconds) +
-                                      " s for every worker to arrive (is each started, with the "
-                                      "same job?)");
-    }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::milliseconds(50));
-  }
-  if (store.Check(prefix + "mismatch")) {
-    throw Error(CHORUS_INVALID_ARGUMENT,
-                "communicator '" + config_.name + "': the workers disagree on the collectives: " +
-                    ToString(store.Get(prefix + "mismatch", timeout)) +
-                    ". Give every worker the same plugins (CHORUS_PLUGIN_PATH, CHORUS_PLUGINS) "
-                    "and the same CHORUS_COMMUNICATION, CHORUS_ALGORITHM and CHORUS_TUNING_FILE");
-  }
 }
 
 void Communicator::AddBackend(const Registry& registry, const std::string& name,
                               const Options& options) {
   Backend backend;
   backend.name = name;
-  const auto [local, cross] = SplitComposite(name);
-  const auto entry = local.empty() ? registry.FindCollective(name, "the communicator")
-                                   : ComposingCollective(registry, "'" + name + "'");
+  const auto entry = FindCollective(registry, name);
   backend.library = entry.plugin;
   backend.api = entry.api;
-  Options all = options;
-  if (!local.empty()) all.insert(all.begin(), {{"local", local}, {"cross", cross}});
   if (!backend.api->create || !backend.api->destroy || !backend.api->all_reduce) {
     throw Error(CHORUS_UNSUPPORTED,
                 "collective '" + backend.name + "' lacks create, destroy or all_reduce");
   }
   backend.store = std::make_unique<CKvStore>(
       WithPrefix(config_.store, "comm/" + config_.name + "/" + backend.name + "/"));
-  const auto raw = internal::RawOptions(all);
+  const auto raw = internal::RawOptions(options);
   chorus_communicator_create_args args{};
   args.struct_size = sizeof(args);
   args.rank = config_.rank;

@@ -109,6 +109,9 @@ chorus_status Create(void* ctx, const chorus_host_communicator_create_args* args
     config.address = a.address != nullptr ? a.address : "";
     config.host_id = a.host_id != nullptr ? a.host_id : "";
     config.check_signatures = false;  // the asking plugin's communicator checked the operation
+    // The asking plugin derives these from its own options, whose values the parent communicator
+    // compared where they must agree; some name each rank's own place (an address).
+    for (const auto& [key, value] : config.options) config.per_rank_options.push_back(key);
     auto comm = std::make_unique<chorus_host_communicator>();
     comm->communicator = Communicator::Create(registry, plan, config);
     comm->name = plan.collectives.front();

@@ -83,4 +83,17 @@ void Barrier(const GlooContext& context, uint32_t tag) {
   ::gloo::barrier(options);
 }
 
+std::vector<CallSignature> GatherCalls(const GlooContext& context, const CallSignature& mine,
+                                       uint32_t tag) {
+  constexpr size_t kFields = sizeof(CallSignature) / sizeof(int64_t);
+  std::vector<CallSignature> all(static_cast<size_t>(context->size));
+  CallSignature input = mine;
+  ::gloo::AllgatherOptions options(context);
+  options.setInput(reinterpret_cast<int64_t*>(&input), kFields);
+  options.setOutput(reinterpret_cast<int64_t*>(all.data()), kFields * all.size());
+  options.setTag(tag);
+  ::gloo::allgather(options);
+  return all;
+}
+
 }  // namespace chorus::gloo_plugin

@@ -8,7 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
+#include "call_check.h"
 #include "options.h"
 
 namespace chorus::gloo_plugin {
@@ -45,6 +47,10 @@ void ReduceScatter(const GlooContext& context, Algorithm algorithm, const void* 
 
 // gloo::barrier().
 void Barrier(const GlooContext& context, uint32_t tag);
+
+// Every rank's `mine`, by gloo::allgather() of a fixed size (call_check.h), rank r's at [r].
+std::vector<CallSignature> GatherCalls(const GlooContext& context, const CallSignature& mine,
+                                       uint32_t tag);
 
 }  // namespace chorus::gloo_plugin
 

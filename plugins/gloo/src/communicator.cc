@@ -70,8 +70,30 @@ void GlooCommunicator::FailIfAborted(const std::string& what) const {
     Fail(CHORUS_ABORTED, what, ": the core asked every operation to stop");
 }
 
+void GlooCommunicator::FailInsideGloo(const std::string& what) {
+  // The communicator is unusable from here on; closing every connection before the caller gets
+  // its buffers back keeps Gloo's device thread from writing into them afterwards.
+  try {
+    context_->closeConnections();
+  } catch (const std::exception& e) {
+    sdk::Log(CHORUS_LOG_WARN, what + ": closing the connections failed: " + e.what());
+  }
+  sdk::Error error = TranslateCurrentException(what, timeout_ms_);
+  if (aborted_.load() || sdk::HostAbortRequested()) {
+    std::string_view detail = error.what();
+    if (detail.starts_with(what + ": ")) detail.remove_prefix(what.size() + 2);
+    error = sdk::Error(CHORUS_ABORTED, what +
+                                           ": the communicator was aborted while the operation "
+                                           "ran, which then ended with: " +
+                                           std::string(detail));
+  }
+  failed_status_ = error.status();
+  failed_message_ = error.what();
+  throw error;
+}
+
 template <typename Body>
-void GlooCommunicator::Run(const char* operation, Body&& body) {
+void GlooCommunicator::Run(const char* operation, const CallSignature& call, Body&& body) {
   const std::string what = Describe(operation);
   FailIfAborted(what);
   std::lock_guard<std::mutex> lock(mutex_);
@@ -82,63 +104,75 @@ void GlooCommunicator::Run(const char* operation, Body&& body) {
          "one); that failure: ",
          failed_message_);
   }
+  if (size_ > 1) {
+    std::vector<CallSignature> calls;
+    try {
+      calls = GatherCalls(context_, call, next_tag_++);
+    } catch (...) {
+      FailInsideGloo(what);
+    }
+    // Every rank gathered the same calls, so every rank fails here alike, and no data moved.
+    if (const std::string mismatch = CallMismatch(calls); !mismatch.empty()) {
+      Fail(CHORUS_INVALID_ARGUMENT, what, ": ", mismatch);
+    }
+  }
   try {
     body();
   } catch (...) {
-    // The communicator is unusable from here on; closing every connection before the caller gets
-    // its buffers back keeps Gloo's device thread from writing into them afterwards.
-    try {
-      context_->closeConnections();
-    } catch (const std::exception& e) {
-      sdk::Log(CHORUS_LOG_WARN, what + ": closing the connections failed: " + e.what());
-    }
-    sdk::Error error = TranslateCurrentException(what, timeout_ms_);
-    if (aborted_.load() || sdk::HostAbortRequested()) {
-      std::string_view detail = error.what();
-      if (detail.starts_with(what + ": ")) detail.remove_prefix(what.size() + 2);
-      error = sdk::Error(CHORUS_ABORTED, what +
-                                             ": the communicator was aborted while the "
-                                             "operation ran, which then ended with: " +
-                                             std::string(detail));
-    }
-    failed_status_ = error.status();
-    failed_message_ = error.what();
-    throw error;
+    FailInsideGloo(what);
   }
 }
 
 void GlooCommunicator::AllReduce(const chorus_all_reduce_args& a) {
   if (a.count == 0) return FailIfAborted(Describe("all_reduce"));  // every rank passes count 0
-  Run("all_reduce", [&] {
-    ran_ring_chunked_ |= algorithm_ == Algorithm::kRingChunked;
-    gloo_plugin::AllReduce(context_, algorithm_, a.send, a.recv, a.count, a.dtype, a.op,
-                           next_tag_++);
-  });
+  Run("all_reduce",
+      {.op = static_cast<int64_t>(CallOp::kAllReduce),
+       .count = static_cast<int64_t>(a.count),
+       .dtype = a.dtype,
+       .reduce = a.op},
+      [&] {
+        ran_ring_chunked_ |= algorithm_ == Algorithm::kRingChunked;
+        gloo_plugin::AllReduce(context_, algorithm_, a.send, a.recv, a.count, a.dtype, a.op,
+                               next_tag_++);
+      });
 }
 
 void GlooCommunicator::Broadcast(const chorus_collective_broadcast_args& a) {
   if (a.count == 0) return FailIfAborted(Describe("broadcast"));
   Run("broadcast",
+      {.op = static_cast<int64_t>(CallOp::kBroadcast),
+       .count = static_cast<int64_t>(a.count),
+       .dtype = a.dtype,
+       .root = a.root},
       [&] { gloo_plugin::Broadcast(context_, a.data, a.count, a.dtype, a.root, next_tag_++); });
 }
 
 void GlooCommunicator::AllGather(const chorus_collective_all_gather_args& a) {
   if (a.count == 0) return FailIfAborted(Describe("all_gather"));
   Run("all_gather",
+      {.op = static_cast<int64_t>(CallOp::kAllGather),
+       .count = static_cast<int64_t>(a.count),
+       .dtype = a.dtype},
       [&] { gloo_plugin::AllGather(context_, a.send, a.recv, a.count, a.dtype, next_tag_++); });
 }
 
 void GlooCommunicator::ReduceScatter(const chorus_reduce_scatter_args& a) {
   if (a.recv_count == 0) return FailIfAborted(Describe("reduce_scatter"));
-  Run("reduce_scatter", [&] {
-    ran_ring_chunked_ |= algorithm_ == Algorithm::kRingChunked;
-    gloo_plugin::ReduceScatter(context_, algorithm_, a.send, a.recv, a.recv_count, a.dtype, a.op,
-                               next_tag_++);
-  });
+  Run("reduce_scatter",
+      {.op = static_cast<int64_t>(CallOp::kReduceScatter),
+       .count = static_cast<int64_t>(a.recv_count),
+       .dtype = a.dtype,
+       .reduce = a.op},
+      [&] {
+        ran_ring_chunked_ |= algorithm_ == Algorithm::kRingChunked;
+        gloo_plugin::ReduceScatter(context_, algorithm_, a.send, a.recv, a.recv_count, a.dtype,
+                                   a.op, next_tag_++);
+      });
 }
 
 void GlooCommunicator::Barrier() {
-  Run("barrier", [&] { gloo_plugin::Barrier(context_, next_tag_++); });
+  Run("barrier", {.op = static_cast<int64_t>(CallOp::kBarrier)},
+      [&] { gloo_plugin::Barrier(context_, next_tag_++); });
 }
 
 void GlooCommunicator::Abort() noexcept {

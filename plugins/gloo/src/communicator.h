@@ -47,9 +47,15 @@ class GlooCommunicator {
   void Abort() noexcept;
 
  private:
-  // Runs `body` (Gloo calls) under the operation lock, with the abort and failure checks above.
+  // Runs `body` (Gloo calls) under the operation lock, with the abort and failure checks above,
+  // after checking that every rank makes the same `call` (call_check.h): a mismatch is
+  // CHORUS_INVALID_ARGUMENT on every rank, before any data moves, and leaves the communicator
+  // usable.
   template <typename Body>
-  void Run(const char* operation, Body&& body);
+  void Run(const char* operation, const CallSignature& call, Body&& body);
+  // Inside a catch block for a failure inside Gloo: closes the connections, records the failure
+  // (every later call fails with it) and throws it as sdk::Error.
+  [[noreturn]] void FailInsideGloo(const std::string& what);
   std::string Describe(const char* operation) const;
   void FailIfAborted(const std::string& what) const;
 

@@ -63,6 +63,7 @@ std::vector<std::string> OnEveryRank(int size, const std::function<std::string(i
         config.store = store;
         config.timeout_seconds = 60;
         config.options = {{"host", host_of(rank)}};
+        config.per_rank_options = {"host"};
         auto comm = Communicator::Create(Registry::Global(), collective, config);
         body(rank, *comm);
       } catch (const std::exception& e) {

@@ -543,38 +543,39 @@ bool Poll(chorus_request& r) {
   }
 }
 
-chorus_status Finished(const chorus_request& r) {
-  return r.status == CHORUS_OK ? CHORUS_OK : sdk::SetError(r.status, r.message);
+// A finished request's failure, as the error its request_test / request_wait reports.
+void ThrowIfFailed(const chorus_request& r) {
+  if (r.status != CHORUS_OK) throw sdk::Error(r.status, r.message);
 }
 
 }  // namespace
 
 chorus_status CrossDeviceOpsRequestTest(chorus_request* request, int* done) {
-  if (request == nullptr || done == nullptr) {
-    return sdk::SetError(CHORUS_INVALID_ARGUMENT, "nccl request_test: request or done is NULL");
-  }
-  CurrentDeviceScope scope;
-  *done = Poll(*request) ? 1 : 0;
-  return *done ? Finished(*request) : CHORUS_OK;
+  return Guard([&] {
+    if (request == nullptr || done == nullptr) {
+      Fail(CHORUS_INVALID_ARGUMENT, "nccl request_test: request or done is NULL");
+    }
+    CurrentDeviceScope scope;
+    *done = Poll(*request) ? 1 : 0;
+    if (*done) ThrowIfFailed(*request);
+  });
 }
 
 chorus_status CrossDeviceOpsRequestWait(chorus_request* request, int64_t timeout_ms) {
-  if (request == nullptr) {
-    return sdk::SetError(CHORUS_INVALID_ARGUMENT, "nccl request_wait: request is NULL");
-  }
-  CurrentDeviceScope scope;
-  const auto deadline = DeadlineAfter(timeout_ms);
-  for (int polls = 0;; ++polls) {
-    if (Poll(*request)) return Finished(*request);
-    if (timeout_ms >= 0 && std::chrono::steady_clock::now() > deadline) {
-      return sdk::SetError(CHORUS_TIMEOUT, request->what + ": not finished within " +
-                                               std::to_string(timeout_ms) +
-                                               " ms; it is still running (wait again, or "
-                                               "free it and destroy the cross-device ops to "
-                                               "abort it)");
+  return Guard([&] {
+    if (request == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "nccl request_wait: request is NULL");
+    CurrentDeviceScope scope;
+    const auto deadline = DeadlineAfter(timeout_ms);
+    for (int polls = 0;; ++polls) {
+      if (Poll(*request)) return ThrowIfFailed(*request);
+      if (timeout_ms >= 0 && std::chrono::steady_clock::now() > deadline) {
+        Fail(CHORUS_TIMEOUT, request->what, ": not finished within ", timeout_ms,
+             " ms; it is still running (wait again, or free it and destroy the cross-device ops "
+             "to abort it)");
+      }
+      if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
-    if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
+  });
 }
 
 void CrossDeviceOpsRequestFree(chorus_request* request) { delete request; }

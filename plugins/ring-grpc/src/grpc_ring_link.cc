@@ -296,6 +296,14 @@ class GrpcRingLink final : public RingLink {
     inbox_.Deliver(FromWire(message, buffers_));
   }
 
+  void FailInbox(chorus_status status, const std::string& message) noexcept {
+    try {
+      inbox_.Close(status, message);
+    } catch (const std::exception&) {
+      inbox_.Abort();  // cannot even keep the message (out of memory): fail with ABORTED
+    }
+  }
+
   void LeftStreamEnded(bool cancelled) {
     const std::string who = "rank " + std::to_string(left()) + " (left neighbour)";
     inbox_.Close(CHORUS_PEER_LOST,
@@ -379,22 +387,34 @@ class GrpcRingLink final : public RingLink {
   }
 
   // The writer thread: sends the outbox in order, then closes the stream.
+  // The writer thread's body. Nothing may escape a thread (std::terminate): a failure here (an
+  // allocation while converting a chunk) breaks the outbox instead, so senders fail with it.
   void WriteLoop() {
-    wire::Chunk message;
-    bool broke = false;
-    while (std::optional<Outgoing> item = outbox_.Pop()) {
-      ToWire(*item, &message);
-      buffers_.Give(std::move(item->chunk.data));  // the buffer sent before
-      if (!writer_->Write(message)) {
-        broke = true;
-        break;
+    try {
+      wire::Chunk message;
+      bool broke = false;
+      while (std::optional<Outgoing> item = outbox_.Pop()) {
+        ToWire(*item, &message);
+        buffers_.Give(std::move(item->chunk.data));  // the buffer sent before
+        if (!writer_->Write(message)) {
+          broke = true;
+          break;
+        }
       }
-    }
-    if (!broke) writer_->WritesDone();
-    const grpc::Status status = writer_->Finish();
-    if (broke || !status.ok()) {
-      outbox_.Broken("the stream to rank " + std::to_string(right()) + " (right neighbour) at " +
-                     right_address_ + " broke: gRPC status " + Describe(status));
+      if (!broke) writer_->WritesDone();
+      const grpc::Status status = writer_->Finish();
+      if (broke || !status.ok()) {
+        outbox_.Broken("the stream to rank " + std::to_string(right()) + " (right neighbour) at " +
+                       right_address_ + " broke: gRPC status " + Describe(status));
+      }
+    } catch (const std::exception& e) {
+      context_.TryCancel();
+      try {
+        outbox_.Broken(std::string("the writer to rank ") + std::to_string(right()) +
+                       " (right neighbour) failed: " + e.what());
+      } catch (const std::exception&) {
+        outbox_.Abort();  // cannot even keep the message (out of memory): fail with ABORTED
+      }
     }
     {
       std::lock_guard lock(mutex_);
@@ -450,14 +470,23 @@ class GrpcRingLink final : public RingLink {
   std::thread writer_thread_;
 };
 
+// Runs on a gRPC server thread, which nothing may escape: a failure while taking a chunk in (an
+// allocation) closes the inbox with it, so the receiving operation fails naming it.
 grpc::Status RingService::Exchange(grpc::ServerContext* context,
                                    grpc::ServerReader<wire::Chunk>* reader, wire::Ack*) {
-  const std::string refusal = link_.AcceptLeft(*context);
-  if (!refusal.empty()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, refusal);
-  wire::Chunk message;
-  while (reader->Read(&message)) link_.Deliver(message);
-  link_.LeftStreamEnded(context->IsCancelled());
-  return grpc::Status::OK;
+  try {
+    const std::string refusal = link_.AcceptLeft(*context);
+    if (!refusal.empty()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, refusal);
+    wire::Chunk message;
+    while (reader->Read(&message)) link_.Deliver(message);
+    link_.LeftStreamEnded(context->IsCancelled());
+    return grpc::Status::OK;
+  } catch (const std::exception& e) {
+    const std::string message =
+        std::string("taking in a chunk from the left neighbour failed: ") + e.what();
+    link_.FailInbox(CHORUS_INTERNAL, message);
+    return grpc::Status(grpc::StatusCode::INTERNAL, message);
+  }
 }
 
 }  // namespace

@@ -187,8 +187,14 @@ chorus_status Barrier(chorus_communicator* comm, chorus_request** request) {
   });
 }
 
+// abort() returns nothing, so a failure in it (it allocates the failure it passes on) can only be
+// logged; it must not escape.
 void Abort(chorus_communicator* comm) {
-  if (comm != nullptr) comm->ring.Abort();
+  if (comm == nullptr) return;
+  if (Guard([&] { comm->ring.Abort(); }) != CHORUS_OK) {
+    (void)Guard(
+        [] { sdk::Log(CHORUS_LOG_WARN, std::string("ring_grpc abort: ") + sdk::LastError()); });
+  }
 }
 
 // ---- The plugin table -------------------------------------------------------------------------

@@ -80,8 +80,12 @@ class HostCollective {
   static chorus_status Barrier(chorus_communicator* comm, chorus_request** request) {
     return Guard([&] { Require(comm, request, "barrier").Barrier(); });
   }
+  // abort() returns nothing, so a failure in it can only be logged; it must not escape.
   static void Abort(chorus_communicator* comm) {
-    if (comm != nullptr) Of(comm)->Abort();
+    if (comm == nullptr) return;
+    if (Guard([&] { Of(comm)->Abort(); }) != CHORUS_OK) {
+      (void)Guard([] { Log(CHORUS_LOG_WARN, std::string(Name()) + " abort: " + LastError()); });
+    }
   }
 
   static const char*& Name() {

@@ -41,8 +41,12 @@ struct CommunicatorConfig {
   std::string name = "default";
   double timeout_seconds = 300;
   // Handed to the create of the plan's fixed collective (or, without one, the primary), e.g.
-  // {"algorithm", "ring_chunked"}.
+  // {"algorithm", "ring_chunked"}. Every rank must pass the same options (Create checks), except
+  // the values of the keys in per_rank_options.
   Options options;
+  // Keys of `options` whose values differ between ranks by design, e.g. {"hostname"} when each
+  // rank passes its own address (better: `address` below). Their keys must still agree.
+  std::vector<std::string> per_rank_options;
   // Where the other ranks reach this one (a host from the cluster spec; "": 127.0.0.1), and
   // which machine it runs on ("": unknown); handed to every collective's create.
   std::string address;
@@ -65,12 +69,13 @@ struct CommunicatorConfig {
 
 class Communicator {
  public:
-  // First checks (unless config.check_plan is false) that every rank would create the same
-  // collectives from the same plugin versions under the same rules, since plugin sets can differ
-  // between hosts; a rank that differs, or cannot describe its plan, makes every rank fail with
-  // INVALID_ARGUMENT naming both. Then creates every collective of `plan` from `registry`, in the
-  // plan's order. Throws Error with the plugin's message when a create fails (TIMEOUT when a rank
-  // did not arrive).
+  // First checks (unless config.check_plan is false) that every rank is about to create the
+  // same collectives, chosen for the same reasons and rules, from plugins of the same version and
+  // ABI, with the same options, since plugin sets and variables can differ between workers: a
+  // rank that differs, or cannot create the plan, makes every rank fail at once with
+  // INVALID_ARGUMENT naming the difference and both tasks; a rank that does not arrive within the
+  // time-out is named (TIMEOUT). Then creates every collective of `plan` from `registry`, in the
+  // plan's order. Throws Error with the plugin's message when a create fails.
   static std::unique_ptr<Communicator> Create(const Registry& registry, const CollectivePlan& plan,
                                               const CommunicatorConfig& config);
   // The plan PlanNamed(registry, name, shape) for `name` (a collective's or plugin's name, or
@@ -134,7 +139,6 @@ class Communicator {
   class Activity;
   void AddBackend(const Registry& registry, const std::string& name, const Options& options);
   void CheckPlanAcrossRanks(const Registry& registry);
-  std::string DescribePlan(const Registry& registry) const;
   const Backend& Route(chorus_collective_op op, chorus_dtype dtype, uint64_t bytes) const;
   void CheckSignature(int op, size_t count, chorus_dtype dtype, chorus_reduce_op reduce, int root,
                       const Backend& routed);

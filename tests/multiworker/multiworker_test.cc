@@ -411,7 +411,7 @@ TEST(ShmSetUp, LeaderKilledWhileTheOthersAttachLeavesNoSegment) {
     EXPECT_EQ(results[w].exit_code, 3) << Show(results);
     // The leader died while this worker mapped the segment, or while it read the store, or the
     // other survivor gave up (and removed the segment) first, or it had mapped the segment and
-    // then found the leader's store gone.
+    // then found the leader's store gone (during set-up, or in its first all-reduce).
     const std::string& said = results[w].output;
     const bool names_leader =
         said.find("shm create: rank 0 (pid " + std::to_string(processes.pid(0)) +
@@ -419,6 +419,9 @@ TEST(ShmSetUp, LeaderKilledWhileTheOthersAttachLeavesNoSegment) {
                   std::to_string(w) + " gives up and removes the segment") != std::string::npos ||
         said.find("closed the connection (the leader, 127.0.0.1:" +
                   std::to_string(processes.port(0)) + ", may have exited)") != std::string::npos ||
+        said.find("failed: worker 0 died: the rendezvous store it serves at 127.0.0.1:" +
+                  std::to_string(processes.port(0)) + " closed the connection") !=
+            std::string::npos ||
         said.find(
             "PEER_LOST: collective 'shm' (plugin shm) could not create the communicator of "
             "worker " +

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -432,6 +433,111 @@ TEST(ShmSetUp, LeaderKilledWhileTheOthersAttachLeavesNoSegment) {
   EXPECT_EQ(ShmEntries(ours), std::vector<std::string>{}) << Show(results);
 }
 #endif
+
+// ---- An outsider ---------------------------------------------------------------------------
+
+// A rendezvous store request frame (core/src/rendezvous/tcp_store_protocol.h), written by hand:
+// this test talks to the store as a program that is not chorus would.
+std::string StoreFrame(uint8_t op, const std::vector<std::string>& keys) {
+  std::string body(1, static_cast<char>(op));
+  auto u32 = [&](uint32_t v) {
+    for (int shift = 24; shift >= 0; shift -= 8) body.push_back(static_cast<char>(v >> shift));
+  };
+  u32(static_cast<uint32_t>(keys.size()));
+  for (const std::string& key : keys) {
+    u32(static_cast<uint32_t>(key.size()));
+    body += key;
+  }
+  u32(0);                // no value
+  body.append(8, '\0');  // number
+  std::string frame;
+  const auto length = static_cast<uint32_t>(body.size());
+  for (int shift = 24; shift >= 0; shift -= 8) frame.push_back(static_cast<char>(length >> shift));
+  return frame + body;
+}
+
+int ConnectTo(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// With and without a job secret: while three workers all-reduce, a local process that is not a
+// member connects to the leader's store, says hello as "worker 1" and closes without a goodbye
+// (which used to end the job in 0.1 s with "lost worker 1"), and opens three connections that
+// declare frames of 128 MiB (which used to grow the leader by 440 MB). The job goes on untouched.
+class Outsider : public ::testing::TestWithParam<bool> {};
+
+TEST_P(Outsider, CannotEndOrGrowARunningJob) {
+  const bool with_secret = GetParam();
+  const std::string started =
+      std::filesystem::temp_directory_path() /
+      ("chorus_outsider_" + std::to_string(with_secret) + "_" + std::to_string(getpid()));
+  std::filesystem::remove_all(started);
+  std::filesystem::create_directories(started);
+  std::vector<std::string> env;
+  if (with_secret) env.push_back("CHORUS_JOB_SECRET=outsider-test-secret-0123456789");
+  WorkerProcesses processes(3, kWorker, {"long", "core_ring", started, "10"}, env);
+  const auto deadline = std::chrono::steady_clock::now() + seconds(60);
+  auto all_started = [&] {
+    for (int w = 0; w < 3; ++w) {
+      if (!std::filesystem::exists(started + "/started-" + std::to_string(w))) return false;
+    }
+    return true;
+  };
+  while (std::chrono::steady_clock::now() < deadline && !all_started()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(all_started()) << Show(processes.Wait(seconds(1)));
+
+  const int impostor = ConnectTo(processes.port(0));
+  ASSERT_GE(impostor, 0);
+  const std::string hello = StoreFrame(7, {"worker 1", "pid 1 on elsewhere, 00000000"});
+  EXPECT_EQ(send(impostor, hello.data(), hello.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(hello.size()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  close(impostor);  // no goodbye
+  std::vector<int> hogs;
+  for (int i = 0; i < 3; ++i) {
+    const int hog = ConnectTo(processes.port(0));
+    ASSERT_GE(hog, 0);
+    std::string half = {0x08, 0x00, 0x00, 0x00};  // 128 MiB declared
+    half.resize(1 << 20, 'x');
+    (void)send(hog, half.data(), half.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    hogs.push_back(hog);
+  }
+  // The workers keep all-reducing: 2.5 s later every one still runs and none has lost anyone.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  std::vector<std::string> logs;
+  std::vector<bool> running;
+  for (int w = 0; w < 3; ++w) {
+    std::ifstream log(processes.scratch() + "/worker-" + std::to_string(w) + ".log");
+    logs.emplace_back(std::istreambuf_iterator<char>(log), std::istreambuf_iterator<char>());
+    std::ifstream stat("/proc/" + std::to_string(processes.pid(w)) + "/stat");
+    std::string pid, name, state;
+    stat >> pid >> name >> state;
+    running.push_back(stat && state != "Z");
+  }
+  for (int hog : hogs) close(hog);
+  processes.Wait(seconds(1));  // ends them
+  std::filesystem::remove_all(started);
+  for (int w = 0; w < 3; ++w) {
+    EXPECT_TRUE(running[static_cast<size_t>(w)]) << "worker " << w << " ended:\n" << logs[w];
+    EXPECT_EQ(logs[w].find("died"), std::string::npos) << logs[w];
+    EXPECT_EQ(logs[w].find("lost"), std::string::npos) << logs[w];
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Rendezvous, Outsider, ::testing::Bool(), [](const auto& info) {
+  return info.param ? std::string("with_a_job_secret") : std::string("open");
+});
 
 }  // namespace
 }  // namespace chorus::test

@@ -332,7 +332,7 @@ void TcpEndpoint::Connect(const chorus_kv_store& store, int64_t timeout_ms,
   } catch (const Error& e) {
     Fail(e.status(), "tcp: rank ", rank_, ": ", e.what());
   }
-  if (!secret.present()) JobSecret::WarnOpenOnce("the tcp transport's listeners");
+  if (!secret.present()) JobSecret::WarnOpenOnce("each tcp transport listener");
 
   // The lower rank of each pair connects and says hello; a connect completes in the kernel's
   // backlog without the peer's accept, so this never waits for a peer. Then each rank exchanges

@@ -155,7 +155,9 @@ class Server : public TcpStoreServer {
       fds.push_back(
           {listener_.get(), Clock::now() < accept_paused_until_ ? short{0} : short{POLLIN}, 0});
       for (auto& [id, connection] : connections_) {
-        short events = POLLIN;
+        // A connection whose unserved input is full is not read until it is served (a GET
+        // parked before it), so it cannot make poll() spin either; hang-ups still show.
+        short events = connection.input.size() >= InputCap(connection) ? short{0} : short{POLLIN};
         if (connection.output_sent < connection.output.size()) events |= POLLOUT;
         fds.push_back({connection.fd.get(), events, 0});
         ids.push_back(id);
@@ -355,13 +357,16 @@ class Server : public TcpStoreServer {
     connection.input.clear();
   }
 
+  // A connection holds at most one frame (and one read) unserved: the rest waits in the kernel.
+  static size_t InputCap(const Connection& connection) {
+    return tcp_store::kFrameHeaderBytes + 64 * 1024 +
+           (connection.admitted ? tcp_store::kMaxFrameBodyBytes
+                                : tcp_store::kMaxAdmissionBodyBytes);
+  }
+
   void ReadAndServe(uint64_t id, Connection& connection) {
     uint8_t buffer[64 * 1024];
-    // A connection holds at most one frame (and a bit) unserved: the rest waits in the kernel.
-    const size_t cap =
-        tcp_store::kFrameHeaderBytes +
-        (connection.admitted ? tcp_store::kMaxFrameBodyBytes : tcp_store::kMaxAdmissionBodyBytes);
-    while (connection.input.size() < cap + sizeof(buffer)) {
+    while (connection.input.size() < InputCap(connection)) {
       const ssize_t n = ::recv(connection.fd.get(), buffer, sizeof(buffer), 0);
       if (n > 0) {
         connection.input.insert(connection.input.end(), buffer, buffer + n);

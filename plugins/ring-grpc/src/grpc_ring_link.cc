@@ -21,6 +21,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
@@ -40,6 +41,10 @@ namespace wire = ::chorus::ring_grpc::wire;
 constexpr char kRankHeader[] = "chorus-ring-rank";
 constexpr char kSizeHeader[] = "chorus-ring-size";
 constexpr char kSegmentBytesHeader[] = "chorus-ring-segment-bytes";
+// With a job secret: the left neighbour's proof over this rank's challenge (published in the
+// job's store, which only members read) and the link, so only the job's ranks get a stream in.
+constexpr char kProofHeader[] = "chorus-ring-proof";
+constexpr char kProofRole[] = "chorus ring_grpc left neighbour";
 
 // Bytes the outbox holds before Send waits: a few segments in flight per stream.
 constexpr uint64_t kMinOutboxBytes = uint64_t{8} << 20;
@@ -58,6 +63,26 @@ size_t PooledBuffers(uint64_t segment_bytes) {
 
 std::string AddressKey(int rank) { return "ring_grpc/addr/" + std::to_string(rank); }
 std::string SegmentBytesKey(int rank) { return "ring_grpc/segment_bytes/" + std::to_string(rank); }
+std::string ChallengeKey(int rank) { return "ring_grpc/challenge/" + std::to_string(rank); }
+
+// What a left neighbour's proof covers: the acceptor's challenge and who streams to whom.
+std::string ProofMessage(const std::string& challenge, int64_t from, int64_t to, int64_t size) {
+  return challenge + "|" + std::to_string(from) + ">" + std::to_string(to) + "/" +
+         std::to_string(size);
+}
+
+// 32 random bytes as hex, fresh per communicator.
+std::string NewChallenge() {
+  std::random_device random;
+  std::string text;
+  static const char kHex[] = "0123456789abcdef";
+  for (int i = 0; i < 32; ++i) {
+    const auto byte = static_cast<unsigned>(random()) & 0xff;
+    text += kHex[byte >> 4];
+    text += kHex[byte & 15];
+  }
+  return text;
+}
 
 // host:port, with brackets around an IPv6 host.
 std::string HostPort(const std::string& host, int port) {
@@ -204,6 +229,10 @@ class GrpcRingLink final : public RingLink {
   // The set-up; separate from the constructor so that a failure still runs the destructor.
   void Connect() {
     const Deadline deadline = Deadline::After(config_.timeout_ms);
+    if (sdk::JobSecretPresent()) {
+      challenge_ = NewChallenge();
+      StoreSet(*config_.store, ChallengeKey(rank()), challenge_);
+    }
     StartServer();
     StoreSet(*config_.store, SegmentBytesKey(rank()), std::to_string(config_.segment_bytes));
     StoreSet(*config_.store, AddressKey(rank()), address_);
@@ -256,6 +285,24 @@ class GrpcRingLink final : public RingLink {
     const auto rank_header = header(kRankHeader);
     const auto size_header = header(kSizeHeader);
     const auto segment_header = header(kSegmentBytesHeader);
+    if (!challenge_.empty()) {
+      // A stream without the proof is no member's: refused without failing the job (a port
+      // scanner, another job); a member's mistakes are checked below.
+      const auto proof = metadata.find(kProofHeader);
+      const std::optional<std::string> expected =
+          rank_header && size_header
+              ? sdk::ProveJobSecret(kProofRole,
+                                    ProofMessage(challenge_, *rank_header, rank(), *size_header))
+              : std::nullopt;
+      if (proof == metadata.end() || !expected ||
+          !sdk::ConstantTimeEquals(std::string_view(proof->second.data(), proof->second.size()),
+                                   *expected)) {
+        sdk::Log(CHORUS_LOG_WARN, "ring_grpc rank " + std::to_string(rank()) +
+                                      " refused a stream from " + context.peer() +
+                                      ": it does not prove the job's secret");
+        return "the stream does not prove the job's secret";
+      }
+    }
     std::string refusal;
     if (!rank_header || !size_header || !segment_header) {
       refusal = "a stream from " + context.peer() + " lacks the chorus-ring-* headers";
@@ -344,6 +391,11 @@ class GrpcRingLink final : public RingLink {
   }
 
   void OpenStreamToRight(const Deadline& deadline) {
+    // The right neighbour's challenge, when the job has a secret (published before its address).
+    const std::string right_challenge =
+        sdk::JobSecretPresent()
+            ? StoreGet(*config_.store, ChallengeKey(right()), deadline, config_.timeout_ms, right())
+            : std::string();
     grpc::ChannelArguments arguments;
     arguments.SetMaxSendMessageSize(-1);
     arguments.SetMaxReceiveMessageSize(-1);
@@ -368,6 +420,15 @@ class GrpcRingLink final : public RingLink {
     context_.AddMetadata(kRankHeader, std::to_string(rank()));
     context_.AddMetadata(kSizeHeader, std::to_string(size()));
     context_.AddMetadata(kSegmentBytesHeader, std::to_string(config_.segment_bytes));
+    if (!right_challenge.empty()) {
+      const std::optional<std::string> proof =
+          sdk::ProveJobSecret(kProofRole, ProofMessage(right_challenge, rank(), right(), size()));
+      if (!proof) {
+        sdk::Fail(CHORUS_INTERNAL, "the core could not prove the job's secret for the stream to ",
+                  "rank ", right());
+      }
+      context_.AddMetadata(kProofHeader, *proof);
+    }
     stub_ = wire::Ring::NewStub(channel_);
     writer_ = stub_->Exchange(&context_, &ack_);
     writer_thread_ = std::thread([this] { WriteLoop(); });
@@ -449,7 +510,8 @@ class GrpcRingLink final : public RingLink {
   BufferPool buffers_;
   Inbox inbox_;
   Outbox outbox_;
-  RingService service_;  // declared before server_, so it outlives it
+  std::string challenge_;  // with a job secret: what the left neighbour proves over
+  RingService service_;    // declared before server_, so it outlives it
 
   std::mutex mutex_;
   std::condition_variable left_changed_;

@@ -1,7 +1,10 @@
 // Failures: a rank that never arrives (TIMEOUT), abort() from another thread (ABORTED), a rank
 // that goes away mid-operation (PEER_LOST), ranks that disagree (INVALID_ARGUMENT), bad
 // arguments. None of them may hang.
+#include <chorus/rendezvous/kv_store.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <barrier>
 #include <chrono>
@@ -9,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "ring_grpc.grpc.pb.h"
 #include "ring_test_support.h"
 
 namespace chorus::ring_grpc::test {
@@ -186,6 +190,39 @@ TEST(RingFailures, CreateTimesOutWhenANeighbourNeverComes) {
   EXPECT_TRUE(Contains(comm->last_error(), "rank 1")) << comm->last_error();
   EXPECT_LT(SecondsSince(start), 5.0);
   EXPECT_EQ(comm->get(), nullptr);
+}
+
+// With a job secret (CHORUS_JOB_SECRET), a stream that does not prove it is refused without
+// failing the job, and the job's own ranks, which prove it, still form the ring.
+TEST(RingFailures, WithAJobSecretAStreamWithoutTheProofIsRefused) {
+  ::setenv("CHORUS_JOB_SECRET", "ring-grpc-test-secret-0123456789", 1);
+  const ThreadJob job(2);
+  std::unique_ptr<RankCommunicator> rank1;
+  std::thread acceptor([&] { rank1 = CreateCommunicator(job, 1, 2, 10000); });
+  const std::string address =
+      ToString(job.shared()->Get("job/ring_grpc/addr/1", std::chrono::seconds(10)));
+  const auto stub =
+      wire::Ring::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  context.AddMetadata("chorus-ring-rank", "0");
+  context.AddMetadata("chorus-ring-size", "2");
+  context.AddMetadata("chorus-ring-segment-bytes", "1048576");
+  context.AddMetadata("chorus-ring-proof", std::string(64, '0'));
+  wire::Ack ack;
+  const auto writer = stub->Exchange(&context, &ack);
+  writer->WritesDone();
+  const grpc::Status refused = writer->Finish();
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(Contains(refused.error_message(), "does not prove the job's secret"))
+      << refused.error_message();
+
+  const auto rank0 = CreateCommunicator(job, 0, 2, 10000);
+  acceptor.join();
+  ::unsetenv("CHORUS_JOB_SECRET");
+  EXPECT_EQ(rank0->status(), CHORUS_OK) << rank0->last_error();
+  ASSERT_NE(rank1, nullptr);
+  EXPECT_EQ(rank1->status(), CHORUS_OK) << rank1->last_error();
 }
 
 TEST(RingBadArguments, CreateRejectsBadRanksOptionsAndStores) {

@@ -123,6 +123,54 @@ inline bool HostAbortRequested() {
          host->abort_requested != nullptr && host->abort_requested(host->ctx) != 0;
 }
 
+// True when the job has a secret (CHORUS_JOB_SECRET or CHORUS_JOB_SECRET_FILE) and the core can
+// prove it for this plugin (ABI 1.2): a listener of the plugin then admits only the job's
+// processes (sdk/README.md, "Listening: the job secret").
+inline bool JobSecretPresent() {
+#if CHORUS_ABI_MINOR >= 2
+  const chorus_host* host = Host();
+  return host != nullptr && CHORUS_HAS_FIELD(host, chorus_host, prove_job_secret) &&
+         host->job_secret_present != nullptr && host->prove_job_secret != nullptr &&
+         host->job_secret_present(host->ctx) != 0;
+#else
+  return false;  // built against an older plugin.h, which has no such service
+#endif
+}
+
+// This process's proof of the job's secret over `message` (the other side's challenge and what
+// else it binds) for `role`, as 64 hex digits; nullopt when JobSecretPresent() is false.
+inline std::optional<std::string> ProveJobSecret(const char* role, std::string_view message) {
+#if CHORUS_ABI_MINOR >= 2
+  if (!JobSecretPresent()) return std::nullopt;
+  const chorus_host* host = Host();
+  uint8_t proof[32];
+  if (host->prove_job_secret(host->ctx, role, message.data(), message.size(), proof) != CHORUS_OK) {
+    return std::nullopt;
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string text;
+  for (uint8_t byte : proof) {
+    text += kHex[byte >> 4];
+    text += kHex[byte & 15];
+  }
+  return text;
+#else
+  (void)role;
+  (void)message;
+  return std::nullopt;
+#endif
+}
+
+// Equal strings, compared in time that does not depend on where they differ (for proofs).
+inline bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char difference = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    difference |= static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  return difference == 0;
+}
+
 // dst[i] = a[i] op b[i] on host memory with the core's kernel (chorus_host.reduce_host; every
 // dtype, SUM/PROD/MIN/MAX; dst may equal a or b). Throws Error with the kernel's status, or
 // INTERNAL before init().

@@ -20,15 +20,21 @@ out=build/release/bench
 mkdir -p "$out"
 # Open MPI refuses root without these (CI and these machines run as root).
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# A job secret for the mpirun jobs, as chorus-launch makes one for its own (README, "Failures"):
+# only these ranks get into the rendezvous store and the transports.
+CHORUS_JOB_SECRET=${CHORUS_JOB_SECRET:-$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')}
+export CHORUS_JOB_SECRET
 
 echo "== chorus-bench: 2 workers, all_reduce f32 sum, every collective (mpirun -n 2)"
-mpirun -n 2 --bind-to none "$bin/chorus-bench" --backends shm,mpi,gloo,ring_grpc,core_ring \
+mpirun -n 2 --bind-to none -x CHORUS_JOB_SECRET "$bin/chorus-bench" \
+  --backends shm,mpi,gloo,ring_grpc,core_ring \
   -b 4K -e 64M -f 4 -w 5 -i 20 -R 3 --suggest-rules --csv "$out/allreduce_2_workers.csv" \
   --plot "$out/allreduce_2_workers.svg"
 
 echo
 echo "== chorus-bench: 2 workers, shm against Open MPI alone (no Gloo device thread in the process)"
-mpirun -n 2 --bind-to none "$bin/chorus-bench" --backends shm,mpi -b 4K -e 64M -f 4 -w 5 -i 20 \
+mpirun -n 2 --bind-to none -x CHORUS_JOB_SECRET "$bin/chorus-bench" --backends shm,mpi \
+  -b 4K -e 64M -f 4 -w 5 -i 20 \
   -R 3 --csv "$out/allreduce_2_workers_shm_mpi.csv" --tuning-file "$out/tuning_2_workers.txt"
 echo "   (CHORUS_TUNING_FILE=$out/tuning_2_workers.txt runs 2-worker jobs on these measurements;"
 echo "    chorus-info shows where they override the plugins' scores)"

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "base/text.h"
+
 namespace chorus::internal {
 namespace {
 
@@ -56,14 +58,6 @@ std::string SecondsText(double seconds) {
 }
 
 std::string Quoted(const std::string& name) { return "'" + name + "'"; }
-
-std::string ListOf(const std::vector<std::string>& names) {
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i) {
-    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
-  }
-  return out;
-}
 
 std::string CollectiveNames(const PlanChoices& c) {
   std::string out;
@@ -235,8 +229,7 @@ std::string PlanMismatch(const PlanChoices& ref, const std::string& ref_task,
 
 namespace {
 
-// The verdict rank 0 publishes: "ok" followed by its choices (each rank compares its own with
-// them), or the status and message every rank throws.
+// The verdict rank 0 publishes: "ok", or the status and message every rank throws.
 constexpr char kAgreed[] = "ok";
 
 std::string EncodeFailure(chorus_status status, const std::string& message) {
@@ -296,7 +289,6 @@ void LeaderDecides(const PlanExchange& x, const PlanChoices& mine) {
   }
   std::string verdict;
   Put(verdict, kAgreed);
-  Put(verdict, mine.Serialize());
   publish(verdict);
 }
 
@@ -316,12 +308,8 @@ void FollowerAwaits(const PlanExchange& x, const PlanChoices& mine) {
   const std::string text = ToString(verdict);
   Reader in(text);
   const std::string head = in.Next();
-  if (head == kAgreed) {
-    const std::string mismatch =
-        PlanMismatch(PlanChoices::Parse(in.Next()), x.task_name(0), mine, x.task_name(x.rank));
-    if (!mismatch.empty()) throw Error(CHORUS_INVALID_ARGUMENT, x.what + ": " + mismatch);
-    return;
-  }
+  // Rank 0 compared every rank's choices with its own before it agreed.
+  if (head == kAgreed) return;
   int status = CHORUS_INTERNAL;
   try {
     status = std::stoi(head);

@@ -7,8 +7,7 @@
 //
 // Cost: rank r > 0 does one Set and one bounded Get (the verdict); rank 0 one Set, a bounded Get
 // per other rank and one Set (the verdict). Rank 0 compares every rank with its own choices and
-// publishes the first difference; every other rank also compares its own with rank 0's, which
-// the verdict carries.
+// publishes the first difference, or that all agree.
 #ifndef CHORUS_CORE_COLLECTIVE_PLAN_CHECK_H_
 #define CHORUS_CORE_COLLECTIVE_PLAN_CHECK_H_
 

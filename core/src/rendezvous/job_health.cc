@@ -13,6 +13,7 @@
 
 #include "base/logging.h"
 #include "base/socket_util.h"
+#include "base/text.h"
 #include "rendezvous/tcp_store_health.h"
 
 namespace chorus {
@@ -31,14 +32,6 @@ std::string Seconds(Clock::duration d) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.1f s", std::chrono::duration<double>(d).count());
   return text;
-}
-
-std::string JoinNames(const std::vector<std::string>& names) {
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i) {
-    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
-  }
-  return out;
 }
 
 }  // namespace
@@ -107,7 +100,7 @@ struct JobHealth::State {
     }
     if (!lost.empty()) {
       return JobFailure{CHORUS_PEER_LOST, lost.front(),
-                        JoinNames(lost) + " died: their processes ended (their connections to " +
+                        ListOf(lost) + " died: their processes ended (their connections to " +
                             "the rendezvous store closed without a goodbye); the job cannot " +
                             "continue without them"};
     }
@@ -187,7 +180,7 @@ struct JobHealth::State {
 JobHealth::JobHealth(JobHealthOptions options) : state_(std::make_unique<State>()) {
   State& s = *state_;
   s.options = std::move(options);
-  s.address = s.options.host + ":" + std::to_string(s.options.port);
+  s.address = JoinHostPort(s.options.host, s.options.port);
   s.store = ConnectTcpStore(s.options.host, s.options.port, s.options.timeout);
   AnnounceTcpStoreClient(*s.store, s.options.task_name);
   // The first heartbeat before this worker can take part in anything, so the others can always

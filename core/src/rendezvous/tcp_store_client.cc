@@ -295,7 +295,7 @@ void JoinStore(int fd, const std::string& address, Clock::time_point deadline) {
 
 std::shared_ptr<KvStore> ConnectTcpStore(const std::string& host, uint16_t port,
                                          milliseconds timeout) {
-  const std::string address = host + ":" + std::to_string(port);
+  const std::string address = JoinHostPort(host, port);
   const Clock::time_point deadline = DeadlineAfter(timeout);
   std::string error;
   for (int attempt = 0;; ++attempt) {

@@ -707,8 +707,7 @@ std::unique_ptr<TcpStoreServer> TcpStoreServer::Start(const std::string& host, u
   UniqueFd wake_read(pipe_fds[0]);
   UniqueFd wake_write(pipe_fds[1]);
   const uint16_t bound = LocalPort(listener.get());
-  const std::string where =
-      (host.empty() ? std::string("0.0.0.0") : host) + ":" + std::to_string(bound);
+  const std::string where = JoinHostPort(host.empty() ? std::string("0.0.0.0") : host, bound);
   if (secret.present()) {
     Log().debug("rendezvous: serving the tcp store on {} to the holders of the job secret ({})",
                 where, secret.source());

@@ -469,6 +469,15 @@ int ConnectTo(int port) {
   return fd;
 }
 
+// A process's resident memory (VmRSS), in KiB; 0 when it cannot be read.
+long RssKiB(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return 0;
+}
+
 // With and without a job secret: while three workers all-reduce, a local process that is not a
 // member connects to the leader's store, says hello as "worker 1" and closes without a goodbye
 // (which used to end the job in 0.1 s with "lost worker 1"), and opens three connections that
@@ -504,17 +513,28 @@ TEST_P(Outsider, CannotEndOrGrowARunningJob) {
             static_cast<ssize_t>(hello.size()));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   close(impostor);  // no goodbye
+  // Three frames declared at 128 MiB, 32 MiB of each sent (until the leader closes the
+  // connection): a store that buffered them would hold 96 MiB more.
+  const long leader_before = RssKiB(processes.pid(0));
   std::vector<int> hogs;
   for (int i = 0; i < 3; ++i) {
     const int hog = ConnectTo(processes.port(0));
     ASSERT_GE(hog, 0);
-    std::string half = {0x08, 0x00, 0x00, 0x00};  // 128 MiB declared
-    half.resize(1 << 20, 'x');
-    (void)send(hog, half.data(), half.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    const timeval two_seconds{2, 0};
+    setsockopt(hog, SOL_SOCKET, SO_SNDTIMEO, &two_seconds, sizeof two_seconds);
+    std::string half = {0x08, 0x00, 0x00, 0x00};
+    half.resize(32 << 20, 'x');
+    for (size_t sent = 0; sent < half.size();) {
+      const ssize_t n = send(hog, half.data() + sent, half.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) break;  // closed by the leader, or nothing taken for 2 s
+      sent += static_cast<size_t>(n);
+    }
     hogs.push_back(hog);
   }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const long leader_grew_kib = RssKiB(processes.pid(0)) - leader_before;
   // The workers keep all-reducing: 2.5 s later every one still runs and none has lost anyone.
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
   std::vector<std::string> logs;
   std::vector<bool> running;
   for (int w = 0; w < 3; ++w) {
@@ -528,6 +548,7 @@ TEST_P(Outsider, CannotEndOrGrowARunningJob) {
   for (int hog : hogs) close(hog);
   processes.Wait(seconds(1));  // ends them
   std::filesystem::remove_all(started);
+  EXPECT_LT(leader_grew_kib, 32 * 1024) << "the leader grew by " << leader_grew_kib << " KiB";
   for (int w = 0; w < 3; ++w) {
     EXPECT_TRUE(running[static_cast<size_t>(w)]) << "worker " << w << " ended:\n" << logs[w];
     EXPECT_EQ(logs[w].find("died"), std::string::npos) << logs[w];

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -49,8 +50,15 @@ WorkerProcesses::WorkerProcesses(int count, const std::string& program,
   }
   for (int i = 0; i < count; ++i) {
     std::vector<std::string> environment;
+    // An entry of `env` replaces the inherited variable of its name (a process reads the first).
+    auto replaced = [&](const std::string& entry) {
+      const std::string name = entry.substr(0, entry.find('=') + 1);
+      if (name == "TF_CONFIG=") return true;
+      return std::any_of(env.begin(), env.end(),
+                         [&](const std::string& mine) { return mine.rfind(name, 0) == 0; });
+    };
     for (char** e = environ; *e != nullptr; ++e) {
-      if (std::string(*e).rfind("TF_CONFIG=", 0) != 0) environment.push_back(*e);
+      if (!replaced(*e)) environment.push_back(*e);
     }
     environment.push_back("TF_CONFIG={\"cluster\":{\"worker\":[" + cluster +
                           "]},\"task\":{\"type\":\"worker\",\"index\":" + std::to_string(i) + "}}");

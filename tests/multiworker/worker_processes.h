@@ -20,9 +20,9 @@ struct WorkerResult {
 
 class WorkerProcesses {
  public:
-  // Starts `count` processes of `program args...`; `env` entries ("NAME=value") are added. The
-  // workers' addresses in TF_CONFIG are `host`:<a free port> ("[::1]" for IPv6), or
-  // `host`:`leader_port` for worker 0 when that is not 0.
+  // Starts `count` processes of `program args...`; `env` entries ("NAME=value") are added,
+  // replacing inherited variables of their names. The workers' addresses in TF_CONFIG are `host`:<a
+  // free port> ("[::1]" for IPv6), or `host`:`leader_port` for worker 0 when that is not 0.
   WorkerProcesses(int count, const std::string& program, const std::vector<std::string>& args,
                   const std::vector<std::string>& env = {}, const std::string& host = "127.0.0.1",
                   int leader_port = 0);

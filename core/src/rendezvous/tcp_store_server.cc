@@ -364,6 +364,17 @@ class Server : public TcpStoreServer {
                                 : tcp_store::kMaxAdmissionBodyBytes);
   }
 
+  // Whether the first unserved frame declares more than this connection may send.
+  static bool FirstFrameTooLarge(const Connection& connection) {
+    if (connection.input.size() < tcp_store::kFrameHeaderBytes) return false;
+    try {
+      const uint32_t length = tcp_store::DecodeFrameLength(connection.input.data());
+      return !connection.admitted && length > tcp_store::kMaxAdmissionBodyBytes;
+    } catch (const Error&) {
+      return true;  // above kMaxFrameBodyBytes; Serve says so
+    }
+  }
+
   void ReadAndServe(uint64_t id, Connection& connection) {
     uint8_t buffer[64 * 1024];
     while (connection.input.size() < InputCap(connection)) {
@@ -372,6 +383,8 @@ class Server : public TcpStoreServer {
         connection.input.insert(connection.input.end(), buffer, buffer + n);
         buffered_input_bytes_ += static_cast<size_t>(n);
         connection.last_heard = Clock::now();
+        // A frame declared too large is refused at its header (below), before its body is read.
+        if (FirstFrameTooLarge(connection)) break;
         continue;
       }
       if (n < 0 && errno == EINTR) continue;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -681,9 +682,11 @@ bool ServerClosesAfter(const RawSocket& socket, const Bytes& frame) {
     return true;
   }
   uint8_t buffer[4096];
-  for (;;) {  // skip the greeting (and any answer); 0 is the close, -1 the 2 s receive time-out
+  // Skip the greeting (and any answer). 0 is the close, and so is a reset (the server closed
+  // with bytes of ours unread); any other -1 is the 2 s receive time-out.
+  for (;;) {
     const ssize_t n = ::recv(socket.fd(), buffer, sizeof buffer, 0);
-    if (n <= 0) return n == 0;
+    if (n <= 0) return n == 0 || errno == ECONNRESET;
   }
 }
 

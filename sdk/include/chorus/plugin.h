@@ -1,5 +1,5 @@
 /*
- * chorus plugin ABI, version 1.1 (what each minor added: sdk/CHANGELOG.md).
+ * chorus plugin ABI, version 1.3 (what each minor added: sdk/CHANGELOG.md).
  *
  * The only header a chorus plugin needs. C99, no other chorus header, no C++ type crosses it.
  *
@@ -30,8 +30,8 @@
  *  - Out-pointers (chorus_request**, the `out` of create calls) are never NULL.
  *  - Time-outs are in milliseconds; a negative value means "no time-out" and is used only where
  *    a comment allows it. Every blocking call takes one.
- *  - Fields and tables marked "1.1" ("1.2") are absent when the other side was built against 1.0
- *    (1.1): a
+ *  - Fields and tables marked "1.1" ("1.2", "1.3") are absent when the other side was built against
+ *    an older minor: a
  *    plugin checks CHORUS_HAS_FIELD (or the host's abi_minor) before it reads one, and the core
  *    does the same with a plugin's tables.
  */
@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 #define CHORUS_ABI_MAJOR 1
-#define CHORUS_ABI_MINOR 2
+#define CHORUS_ABI_MINOR 3
 
 /* Name of the one symbol every plugin exports. */
 #define CHORUS_PLUGIN_ENTRY_SYMBOL "chorus_plugin_get"
@@ -629,6 +629,13 @@ typedef struct chorus_transport_api {
                          chorus_request** request);
   /* As chorus_collective_api.abort. */
   void (*abort)(chorus_transport_endpoint* endpoint);
+  /* 1.3: where it carries messages and how well, for the collectives "algorithm@transport" the
+     core makes of every algorithm and transport it has loaded (see chorus_algorithm_api). memory:
+     {"host"}; shape: CHORUS_SHAPE_ONE_HOST for a transport that reaches only ranks on one host
+     (shared memory), else ANY; ops: ignored (the algorithm's count); score(args): how well it
+     carries the messages of that operation, 0..CHORUS_SCORE_MAX (the core's tcp: 10 for AUTO, 50
+     for RING). Static. NULL: its pairs are chosen by name only, never by AUTO. */
+  const chorus_capabilities* capabilities;
 } chorus_transport_api;
 
 /* ------------------------------------------------------------------------------------------ */
@@ -677,6 +684,13 @@ typedef struct chorus_algorithm_api {
   /* Runs the collective to completion on the calling thread. Reduces with host->reduce_host.
      Thread-safe across different p2p contexts. */
   chorus_status (*run)(const chorus_algorithm_run_args* args);
+  /* 1.3: how well it serves each operation and size, for AUTO. The core makes a collective
+     "<algorithm>@<transport>" of every algorithm and transport it has loaded (the core's ring
+     over its tcp is "ring@tcp", also called core_ring), and scores it
+     algorithm score x transport score / CHORUS_SCORE_MAX, both asked with the same args (the
+     core's ring: 50 for AUTO, 100 for RING; so ring@tcp scores 5 and 50). memory: {"host"};
+     ops: a subset of supported_ops. Static. NULL: its pairs are chosen by name only. */
+  const chorus_capabilities* capabilities;
 } chorus_algorithm_api;
 
 /* ------------------------------------------------------------------------------------------ */

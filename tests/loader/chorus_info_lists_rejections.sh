@@ -9,7 +9,7 @@ echo "$output"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 (( status == 0 )) || fail "chorus-info exited $status"
 expect() { grep -qF -- "$1" <<<"$output" || fail "output lacks: $1"; }
-expect "fake_good  ABI 1.2"
+expect "fake_good  ABI 1.3"
 expect "provides: cross_device_ops(fake_good_ops)"
 expect "fake_newer_minor  ABI 1.7"
 for broken in fake_other_major fake_no_entry fake_init_fails fake_entry_throws fake_entry_null \

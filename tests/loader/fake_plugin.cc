@@ -10,6 +10,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #ifndef FAKE_NAME
 #error "FAKE_NAME must be defined"
@@ -228,6 +229,63 @@ const VendorExtension kFirst = {
     {sizeof(VendorExtension), CHORUS_EXTENSION_VENDOR_FIRST + 1, &kSecond.base}, 1};
 #endif
 
+#ifdef FAKE_ALGORITHM
+// An algorithm that implements only the barrier (a zero-byte message to and from every peer) and
+// declares 80 for it under AUTO (1.3): the registry pairs it with every transport, and a pair
+// runs every other operation on the core's ring.
+chorus_status AlgorithmRun(const chorus_algorithm_run_args* args) {
+  if (args == nullptr || args->p2p == nullptr || args->op != CHORUS_OP_BARRIER) {
+    g_error = FAKE_NAME ": only the barrier";
+    return CHORUS_UNSUPPORTED;
+  }
+  const chorus_p2p& p2p = *args->p2p;
+  std::vector<chorus_p2p_request*> requests;
+  chorus_status status = CHORUS_OK;
+  for (int32_t peer = 0; peer < p2p.size && status == CHORUS_OK; ++peer) {
+    if (peer == p2p.rank) continue;
+    chorus_p2p_args message{sizeof(chorus_p2p_args), peer, 7, nullptr, 0};
+    chorus_p2p_request* request = nullptr;
+    status = p2p.isend(p2p.ctx, &message, &request);
+    if (status == CHORUS_OK) requests.push_back(request);
+    if (status == CHORUS_OK) status = p2p.irecv(p2p.ctx, &message, &request);
+    if (status == CHORUS_OK) requests.push_back(request);
+  }
+  for (chorus_p2p_request* request : requests) {
+    const chorus_status waited = p2p.wait(p2p.ctx, request, args->timeout_ms);
+    if (status == CHORUS_OK) status = waited;
+    p2p.free(p2p.ctx, request);
+  }
+  if (status != CHORUS_OK) g_error = FAKE_NAME ": a message of the barrier failed";
+  return status;
+}
+#if CHORUS_ABI_MINOR >= 3
+const char* const kAlgorithmMemory[] = {"host", nullptr};
+uint32_t AlgorithmScore(const chorus_score_args* args) {
+  return args->request == CHORUS_REQUEST_AUTO ? 80 : 0;
+}
+const chorus_capabilities kAlgorithmCapabilities = [] {
+  chorus_capabilities c{};
+  c.struct_size = sizeof(c);
+  c.memory = kAlgorithmMemory;
+  c.shape = CHORUS_SHAPE_ANY;
+  c.ops = CHORUS_OP_BIT(CHORUS_OP_BARRIER);
+  c.score = AlgorithmScore;
+  return c;
+}();
+#endif
+const chorus_algorithm_api kAlgorithm = [] {
+  chorus_algorithm_api t{};
+  t.struct_size = sizeof(t);
+  t.name = FAKE_NAME;
+  t.supported_ops = CHORUS_OP_BIT(CHORUS_OP_BARRIER);
+  t.run = AlgorithmRun;
+#if CHORUS_ABI_MINOR >= 3
+  t.capabilities = &kAlgorithmCapabilities;
+#endif
+  return t;
+}();
+#endif
+
 // A plugin table as a later minor version would have it: this header's fields, then one more.
 struct NewerTable {
   chorus_plugin base;
@@ -280,6 +338,9 @@ const NewerTable kTable = [] {
 #endif
 #if CHORUS_ABI_MINOR >= 1 && defined(FAKE_SCORED)
   t.extensions = &kFirst.base;
+#endif
+#ifdef FAKE_ALGORITHM
+  t.algorithm = &kAlgorithm;
 #endif
 #ifdef FAKE_TWO_ENUMERATORS
   t.device_enumerator = kEnumerators[0];

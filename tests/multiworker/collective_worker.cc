@@ -351,7 +351,15 @@ int main(int argc, char** argv) {
   // libraries mapped (gRPC, Gloo, Open MPI, CUDA, NCCL) its tracer thread crashes in a worker
   // that exits after a peer was killed.
   const std::string backend = argv[2];
-  auto plugin_of = [](const std::string& collective) {
+  auto plugin_of = [](const std::string& collective) -> std::string {
+    if (const auto at = collective.find('@'); at != std::string::npos) {
+      // algorithm@transport: the core's ring and tcp are builtin; in-tree algorithms come from
+      // plugins/algorithms, a transport from the plugin of its name.
+      const std::string algorithm = collective.substr(0, at), transport = collective.substr(at + 1);
+      std::string plugins = algorithm == "ring" ? "" : "algorithms";
+      if (transport != "tcp") plugins += (plugins.empty() ? "" : ",") + transport;
+      return plugins.empty() ? "none" : plugins;
+    }
     return collective == "core_ring"   ? "none"
            : collective == "ring_grpc" ? "ring-grpc"
                                        : collective;

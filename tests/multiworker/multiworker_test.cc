@@ -1,9 +1,9 @@
 // Multi-process tests on 127.0.0.1: real worker processes with TF_CONFIG, for every collective
-// backend built (core_ring, gloo, ring_grpc): every op over every dtype and sizes 0, 1, odd and
-// large with 2, 3 and 4 workers; a mismatch across workers is reported; a worker killed
-// (SIGKILL) or stopped (SIGSTOP) in the middle of a loop of all-reduces, the leader or another,
-// makes every other fail, naming it, within the time-out + 2 s;
-// workers with other choices (CHORUS_COMMUNICATION, CHORUS_ALGORITHM, options) fail at once.
+// backend built (core_ring, gloo, ring_grpc, shm, shm+core_ring, ring@ucx, rhd@ofi): every op over
+// every dtype and sizes 0, 1, odd and large with 2, 3 and 4 workers; a mismatch across workers is
+// reported; a worker killed (SIGKILL) or stopped (SIGSTOP) in the middle of a loop of all-reduces,
+// the leader or another, makes every other fail, naming it, within the time-out + 2 s; workers with
+// other choices (CHORUS_COMMUNICATION, CHORUS_ALGORITHM, options) fail at once.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -46,14 +46,24 @@ std::vector<std::string> Backends() {
   backends.push_back("shm+core_ring");
 #endif
 #endif
+  // Pairs algorithm@transport (the registry makes them of the plugins' algorithms and
+  // transports): the core's ring over UCX, and recursive halving-doubling over libfabric.
+#ifdef CHORUS_HAVE_UCX
+  backends.push_back("ring@ucx");
+#endif
+#if defined(CHORUS_HAVE_OFI) && defined(CHORUS_HAVE_ALGORITHMS)
+  backends.push_back("rhd@ofi");
+#endif
   return backends;
 }
 
-// A test name: "shm+core_ring" becomes "shm_and_core_ring" (gtest allows no '+').
+// A test name: "shm+core_ring" becomes "shm_and_core_ring", "ring@ucx" "ring_at_ucx" (gtest
+// allows neither '+' nor '@').
 std::string NameOf(std::string backend) {
   if (const auto plus = backend.find('+'); plus != std::string::npos) {
     backend.replace(plus, 1, "_and_");
   }
+  if (const auto at = backend.find('@'); at != std::string::npos) backend.replace(at, 1, "_at_");
   return backend;
 }
 

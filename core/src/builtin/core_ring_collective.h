@@ -18,8 +18,6 @@
 
 namespace chorus::internal {
 
-inline constexpr const char* kCoreRingName = "core_ring";
-
 const chorus_collective_api* CoreRingCollectiveTable();
 
 }  // namespace chorus::internal

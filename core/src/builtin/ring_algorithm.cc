@@ -91,15 +91,31 @@ chorus_status Run(const chorus_algorithm_run_args* args) {
   });
 }
 
+// Bandwidth-optimal at every size (each rank sends 2(n-1)/n of the buffer), but 2(n-1) steps of
+// latency: a general-purpose choice under AUTO, and what a RING request asks for.
+uint32_t RingScore(const chorus_score_args* args) {
+  switch (args->request) {
+    case CHORUS_REQUEST_AUTO:
+      return 50;
+    case CHORUS_REQUEST_RING:
+      return 100;
+    default:
+      return 0;
+  }
+}
+
 }  // namespace
 
 const chorus_algorithm_api* RingAlgorithmTable() {
+  static const chorus_capabilities capabilities =
+      sdk::Capabilities(sdk::kHostMemory, CHORUS_SHAPE_ANY, kSupportedOps, RingScore);
   static const chorus_algorithm_api table = [] {
     chorus_algorithm_api t{};
     t.struct_size = sizeof(t);
     t.name = kRingAlgorithmName;
     t.supported_ops = kSupportedOps;
     t.run = Run;
+    t.capabilities = &capabilities;
     return t;
   }();
   return &table;

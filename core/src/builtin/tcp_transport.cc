@@ -95,9 +95,24 @@ void Abort(chorus_transport_endpoint* endpoint) {
   if (endpoint != nullptr) reinterpret_cast<TcpEndpoint*>(endpoint)->Abort();
 }
 
+// The reference transport: it reaches any host, but every message crosses the kernel's socket
+// layer twice. Under RING it carries the ring (core_ring = ring@tcp) as tf.distribute's gRPC would.
+uint32_t TcpScore(const chorus_score_args* args) {
+  switch (args->request) {
+    case CHORUS_REQUEST_AUTO:
+      return 10;
+    case CHORUS_REQUEST_RING:
+      return 50;
+    default:
+      return 0;
+  }
+}
+
 }  // namespace
 
 const chorus_transport_api* TcpTransportTable() {
+  static const chorus_capabilities capabilities =
+      sdk::Capabilities(sdk::kHostMemory, CHORUS_SHAPE_ANY, sdk::kAllCollectiveOps, TcpScore);
   static const chorus_transport_api table = [] {
     chorus_transport_api t{};
     t.struct_size = sizeof(t);
@@ -107,6 +122,7 @@ const chorus_transport_api* TcpTransportTable() {
     t.isend = Isend;
     t.irecv = Irecv;
     t.abort = Abort;
+    t.capabilities = &capabilities;
     return t;
   }();
   return &table;

@@ -75,10 +75,14 @@ internal::PlanChoices ChoicesOf(const Registry& registry, const CollectivePlan& 
     collective.name = plan.collectives[i];
     try {
       const auto entry = FindCollective(registry, collective.name);
-      const PluginLibrary& library = *entry.plugin;
-      collective.plugin = library.name() + " " + library.version() + ", ABI " +
-                          std::to_string(library.abi_major()) + "." +
-                          std::to_string(library.abi_minor());
+      // A pair algorithm@transport is as much its two plugins' as the core's that runs it.
+      std::vector<std::shared_ptr<PluginLibrary>> libraries{entry.plugin};
+      libraries.insert(libraries.end(), entry.parts.begin(), entry.parts.end());
+      for (const auto& library : libraries) {
+        collective.plugin += (collective.plugin.empty() ? "" : " + ") + library->name() + " " +
+                             library->version() + ", ABI " + std::to_string(library->abi_major()) +
+                             "." + std::to_string(library->abi_minor());
+      }
     } catch (const std::exception& e) {
       if (!*failure) *failure = std::current_exception();
       if (choices.error.empty()) choices.error = e.what();

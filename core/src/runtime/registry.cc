@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "base/logging.h"
+#include "builtin/algorithm_pairs.h"
 #include "builtin/builtin_plugin.h"
 
 namespace chorus {
@@ -24,6 +25,7 @@ Registry::Registry(const LoaderOptions& options) {
     plugins_.push_back(plugin);
   }
   for (const auto& plugin : plugins_) Index(plugin);
+  IndexAlgorithmPairs();
 }
 
 void Registry::Index(const std::shared_ptr<PluginLibrary>& plugin) {
@@ -36,11 +38,50 @@ void Registry::Index(const std::shared_ptr<PluginLibrary>& plugin) {
         return;
       }
     }
-    list.push_back({plugin, api});
+    list.push_back({plugin, api, {}});
   };
   for (const auto* api : plugin->collectives()) add(collectives_, api, "collective");
   for (const auto* api : plugin->cross_device_ops_list()) {
     add(cross_device_ops_, api, "cross-device ops");
+  }
+  for (const auto* api : plugin->algorithms()) add(algorithms_, api, "algorithm");
+  for (const auto* api : plugin->transports()) add(transports_, api, "transport");
+}
+
+void Registry::IndexAlgorithmPairs() {
+  for (const auto& algorithm : algorithms_) {
+    for (const auto& transport : transports_) {
+      const std::string name = internal::PairName(algorithm.api->name, transport.api->name);
+      if (name == kCoreRingPairName && algorithm.plugin->builtin() && transport.plugin->builtin()) {
+        continue;  // that is core_ring
+      }
+      const std::string_view a = algorithm.api->name, t = transport.api->name;
+      if (a.find_first_of("@+") != std::string_view::npos ||
+          t.find_first_of("@+") != std::string_view::npos) {
+        notes_.push_back("no collective " + name +
+                         ": an algorithm's or transport's name with '@' "
+                         "or '+' cannot be told apart in a collective's name; rename it");
+        continue;
+      }
+      const bool taken = std::any_of(collectives_.begin(), collectives_.end(),
+                                     [&](const auto& c) { return name == c.api->name; });
+      if (taken) {
+        notes_.push_back("no collective " + name + " of algorithm " + std::string(a) +
+                         " over transport " + std::string(t) +
+                         ": a plugin's collective has that name already");
+        continue;
+      }
+      std::string why_not;
+      std::shared_ptr<internal::AlgorithmPair> pair = internal::AlgorithmPair::Make(
+          algorithm.plugin, *algorithm.api, transport.plugin, *transport.api, &why_not);
+      if (!pair) {
+        notes_.push_back("no collective " + name + ": " + why_not);
+        continue;
+      }
+      collectives_.push_back(
+          {plugins_.front(), pair->table(), {algorithm.plugin, transport.plugin}});
+      algorithm_pairs_.push_back(std::move(pair));
+    }
   }
 }
 
@@ -68,6 +109,12 @@ std::vector<std::string> Registry::CollectiveNames() const {
   return names;
 }
 
+std::vector<std::string> Registry::TransportNames() const {
+  std::vector<std::string> names;
+  for (const auto& entry : transports_) names.push_back(entry.api->name);
+  return names;
+}
+
 namespace {
 
 template <typename Entry>
@@ -76,10 +123,11 @@ Entry Find(const std::vector<Entry>& list, const Discovery& discovery, std::stri
   for (const auto& entry : list) {
     if (name == entry.api->name) return entry;
   }
-  // A plugin's name stands for its implementation when it has exactly one.
+  // A plugin's name stands for its implementation when it has exactly one (the pairs the core
+  // makes of algorithms and transports are nobody's own).
   std::vector<Entry> of_plugin;
   for (const auto& entry : list) {
-    if (entry.plugin->name() == name) of_plugin.push_back(entry);
+    if (entry.plugin->name() == name && entry.parts.empty()) of_plugin.push_back(entry);
   }
   if (of_plugin.size() == 1) return of_plugin.front();
   std::string available;
@@ -114,7 +162,13 @@ Registry::CrossDeviceOpsImplementation Registry::FindCrossDeviceOps(std::string_
 
 Registry::CollectiveImplementation Registry::FindCollective(std::string_view name,
                                                             std::string_view what) const {
+  if (name == kCoreRingPairName) name = kCoreRingName;
   return Find(collectives_, discovery_, name, what, "a collective");
+}
+
+Registry::TransportImplementation Registry::FindTransport(std::string_view name,
+                                                          std::string_view what) const {
+  return Find(transports_, discovery_, name, what, "a transport");
 }
 
 std::shared_ptr<DeviceEnumerator> Registry::CpuDevices() const {

@@ -17,6 +17,8 @@ namespace chorus {
 
 // Names of the core's builtin backends.
 inline constexpr const char* kBuiltinPluginName = "core";
+inline constexpr const char* kCoreRingName = "core_ring";
+inline constexpr const char* kCoreRingPairName = "ring@tcp";  // another name of core_ring
 inline constexpr const char* kCpuPlatform = "cpu";
 inline constexpr const char* kReductionToOneDevice = "reduction_to_one_device";
 
@@ -44,28 +46,40 @@ class Registry {
   struct Implementation {
     std::shared_ptr<PluginLibrary> plugin;
     const Api* api = nullptr;
+    // For a collective "algorithm@transport" the core made (plugin is then the builtin, which
+    // runs it): the plugins of its algorithm and its transport. Empty otherwise.
+    std::vector<std::shared_ptr<PluginLibrary>> parts;
   };
   using CollectiveImplementation = Implementation<chorus_collective_api>;
   using CrossDeviceOpsImplementation = Implementation<chorus_cross_device_ops_api>;
+  using AlgorithmImplementation = Implementation<chorus_algorithm_api>;
+  using TransportImplementation = Implementation<chorus_transport_api>;
 
-  // Every implementation, in plugin order (builtin first).
+  // Every implementation, in plugin order (builtin first). The collectives end with one
+  // "algorithm@transport" per algorithm and transport loaded (builtin/algorithm_pairs.h), all but
+  // ring@tcp, which is the builtin core_ring.
   const std::vector<CollectiveImplementation>& collectives() const { return collectives_; }
+  const std::vector<AlgorithmImplementation>& algorithms() const { return algorithms_; }
+  const std::vector<TransportImplementation>& transports() const { return transports_; }
   const std::vector<CrossDeviceOpsImplementation>& cross_device_ops() const {
     return cross_device_ops_;
   }
   // What the registry left out and why (a name given twice).
   const std::vector<std::string>& notes() const { return notes_; }
 
-  // Names of every cross-device ops / collective available (builtin first).
+  // Names of every cross-device ops / collective / transport available (builtin first).
   std::vector<std::string> CrossDeviceOpsNames() const;
   std::vector<std::string> CollectiveNames() const;
+  std::vector<std::string> TransportNames() const;
   // The implementation called `name`: its own name, or its plugin's name when that plugin has
   // exactly one of the interface. Throws Error(INVALID_ARGUMENT) naming `what` (e.g.
   // "CHORUS_CROSS_DEVICE_OPS") and listing the available names, with the reason a file of that
   // name was rejected, if one was.
   CrossDeviceOpsImplementation FindCrossDeviceOps(std::string_view name,
                                                   std::string_view what) const;
+  // "ring@tcp" finds core_ring.
   CollectiveImplementation FindCollective(std::string_view name, std::string_view what) const;
+  TransportImplementation FindTransport(std::string_view name, std::string_view what) const;
 
   // The cpu device context (CHORUS_CPU_DEVICES devices) and, lazily, one context per plugin
   // enumerator. An enumerator whose create fails is left out with a logged reason.
@@ -77,11 +91,15 @@ class Registry {
 
  private:
   void Index(const std::shared_ptr<PluginLibrary>& plugin);
+  void IndexAlgorithmPairs();
 
   Discovery discovery_;
   std::vector<std::shared_ptr<PluginLibrary>> plugins_;
   std::vector<CollectiveImplementation> collectives_;
   std::vector<CrossDeviceOpsImplementation> cross_device_ops_;
+  std::vector<AlgorithmImplementation> algorithms_;
+  std::vector<TransportImplementation> transports_;
+  std::vector<std::shared_ptr<void>> algorithm_pairs_;  // internal::AlgorithmPair, owned
   std::vector<std::string> notes_;
   mutable std::vector<std::shared_ptr<DeviceEnumerator>> enumerators_;
   mutable std::once_flag enumerators_once_;

@@ -16,7 +16,7 @@ for broken in fake_other_major fake_no_entry fake_init_fails fake_entry_throws f
               fake_tiny_table fake_null_init fake_misnamed not_a_library; do
   expect "$dir/libchorus-$broken.so"
 done
-expect "reason: built for chorus ABI 2.2"
+expect "reason: built for chorus ABI 2."
 expect "reason: does not export chorus_plugin_get()"
 expect "reason: its init() failed with UNAVAILABLE: no fake device on this machine"
 expect "reason: libchorus-not_a_library.so is not an ELF file"

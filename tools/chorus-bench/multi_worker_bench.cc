@@ -59,7 +59,8 @@ void CheckCollectiveBackends(const std::vector<std::string>& backends) {
       }
       continue;
     }
-    if (std::find(available.begin(), available.end(), name) == available.end()) {
+    if (name != kCoreRingPairName &&
+        std::find(available.begin(), available.end(), name) == available.end()) {
       throw UsageError("unknown backend '" + name +
                        "'; the collectives available are: " + JoinNames(available) +
                        " (plugins are searched in CHORUS_PLUGIN_PATH and the install's plugin "

@@ -19,6 +19,7 @@
 //   chorus-conformance --plugin build/libchorus-template_algorithm.so --require
 #include <chorus/plugin.h>
 
+#include <chorus/algorithm_sdk.hpp>  // ValidateRunArgs, P2pRequests
 #include <chorus/plugin_sdk.hpp>
 #include <cstring>
 #include <vector>
@@ -36,96 +37,6 @@ constexpr uint32_t kSupportedOps =
     CHORUS_OP_BIT(CHORUS_OP_ALL_GATHER) | CHORUS_OP_BIT(CHORUS_OP_REDUCE_SCATTER) |
     CHORUS_OP_BIT(CHORUS_OP_BARRIER);
 
-// The requests of one run. Start them all, then Wait(). After a failure the core's p2p has
-// aborted its endpoint, so the requests left finish at once: the destructor waits and frees them.
-class Requests {
- public:
-  Requests(const chorus_p2p& p2p, uint64_t tag, int64_t timeout_ms)
-      : p2p_(p2p), tag_(tag), timeout_ms_(timeout_ms) {}
-  ~Requests() {
-    for (chorus_p2p_request* request : live_) {
-      p2p_.wait(p2p_.ctx, request, timeout_ms_);
-      p2p_.free(p2p_.ctx, request);
-    }
-  }
-  Requests(const Requests&) = delete;
-  Requests& operator=(const Requests&) = delete;
-
-  void Send(int peer, const void* data, size_t bytes) {
-    Start(p2p_.isend, peer, const_cast<void*>(data), bytes, "send to");
-  }
-  void Receive(int peer, void* data, size_t bytes) {
-    Start(p2p_.irecv, peer, data, bytes, "receive from");
-  }
-  // Waits for every request; throws the first failure.
-  void Wait() {
-    while (!live_.empty()) {
-      const chorus_status status = p2p_.wait(p2p_.ctx, live_.back(), timeout_ms_);
-      if (status != CHORUS_OK) {
-        // chorus_p2p has no last_error: the transport's own reason cannot be quoted here.
-        Fail(status, "direct: rank ", p2p_.rank, ": a send or receive failed (status ",
-             chorus::StatusName(status), ")");
-      }
-      p2p_.free(p2p_.ctx, live_.back());
-      live_.pop_back();
-    }
-  }
-
- private:
-  using StartFunction = chorus_status (*)(void*, const chorus_p2p_args*, chorus_p2p_request**);
-  void Start(StartFunction start, int peer, void* data, size_t bytes, const char* what) {
-    chorus_p2p_args args{};
-    args.struct_size = sizeof(args);
-    args.peer = peer;
-    args.tag = tag_;
-    args.data = data;
-    args.bytes = bytes;
-    chorus_p2p_request* request = nullptr;
-    live_.reserve(live_.size() + 1);  // so that push_back cannot throw after the start
-    const chorus_status status = start(p2p_.ctx, &args, &request);
-    if (status != CHORUS_OK) {
-      Fail(status, "direct: rank ", p2p_.rank, ": could not start the ", what, " rank ", peer,
-           " (status ", chorus::StatusName(status), ")");
-    }
-    live_.push_back(request);
-  }
-
-  const chorus_p2p& p2p_;
-  const uint64_t tag_;
-  const int64_t timeout_ms_;
-  std::vector<chorus_p2p_request*> live_;
-};
-
-void Validate(const chorus_algorithm_run_args& a) {
-  const chorus_p2p* p2p = a.p2p;
-  if (p2p == nullptr || p2p->struct_size < CHORUS_STRUCT_SIZE(chorus_p2p, free) || !p2p->isend ||
-      !p2p->irecv || !p2p->wait || !p2p->test || !p2p->free) {
-    Fail(CHORUS_INVALID_ARGUMENT, "direct: the p2p table is NULL, too small or lacks a function");
-  }
-  if (p2p->size < 1 || p2p->rank < 0 || p2p->rank >= p2p->size) {
-    Fail(CHORUS_INVALID_ARGUMENT, "direct: rank ", p2p->rank, " of size ", p2p->size);
-  }
-  if (a.op < CHORUS_OP_ALL_REDUCE || a.op > CHORUS_OP_BARRIER) {
-    Fail(CHORUS_INVALID_ARGUMENT, "direct: unknown collective op ", static_cast<int>(a.op));
-  }
-  if (a.op == CHORUS_OP_BARRIER) return;
-  chorus::sdk::RequireDtype(a.dtype, "direct");
-  if (a.op == CHORUS_OP_ALL_REDUCE || a.op == CHORUS_OP_REDUCE_SCATTER) {
-    chorus::sdk::RequireReduceOp(a.op_reduce, "direct");
-  }
-  if (a.op == CHORUS_OP_BROADCAST && (a.root < 0 || a.root >= p2p->size)) {
-    Fail(CHORUS_INVALID_ARGUMENT, "direct broadcast: root ", a.root, " is not a rank");
-  }
-  // all_gather and reduce_scatter touch size * count elements, all_reduce keeps size copies.
-  const size_t ranks = static_cast<size_t>(p2p->size);
-  if (a.count > SIZE_MAX / chorus_dtype_size(a.dtype) / ranks) {
-    Fail(CHORUS_INVALID_ARGUMENT, "direct: count ", a.count, " is too large");
-  }
-  if (a.count > 0 && ((a.op != CHORUS_OP_BROADCAST && a.send == nullptr) || a.recv == nullptr)) {
-    Fail(CHORUS_INVALID_ARGUMENT, "direct: send or recv is NULL");
-  }
-}
-
 // recv = operands[0] op operands[1] op ... (`ranks` blocks of count elements, in rank order).
 void ReduceInRankOrder(void* recv, const char* operands, int ranks,
                        const chorus_algorithm_run_args& a) {
@@ -139,16 +50,18 @@ void ReduceInRankOrder(void* recv, const char* operands, int ranks,
 void Run(const chorus_algorithm_run_args& a) {
   const chorus_p2p& p2p = *a.p2p;
   const int rank = p2p.rank, size = p2p.size;
-  Requests requests(p2p, kTagBase | static_cast<uint64_t>(a.op), a.timeout_ms);
+  // Every request of the run; the destructor waits for and frees what a failure left.
+  chorus::sdk::P2pRequests requests(p2p, "direct", a.timeout_ms);
+  const uint64_t tag = kTagBase | static_cast<uint64_t>(a.op);
   if (a.op == CHORUS_OP_BARRIER) {
     // Every rank leaves after hearing from every other, each of which wrote only on arrival.
     char token = 0;
     for (int peer = 0; peer < size; ++peer) {
       if (peer == rank) continue;
-      requests.Receive(peer, &token, 0);
-      requests.Send(peer, &token, 0);
+      requests.Receive(peer, tag, &token, 0);
+      requests.Send(peer, tag, &token, 0);
     }
-    requests.Wait();
+    requests.WaitAll();
     return;
   }
   if (a.count == 0) return;
@@ -165,32 +78,33 @@ void Run(const chorus_algorithm_run_args& a) {
       std::memcpy(operands.data() + rank * block, send + (scatter ? rank * block : 0), block);
       for (int peer = 0; peer < size; ++peer) {
         if (peer == rank) continue;
-        requests.Receive(peer, operands.data() + peer * block, block);
-        requests.Send(peer, scatter ? send + peer * block : operands.data() + rank * block, block);
+        requests.Receive(peer, tag, operands.data() + peer * block, block);
+        requests.Send(peer, tag, scatter ? send + peer * block : operands.data() + rank * block,
+                      block);
       }
-      requests.Wait();
+      requests.WaitAll();
       ReduceInRankOrder(recv, operands.data(), size, a);
       return;
     }
     case CHORUS_OP_BROADCAST:
       if (rank != a.root) {
-        requests.Receive(a.root, recv, block);
+        requests.Receive(a.root, tag, recv, block);
       } else {
         for (int peer = 0; peer < size; ++peer) {
-          if (peer != rank) requests.Send(peer, recv, block);
+          if (peer != rank) requests.Send(peer, tag, recv, block);
         }
       }
-      requests.Wait();
+      requests.WaitAll();
       return;
     default: {  // CHORUS_OP_ALL_GATHER; in place when send is block `rank` of recv
       char* mine = recv + rank * block;
       if (mine != send) std::memmove(mine, send, block);
       for (int peer = 0; peer < size; ++peer) {
         if (peer == rank) continue;
-        requests.Receive(peer, recv + peer * block, block);
-        requests.Send(peer, mine, block);
+        requests.Receive(peer, tag, recv + peer * block, block);
+        requests.Send(peer, tag, mine, block);
       }
-      requests.Wait();
+      requests.WaitAll();
       return;
     }
   }
@@ -200,7 +114,7 @@ chorus_status RunTable(const chorus_algorithm_run_args* args) {
   return chorus::sdk::Guard([&] {
     const auto& a = chorus::sdk::RequireArgs(
         args, CHORUS_STRUCT_SIZE(chorus_algorithm_run_args, num_options), "direct");
-    Validate(a);
+    chorus::sdk::ValidateRunArgs(a, "direct");
     Run(a);
   });
 }

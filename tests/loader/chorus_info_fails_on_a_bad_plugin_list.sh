@@ -18,8 +18,8 @@ check() {  # check <CHORUS_PLUGINS> <expected message part>...
   done
 }
 check "^fake_goood" "chorus-info: CHORUS_PLUGINS='^fake_goood' excludes 'fake_goood', but no" \
-      "plugins found: fake_abi_1_0, " ", fake_good, " "Fix the name after '^' or remove the entry"
+      "plugins found: " "fake_abi_1_0, " ", fake_good, " "Fix the name after '^' or remove the entry"
 check "/missing/path.so" \
       "CHORUS_PLUGINS='/missing/path.so' names the file /missing/path.so, which does not exist" \
-      "plugins found: fake_abi_1_0, "
+      "plugins found: " "fake_abi_1_0, "
 echo "chorus-info failed on each bad entry, naming it and the plugins found"

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "collective_run.h"
+#include "list_text.h"
 #include "metrics.h"
 #include "results_writer.h"
 #include "rule_suggestion.h"
@@ -34,12 +35,6 @@ using UsageError = std::invalid_argument;
 
 // The core's reference collective, measured when --backends names none.
 constexpr const char* kDefaultBackend = "core_ring";
-
-std::string JoinNames(const std::vector<std::string>& names) {
-  std::string joined;
-  for (const auto& name : names) joined += (joined.empty() ? "" : ", ") + name;
-  return joined;
-}
 
 }  // namespace
 

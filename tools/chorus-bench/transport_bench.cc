@@ -170,22 +170,9 @@ int Run(const BenchOptions& options, WorkerJob& job) {
 }  // namespace
 
 int RunTransportBench(const BenchOptions& options) {
-  std::string who = "chorus-bench";
-  try {
-    CheckTransportNames(Registry::Global(), options.transports);
-    WorkerJob job = JoinJob(options.timeout_seconds);
-    if (job.size > 1) who += " (worker " + std::to_string(job.rank) + ")";
-    return Run(options, job);
-  } catch (const UsageError& e) {
-    std::cerr << who << ": " << e.what() << "\n";
-    return 2;
-  } catch (const Error& e) {
-    std::cerr << who << ": " << StatusName(e.status()) << ": " << e.what() << "\n";
-    return e.status() == CHORUS_INVALID_ARGUMENT ? 2 : 1;
-  } catch (const std::exception& e) {
-    std::cerr << who << ": " << e.what() << "\n";
-    return 1;
-  }
+  return RunAsWorker(
+      options.timeout_seconds, [&] { CheckTransportNames(Registry::Global(), options.transports); },
+      [&](WorkerJob& job) { return Run(options, job); });
 }
 
 }  // namespace chorus::bench

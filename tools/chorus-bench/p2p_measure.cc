@@ -19,6 +19,11 @@ constexpr uint64_t kStreamTag = 3;
 constexpr uint64_t kAckTag = 4;
 constexpr uint8_t kUnwritten = 0xff;
 
+// Fills a receive buffer with bytes no pattern has, so a message that writes nothing is caught.
+void MarkUnwritten(uint8_t* data, uint64_t bytes) {
+  if (bytes > 0) std::memset(data, kUnwritten, bytes);  // an empty buffer's data() may be null
+}
+
 double MicrosecondsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
 }
@@ -130,7 +135,7 @@ void MeasurePingPong(TransportEndpoint& endpoint, const P2pSettings& settings, P
     if (rank == 0) {
       if (checked) {
         FillPattern(buffers.send.data(), bytes, message_stamp);
-        std::memset(buffers.echo.data(), kUnwritten, bytes);
+        MarkUnwritten(buffers.echo.data(), bytes);
       }
       P2pOperation pong(endpoint);
       pong.Start(false, 1, kPongTag, buffers.echo.data(), bytes);
@@ -142,7 +147,7 @@ void MeasurePingPong(TransportEndpoint& endpoint, const P2pSettings& settings, P
       if (checked) samples.wrong += CountWrongBytes(buffers.echo.data(), bytes, message_stamp);
     } else {
       uint8_t* received = buffers.slots.front().data();
-      if (checked) std::memset(received, kUnwritten, bytes);
+      if (checked) MarkUnwritten(received, bytes);
       Receive(endpoint, 0, kPingTag, received, bytes, settings.timeout_ms);
       Send(endpoint, 0, kPongTag, received, bytes, settings.timeout_ms);  // the same bytes back
       if (checked) samples.wrong += CountWrongBytes(received, bytes, message_stamp);
@@ -180,8 +185,8 @@ void MeasureStream(TransportEndpoint& endpoint, const P2pSettings& settings, P2p
       const double window_us = MicrosecondsSince(start);
       if (it >= settings.warmup_iters) samples.window_us.push_back(window_us);
     } else {
-      if (first) std::memset(buffers.slots.front().data(), kUnwritten, bytes);
-      if (last) std::memset(buffers.slots.back().data(), kUnwritten, bytes);
+      if (first) MarkUnwritten(buffers.slots.front().data(), bytes);
+      if (last) MarkUnwritten(buffers.slots.back().data(), bytes);
       for (size_t k = 0; k < window; ++k) {
         operations.emplace_back(endpoint);
         operations.back().Start(false, 0, kStreamTag, buffers.slots[k].data(), bytes);

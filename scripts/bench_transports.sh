@@ -38,7 +38,7 @@ free_port() {
 have_transport() {
   local answer
   answer=$("$bin/chorus-bench" --transports "$1" 2>&1 >/dev/null || true)
-  [[ $answer != *"unknown transport"* ]]
+  [[ $answer != *"names a transport"* ]]
 }
 
 # chorus-bench --transports $1: latency at 8 B, bandwidth at 1, 4 and 16 MiB; CSV rows in $2.

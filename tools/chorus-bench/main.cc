@@ -14,7 +14,6 @@
 #include "multi_worker_bench.h"
 #include "options.h"
 #include "transport_bench.h"
-#include "transport_lookup.h"
 #include "worker_job.h"
 
 int main(int argc, char** argv) {
@@ -29,7 +28,7 @@ int main(int argc, char** argv) {
       if (options.transports.empty()) {
         CheckCollectiveBackends(options.backends);
       } else {
-        CheckTransportNames(chorus::Registry::Global(), options.transports);
+        CheckTransportNames(options.transports);
       }
     } catch (const std::exception& e) {
       std::cerr << "chorus-bench: " << e.what() << "\n";

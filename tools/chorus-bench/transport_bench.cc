@@ -16,7 +16,6 @@
 #include "metrics.h"
 #include "p2p_measure.h"
 #include "sizes.h"
-#include "transport_lookup.h"
 #include "transport_output.h"
 #include "worker_job.h"
 
@@ -37,6 +36,9 @@ int WindowFor(uint64_t bytes, int window) {
       std::clamp<uint64_t>(kMaxBytesInFlight / bytes, 1, static_cast<uint64_t>(window)));
 }
 
+// The name --transports gives for the registry's messages.
+constexpr const char* kTransportsFlag = "--transports";
+
 // An endpoint and the store view it was handed (which must outlive it).
 struct OpenTransport {
   std::string name;
@@ -46,7 +48,7 @@ struct OpenTransport {
 
 OpenTransport Open(const WorkerJob& job, const std::string& name, size_t index,
                    double timeout_seconds) {
-  const TransportChoice choice = FindTransport(Registry::Global(), name);
+  const auto choice = Registry::Global().FindTransport(name, kTransportsFlag);
   OpenTransport open;
   open.name = name;
   open.store = std::make_unique<CKvStore>(
@@ -169,9 +171,22 @@ int Run(const BenchOptions& options, WorkerJob& job) {
 
 }  // namespace
 
+void CheckTransportNames(const std::vector<std::string>& names) {
+  if (names.empty()) {
+    throw UsageError("--transports needs at least one name, e.g. --transports tcp");
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (std::find(names.begin(), names.begin() + static_cast<ptrdiff_t>(i), names[i]) !=
+        names.begin() + static_cast<ptrdiff_t>(i)) {
+      throw UsageError("--transports names '" + names[i] + "' twice");
+    }
+    Registry::Global().FindTransport(names[i], kTransportsFlag);
+  }
+}
+
 int RunTransportBench(const BenchOptions& options) {
   return RunAsWorker(
-      options.timeout_seconds, [&] { CheckTransportNames(Registry::Global(), options.transports); },
+      options.timeout_seconds, [&] { CheckTransportNames(options.transports); },
       [&](WorkerJob& job) { return Run(options, job); });
 }
 

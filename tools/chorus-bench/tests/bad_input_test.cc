@@ -76,8 +76,9 @@ TEST(BadInput, RootOutsideTheJob) {
 
 TEST(BadInput, UnknownTransportListsTheAvailableOnes) {
   ExpectUsageError("--transports tcp,nosuch",
-                   {"unknown transport 'nosuch'", "tcp", "bench_wrong", "chorus-info"});
-  ExpectUsageError("-n 2 --transports nosuch", {"unknown transport 'nosuch'", "tcp"});
+                   {"--transports names a transport 'nosuch'", "which no loaded plugin provides",
+                    "Available: tcp", "bench_wrong", "store"});
+  ExpectUsageError("-n 2 --transports nosuch", {"a transport 'nosuch'", "Available: tcp"});
 }
 
 TEST(BadInput, TransportsExcludeWhatOnlyCollectivesMeasure) {

@@ -74,9 +74,14 @@ native_pair() {
   client=("${client[@]//PORT/$port}")
   timeout -k 5 90 "${server[@]}" >"$log.server" 2>&1 &
   local server_pid=$!
-  sleep 0.5  # the server listens before the client connects
-  local status=0
-  timeout -k 5 90 "${client[@]}" >"$log" 2>&1 || status=$?
+  local status=0 attempt
+  for attempt in 1 2 3; do  # the server listens before the client connects; a loaded VM is slow
+    sleep "0.$((attempt * 3))"
+    status=0
+    timeout -k 5 90 "${client[@]}" >"$log" 2>&1 || status=$?
+    [ $status -eq 0 ] || ! kill -0 "$server_pid" 2>/dev/null || continue
+    break
+  done
   if [ $status -ne 0 ]; then
     kill "$server_pid" 2>/dev/null || true
   fi

@@ -10,10 +10,10 @@
 #  - tcp (the core's transport) alone: it has no native peer.
 # A part whose plugin (chorus-info lists the transports) or native tool is missing is skipped
 # with the reason. Latency: ucx_perftest's 50.0%ile and chorus's median are both the median of
-# round trip / 2; fi_pingpong's usec/xfer is the mean of round trip / 2. Bandwidth: ucx_perftest
-# and chorus print MB/s with MB = 2^20 B; fi_pingpong's MB/sec counts 10^6 B and both directions
-# of its ping-pong (2 x size per round trip), so beside it stands chorus's size / latency at that
-# size, the same ping-pong figure. The VM's speed drifts: compare only within one run.
+# round trip / 2; fi_pingpong's usec/xfer is the mean of round trip / 2, beside chorus's mean
+# (its CSV's latency_mean_us). Bandwidth: ucx_perftest and chorus print MB/s with MB = 2^20 B;
+# fi_pingpong's MB/sec counts 10^6 B and both directions of its ping-pong (2 x size per round
+# trip), so beside it stands chorus's size / mean latency at that size, the same figure. The VM's speed drifts: compare only within one run.
 # Figures go to build/release/bench/transports_* (chorus's CSV, the native tools' output).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,7 +52,8 @@ chorus_run() {
   rm -f "$csv.lat" "$csv.bw"
 }
 
-# A field of chorus's CSV row of size $2: $3 = latency_us or bandwidth_MBps.
+# A field of chorus's CSV row of size $2: $3 = latency_us (median), latency_mean_us or
+# bandwidth_MBps; WRONG when that row has wrong bytes.
 chorus_figure() {
   awk -F, -v bytes="$2" -v column="$3" '
     NR == 1 { for (i = 1; i <= NF; ++i) index_of[$i] = i; next }
@@ -144,7 +145,7 @@ if ! command -v fi_pingpong >/dev/null; then
 elif ! have_transport "$ofi_name"; then
   echo "   skipped: no transport '$ofi_name' (the ofi plugin is not built or not in CHORUS_PLUGIN_PATH)"
 else
-  row "FI_PROVIDER" "size" "native us/xfer" "chorus lat us" "native MB/sec" "chorus size/lat"
+  row "FI_PROVIDER" "size" "native us/xfer" "chorus mean us" "native MB/sec" "chorus size/mean"
   for provider in "tcp;ofi_rxm" shm; do
     log="$out/transports_ofi_${provider//;/_}"
     if ! FI_PROVIDER=$provider chorus_run "$ofi_name" "$log.csv"; then
@@ -160,7 +161,7 @@ else
         read -r native_mb native_us < <(awk 'NF == 8 && $1 ~ /^[0-9]/ { v = $6 " " $7 } END { print v }' \
           "$log.fi_pingpong_$size")
       fi
-      chorus_lat=$(chorus_figure "$log.csv" "$size" latency_us)
+      chorus_lat=$(chorus_figure "$log.csv" "$size" latency_mean_us)
       chorus_pingpong_mb=$(awk -v b="$size" -v l="$chorus_lat" 'BEGIN { if (l > 0) printf "%.2f", b / l }')
       row "$provider" "$size" "$native_us" "$chorus_lat" "$native_mb" "$chorus_pingpong_mb"
     done
@@ -169,9 +170,9 @@ else
       "$(chorus_figure "$log.csv" 4194304 bandwidth_MBps)," \
       "$(chorus_figure "$log.csv" 16777216 bandwidth_MBps)"
   done
-  echo "   us/xfer: fi_pingpong's mean of round trip / 2 (chorus: the median); MB/sec: 10^6 B/s" \
-    "over both directions of the ping-pong, i.e. size / (round trip / 2); chorus size/lat is the" \
-    "same figure from its median"
+  echo "   us/xfer: fi_pingpong's mean of round trip / 2, as chorus's mean; MB/sec: 10^6 B/s over" \
+    "both directions of the ping-pong, i.e. size / mean (round trip / 2); chorus size/mean is the" \
+    "same figure"
 fi
 
 # ---- tcp ----------------------------------------------------------------------------------------

@@ -133,6 +133,7 @@ int Run(const BenchOptions& options, WorkerJob& job) {
       figures.bytes = sizes[si];
       figures.window = window;
       figures.latency_us = Median(samples[t].half_round_trip_us);
+      figures.latency_mean_us = Mean(samples[t].half_round_trip_us);
       figures.bandwidth_mbps = MebibytesPerSecond(sizes[si] * static_cast<uint64_t>(window),
                                                   Median(samples[t].window_us));
       figures.wrong =

@@ -52,14 +52,14 @@ std::string TransportTableRow(const std::vector<TransportFigures>& figures) {
 }
 
 std::string TransportCsvHeader() {
-  return "transport,bytes,window,latency_us,bandwidth_MBps,wrong";
+  return "transport,bytes,window,latency_us,bandwidth_MBps,wrong,latency_mean_us";
 }
 
 std::string TransportCsvRow(const TransportFigures& f) {
   char buffer[256];
-  std::snprintf(buffer, sizeof(buffer), "%s,%llu,%d,%.3f,%.3f,%llu", f.transport.c_str(),
+  std::snprintf(buffer, sizeof(buffer), "%s,%llu,%d,%.3f,%.3f,%llu,%.3f", f.transport.c_str(),
                 static_cast<unsigned long long>(f.bytes), f.window, f.latency_us, f.bandwidth_mbps,
-                static_cast<unsigned long long>(f.wrong));
+                static_cast<unsigned long long>(f.wrong), f.latency_mean_us);
   return buffer;
 }
 

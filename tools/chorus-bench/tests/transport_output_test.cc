@@ -41,8 +41,10 @@ TEST(TransportOutput, TableHasTheTransportsSideBySide) {
 }
 
 TEST(TransportOutput, CsvRows) {
-  EXPECT_EQ(TransportCsvHeader(), "transport,bytes,window,latency_us,bandwidth_MBps,wrong");
-  EXPECT_EQ(TransportCsvRow({"tcp", 4096, 16, 25.125, 812.5, 0}), "tcp,4096,16,25.125,812.500,0");
+  EXPECT_EQ(TransportCsvHeader(),
+            "transport,bytes,window,latency_us,bandwidth_MBps,wrong,latency_mean_us");
+  EXPECT_EQ(TransportCsvRow({"tcp", 4096, 16, 25.125, 812.5, 0, 27}),
+            "tcp,4096,16,25.125,812.500,0,27.000");
 }
 
 TEST(P2pPattern, CheckedMessagesDifferPerStampAndNeverLookUnwritten) {

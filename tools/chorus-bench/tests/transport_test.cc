@@ -19,6 +19,7 @@ struct TransportRow {
   int window = 0;
   double latency_us = 0, bandwidth_mbps = 0;
   uint64_t wrong = 0;
+  double latency_mean_us = 0;
 };
 
 std::vector<TransportRow> ReadTransportCsv(const std::string& path) {
@@ -26,15 +27,15 @@ std::vector<TransportRow> ReadTransportCsv(const std::string& path) {
   std::string line;
   std::vector<TransportRow> rows;
   if (!std::getline(in, line)) return rows;
-  EXPECT_EQ(line, "transport,bytes,window,latency_us,bandwidth_MBps,wrong");
+  EXPECT_EQ(line, "transport,bytes,window,latency_us,bandwidth_MBps,wrong,latency_mean_us");
   while (std::getline(in, line)) {
     std::vector<std::string> f;
     std::stringstream fields(line);
     for (std::string field; std::getline(fields, field, ',');) f.push_back(field);
-    EXPECT_EQ(f.size(), 6u) << line;
-    if (f.size() != 6) continue;
+    EXPECT_EQ(f.size(), 7u) << line;
+    if (f.size() != 7) continue;
     rows.push_back({f[0], std::stoull(f[1]), std::stoi(f[2]), std::stod(f[3]), std::stod(f[4]),
-                    std::stoull(f[5])});
+                    std::stoull(f[5]), std::stod(f[6])});
   }
   return rows;
 }
@@ -68,6 +69,7 @@ TEST(Transports, TcpPrintsARowPerSizeWithNoWrongByte) {
     EXPECT_EQ(rows[i].window, 16);
     EXPECT_EQ(rows[i].wrong, 0u) << rows[i].bytes;
     EXPECT_GT(rows[i].latency_us, 0) << rows[i].bytes;
+    EXPECT_GT(rows[i].latency_mean_us, 0) << rows[i].bytes;
     EXPECT_GT(rows[i].bandwidth_mbps, 0) << rows[i].bytes;
   }
   std::remove(csv.c_str());

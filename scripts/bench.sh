@@ -10,7 +10,11 @@
 #  3. in one process, 4 replicas: cross-device ops all-reduce against the host's streaming
 #     bandwidth, and the fused batch_reduce of 1000 x 4 KiB against one all-reduce of 4000 KiB;
 #  4. the cpu enumerator's copy and reduce kernels (chorus-bench --kernels; on a GPU machine
-#     `--kernels --devices cuda` measures the nccl plugin's).
+#     `--kernels --devices cuda` measures the nccl plugin's);
+#  5. transports point to point (chorus-bench --transports), each beside its native peer in the
+#     same run on the same settings: ucx beside ucx_perftest (UCX_TLS=tcp, then sm,self), ofi
+#     beside fi_pingpong (FI_PROVIDER "tcp;ofi_rxm", then shm), and the core's tcp
+#     (scripts/bench_transports.sh; a part whose plugin or tool is missing says so and is skipped).
 # --suggest-rules prints, after runs 1 and 2, the CHORUS_ALGORITHM rules of the fastest backends.
 # Figures go to build/release/bench/ (CSV and SVG) and to stdout.
 set -euo pipefail
@@ -59,3 +63,6 @@ echo "== chorus-bench --in-process: fusion, 1000 x 4 KiB batch_reduce against on
 echo
 echo "== chorus-bench --kernels: the cpu enumerator's copy and reduce kernels"
 "$bin/chorus-bench" --kernels -b 4K -e 64M -f 4 -w 3 -i 10
+
+echo
+scripts/bench_transports.sh

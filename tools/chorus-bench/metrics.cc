@@ -55,4 +55,11 @@ double Median(std::vector<double> values) {
   return (lower + upper) / 2;
 }
 
+double Mean(const std::vector<double>& values) {
+  if (values.empty()) return 0;
+  double sum = 0;
+  for (double v : values) sum += v;
+  return sum / static_cast<double>(values.size());
+}
+
 }  // namespace chorus::bench

@@ -29,6 +29,8 @@ double AlgorithmBandwidthGbps(uint64_t bytes, double time_us);
 
 // The middle value (the mean of the two middle ones for an even count); 0 for none.
 double Median(std::vector<double> values);
+// The arithmetic mean; 0 for none.
+double Mean(const std::vector<double>& values);
 
 }  // namespace chorus::bench
 

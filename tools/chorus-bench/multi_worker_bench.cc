@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "collective_run.h"
+#include "list_text.h"
 #include "metrics.h"
 #include "results_writer.h"
 #include "rule_suggestion.h"
@@ -34,12 +35,6 @@ using UsageError = std::invalid_argument;
 
 // The core's reference collective, measured when --backends names none.
 constexpr const char* kDefaultBackend = "core_ring";
-
-std::string JoinNames(const std::vector<std::string>& names) {
-  std::string joined;
-  for (const auto& name : names) joined += (joined.empty() ? "" : ", ") + name;
-  return joined;
-}
 
 }  // namespace
 
@@ -303,23 +298,13 @@ int Run(const BenchOptions& options, WorkerJob& job) {
 }  // namespace
 
 int RunMultiWorkerBench(const BenchOptions& options) {
-  std::string who = "chorus-bench";
-  try {
-    CheckCollectiveBackends(options.backends.empty() ? std::vector<std::string>{kDefaultBackend}
-                                                     : options.backends);
-    WorkerJob job = JoinJob(options.timeout_seconds);
-    if (job.size > 1) who += " (worker " + std::to_string(job.rank) + ")";
-    return Run(options, job);
-  } catch (const UsageError& e) {
-    std::cerr << who << ": " << e.what() << "\n";
-    return 2;
-  } catch (const Error& e) {
-    std::cerr << who << ": " << StatusName(e.status()) << ": " << e.what() << "\n";
-    return e.status() == CHORUS_INVALID_ARGUMENT ? 2 : 1;
-  } catch (const std::exception& e) {
-    std::cerr << who << ": " << e.what() << "\n";
-    return 1;
-  }
+  return RunAsWorker(
+      options.timeout_seconds,
+      [&] {
+        CheckCollectiveBackends(options.backends.empty() ? std::vector<std::string>{kDefaultBackend}
+                                                         : options.backends);
+      },
+      [&](WorkerJob& job) { return Run(options, job); });
 }
 
 }  // namespace chorus::bench

@@ -18,32 +18,51 @@ std::optional<int> ParseOptions(int argc, char** argv, BenchOptions* options) {
   app.footer(
       "examples:\n"
       "  chorus-bench -n 2 --backends core_ring,gloo,ring_grpc -b 4K -e 64M -f 4\n"
+      "  chorus-bench -n 2 --backends core_ring,ring@tcp,ring@ucx -b 4K -e 64M\n"
+      "  chorus-bench -n 2 --transports tcp,ucx -b 8 -e 64M --window 16\n"
       "  chorus-bench --in-process --replicas 4 --stream-bandwidth\n"
       "  mpirun -n 2 chorus-bench --backends mpi,core_ring");
   std::string backends, ops = "all_reduce", min_bytes = "4K", max_bytes = "64M", dtype = "f32";
   std::string reduce_op = "sum", batch_bytes = "4K", stream_bytes = "128M";
-  app.add_option("--backends", backends,
-                 "comma list of collectives (core_ring, gloo, ring_grpc, mpi, shm, ..., or "
-                 "local+cross such as shm+gloo), or with --in-process of cross-device ops "
-                 "(default: core_ring; in-process: every "
-                 "cross-device ops found)");
-  app.add_option("--ops", ops,
-                 "comma list: all_reduce, all_gather, broadcast, reduce_scatter; in-process "
-                 "also batch_reduce")
-      ->capture_default_str();
-  app.add_option("-b,--minbytes", min_bytes, "smallest size (suffix K, M, G)")
-      ->capture_default_str();
+  auto* backends_option = app.add_option(
+      "--backends", backends,
+      "comma list of collectives (core_ring, gloo, ring_grpc, mpi, shm, ..., an algorithm over a "
+      "transport ALGORITHM@TRANSPORT such as ring@tcp or ring@ucx, or local+cross such as "
+      "shm+gloo), or with --in-process of cross-device ops (default: core_ring; in-process: "
+      "every cross-device ops found)");
+  std::string transports;
+  auto* transports_option = app.add_option(
+      "--transports", transports,
+      "comma list of transports (plugin.h interface 5: tcp, ucx, ofi, any plugin's) to measure "
+      "point to point between 2 workers instead of collectives: ping-pong latency (half round "
+      "trip, us) and streaming bandwidth (MB/s, MB = 2^20 B) per size; -b defaults to 8 here");
+  auto* window_option =
+      app.add_option("--window", options->window,
+                     "--transports: sends in flight per window of the bandwidth test, one ack "
+                     "per window (fewer for large sizes: at most 256M in flight)")
+          ->capture_default_str()
+          ->check(CLI::Range(1, 1024));
+  auto* ops_option =
+      app.add_option("--ops", ops,
+                     "comma list: all_reduce, all_gather, broadcast, reduce_scatter; in-process "
+                     "also batch_reduce")
+          ->capture_default_str();
+  auto* min_bytes_option =
+      app.add_option("-b,--minbytes", min_bytes, "smallest size (suffix K, M, G)")
+          ->capture_default_str();
   app.add_option("-e,--maxbytes", max_bytes, "largest size")->capture_default_str();
   std::string factor = "4";
   app.add_option("-f,--stepfactor", factor, "multiplication factor between sizes")
       ->capture_default_str();
-  app.add_option("-d,--datatype", dtype, "f32, f64, f16, bf16, i32, i64, u8, i8")
-      ->capture_default_str();
-  app.add_option("-o,--op", reduce_op, "reduce op: sum, prod, min, max, mean")
-      ->capture_default_str();
-  app.add_option("-r,--root", options->root, "broadcast's root rank")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+  auto* dtype_option =
+      app.add_option("-d,--datatype", dtype, "f32, f64, f16, bf16, i32, i64, u8, i8")
+          ->capture_default_str();
+  auto* reduce_op_option =
+      app.add_option("-o,--op", reduce_op, "reduce op: sum, prod, min, max, mean")
+          ->capture_default_str();
+  auto* root_option = app.add_option("-r,--root", options->root, "broadcast's root rank")
+                          ->capture_default_str()
+                          ->check(CLI::NonNegativeNumber);
   app.add_option("-w,--warmup_iters", options->warmup_iters, "untimed iterations per row")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -119,6 +138,41 @@ std::optional<int> ParseOptions(int argc, char** argv, BenchOptions* options) {
   }
   try {
     options->backends = SplitCommaList(backends);
+    options->transports = SplitCommaList(transports);
+    if (transports_option->count() > 0) {
+      if (options->transports.empty()) {
+        throw std::invalid_argument("--transports needs at least one name, e.g. --transports tcp");
+      }
+      if (min_bytes_option->count() == 0) min_bytes = "8";
+      // What only the collective modes measure.
+      const std::vector<std::pair<bool, const char*>> excluded = {
+          {backends_option->count() > 0, "--backends (collectives)"},
+          {ops_option->count() > 0, "--ops"},
+          {dtype_option->count() > 0, "-d/--datatype"},
+          {reduce_op_option->count() > 0, "-o/--op"},
+          {root_option->count() > 0, "-r/--root"},
+          {options->in_process, "--in-process"},
+          {options->kernels, "--kernels"},
+          {options->hosts > 1, "--hosts"},
+          {!options->plot_path.empty(), "--plot"},
+          {options->suggest_rules || !options->tuning_file.empty(),
+           "--suggest-rules/--tuning-file"},
+          {options->stream_bandwidth, "--stream-bandwidth"}};
+      for (const auto& [given, flag] : excluded) {
+        if (given) {
+          throw std::invalid_argument(
+              std::string(flag) +
+              " is not for --transports, which sends bytes point to point between 2 workers; "
+              "run the transports and the collectives as two commands");
+        }
+      }
+      if (options->workers != 0 && options->workers != 2) {
+        throw std::invalid_argument("--transports measures between 2 workers: -n 2, not -n " +
+                                    std::to_string(options->workers));
+      }
+    } else if (window_option->count() > 0) {
+      throw std::invalid_argument("--window is for --transports (the bandwidth test's window)");
+    }
     options->ops = ParseCollectiveList(ops);
     options->min_bytes = ParseSize(min_bytes);
     options->max_bytes = ParseSize(max_bytes);

@@ -15,6 +15,9 @@ namespace chorus::bench {
 
 struct BenchOptions {
   std::vector<std::string> backends;  // empty: the mode's default
+  // --transports: measure these transports (plugin.h interface 5) point to point instead.
+  std::vector<std::string> transports;
+  int window = 16;  // --transports: messages in flight in the streaming test
   std::vector<CollectiveKind> ops = {CollectiveKind::kAllReduce};
   uint64_t min_bytes = 4096;
   uint64_t max_bytes = 64 << 20;

@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <iostream>
+#include <stdexcept>
 
 namespace chorus::bench {
 
@@ -48,6 +50,26 @@ WorkerJob JoinJob(double timeout_seconds) {
   health.timeout = timeout;
   job.health = std::make_shared<JobHealth>(health);
   return job;
+}
+
+int RunAsWorker(double timeout_seconds, const std::function<void()>& check,
+                const std::function<int(WorkerJob&)>& body) {
+  std::string who = "chorus-bench";
+  try {
+    check();
+    WorkerJob job = JoinJob(timeout_seconds);
+    if (job.size > 1) who += " (worker " + std::to_string(job.rank) + ")";
+    return body(job);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << who << ": " << e.what() << "\n";
+    return 2;
+  } catch (const Error& e) {
+    std::cerr << who << ": " << StatusName(e.status()) << ": " << e.what() << "\n";
+    return e.status() == CHORUS_INVALID_ARGUMENT ? 2 : 1;
+  } catch (const std::exception& e) {
+    std::cerr << who << ": " << e.what() << "\n";
+    return 1;
+  }
 }
 
 WorkerJob::~WorkerJob() {

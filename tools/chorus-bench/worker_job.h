@@ -9,6 +9,7 @@
 #include <chorus/rendezvous/kv_store.h>
 #include <chorus/rendezvous/rendezvous.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,13 @@ struct WorkerJob {
 // Throws chorus::Error when the environment's description is malformed or the store cannot be
 // reached within `timeout_seconds`.
 WorkerJob JoinJob(double timeout_seconds);
+
+// Runs `check` (names the user gave), joins the job (JoinJob) and runs `body` as this worker,
+// turning what they throw into the exit code, with the message on stderr naming the worker:
+// std::invalid_argument (bad input) 2, chorus::Error 2 for INVALID_ARGUMENT else 1, any other
+// exception 1.
+int RunAsWorker(double timeout_seconds, const std::function<void()>& check,
+                const std::function<int(WorkerJob&)>& body);
 
 // Whether mpirun started this process (OMPI_COMM_WORLD_SIZE is set).
 bool StartedByMpirun();

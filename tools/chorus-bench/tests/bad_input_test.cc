@@ -74,5 +74,34 @@ TEST(BadInput, RootOutsideTheJob) {
   ExpectUsageError("--ops broadcast -r 3 -b 4K -e 4K", {"--root 3", "1 workers"});
 }
 
+TEST(BadInput, UnknownTransportListsTheAvailableOnes) {
+  ExpectUsageError("--transports tcp,nosuch",
+                   {"--transports names a transport 'nosuch'", "which no loaded plugin provides",
+                    "Available: tcp", "bench_wrong", "store"});
+  ExpectUsageError("-n 2 --transports nosuch", {"a transport 'nosuch'", "Available: tcp"});
+}
+
+TEST(BadInput, TransportsExcludeWhatOnlyCollectivesMeasure) {
+  const std::string reason = "is not for --transports";
+  ExpectUsageError("--transports tcp --backends core_ring", {"--backends", reason});
+  ExpectUsageError("--transports tcp --ops all_gather", {"--ops", reason});
+  ExpectUsageError("--transports tcp -d bf16", {"--datatype", reason});
+  ExpectUsageError("--transports tcp -o max", {"--op", reason});
+  ExpectUsageError("--transports tcp --in-process", {"--in-process", reason});
+  ExpectUsageError("--transports tcp --kernels", {"--kernels", reason});
+  ExpectUsageError("--transports tcp --plot x.svg", {"--plot", reason});
+  ExpectUsageError("--transports tcp --suggest-rules", {"--suggest-rules", reason});
+  ExpectUsageError("-n 4 --hosts 2 --transports tcp", {"--hosts", reason});
+}
+
+TEST(BadInput, TransportsNeedTwoWorkersAndNames) {
+  ExpectUsageError("-n 3 --transports tcp", {"--transports measures between 2 workers", "-n 3"});
+  ExpectUsageError("--transports tcp", {"2 workers", "has 1", "chorus-bench -n 2 --transports"});
+  ExpectUsageError("--transports ''", {"--transports needs at least one name"});
+  ExpectUsageError("--transports tcp,tcp", {"'tcp' twice"});
+  ExpectUsageError("--window 4", {"--window is for --transports"});
+  ExpectUsageError("--transports tcp --window 0", {"--window"});
+}
+
 }  // namespace
 }  // namespace chorus::bench::testing

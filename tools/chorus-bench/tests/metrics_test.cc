@@ -61,6 +61,11 @@ TEST(RowLayout, AllGatherAndReduceScatterCountAllBlocks) {
   }
 }
 
+TEST(Mean, OfSomeAndOfNone) {
+  EXPECT_DOUBLE_EQ(Mean({}), 0.0);
+  EXPECT_DOUBLE_EQ(Mean({1, 2, 6}), 3.0);
+}
+
 TEST(Median, OddEvenAndEmpty) {
   EXPECT_DOUBLE_EQ(Median({}), 0.0);
   EXPECT_DOUBLE_EQ(Median({5}), 5.0);

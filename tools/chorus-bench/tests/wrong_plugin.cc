@@ -4,6 +4,8 @@
 // unreduced. Nothing crosses processes, barrier returns at once. i8 all-reduces are refused as
 // UNSUPPORTED. It exists so that the chorus-bench tests can check that #wrong catches a backend
 // that computes the wrong answer, and that a dtype a backend refuses is a clear error.
+// Its transport, also "bench_wrong", delivers nothing: every send and receive completes at once
+// and a receive leaves its buffer as it was, so chorus-bench --transports must count wrong bytes.
 #include <chorus/plugin.h>
 
 #include <chorus/plugin_sdk.hpp>
@@ -13,6 +15,11 @@ struct chorus_communicator {
   int rank = 0;
   int size = 1;
 };
+
+struct chorus_transport_endpoint {};
+
+// Every request of the transport: finished when it is made.
+struct chorus_request {};
 
 namespace {
 
@@ -87,10 +94,56 @@ const chorus_collective_api kCollective = [] {
   return t;
 }();
 
+chorus_status CreateEndpoint(const chorus_transport_create_args* args,
+                             chorus_transport_endpoint** out) {
+  return Guard([&] {
+    chorus::sdk::RequireArgs(args, sizeof(*args), "create");
+    *out = new chorus_transport_endpoint{};
+  });
+}
+
+void DestroyEndpoint(chorus_transport_endpoint* endpoint) { delete endpoint; }
+
+chorus_status CompleteAtOnce(chorus_transport_endpoint*, const chorus_p2p_args*,
+                             chorus_request** request) {
+  return Guard([&] { *request = new chorus_request{}; });
+}
+
+void AbortEndpoint(chorus_transport_endpoint*) {}
+
+const chorus_transport_api kTransport = [] {
+  chorus_transport_api t{};
+  t.struct_size = sizeof(t);
+  t.name = "bench_wrong";
+  t.create = CreateEndpoint;
+  t.destroy = DestroyEndpoint;
+  t.isend = CompleteAtOnce;
+  t.irecv = CompleteAtOnce;
+  t.abort = AbortEndpoint;
+  return t;
+}();
+
+const chorus_transport_api* const kTransports[] = {&kTransport};
+
+chorus_status RequestTest(chorus_request*, int* done) {
+  *done = 1;
+  return CHORUS_OK;
+}
+
+chorus_status RequestWait(chorus_request*, int64_t) { return CHORUS_OK; }
+
+void RequestFree(chorus_request* request) { delete request; }
+
 const chorus_plugin kPlugin = [] {
   chorus_plugin t = chorus::sdk::PluginTable(
       "bench_wrong", "test", "chorus-bench test plugin: a collective that returns wrong results");
   t.collective = &kCollective;
+  t.transport = &kTransport;
+  t.transport_list = kTransports;
+  t.num_transports = 1;
+  t.request_test = RequestTest;
+  t.request_wait = RequestWait;
+  t.request_free = RequestFree;
   return t;
 }();
 

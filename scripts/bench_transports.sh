@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# Transports point to point (plugin.h interface 5), each beside its native peer tool measured in
+# the same run on the same settings (scripts/bench.sh runs this as its last section; it also runs
+# alone after a build):
+#  - ucx: ucx_perftest tag_lat at 8 B and tag_bw at 1, 4 and 16 MiB (-O WINDOW sends in flight)
+#    beside chorus-bench --transports ucx, with UCX_TLS=tcp and again UCX_TLS=sm,self (shared
+#    memory);
+#  - ofi: fi_pingpong -e rdm at 8 B and 1 MiB with -p "tcp;ofi_rxm" and -p shm beside
+#    chorus-bench --transports ofi with FI_PROVIDER set the same;
+#  - tcp (the core's transport) alone: it has no native peer.
+# A part whose plugin (chorus-info lists the transports) or native tool is missing is skipped
+# with the reason. Latency: ucx_perftest's 50.0%ile and chorus's median are both the median of
+# round trip / 2; fi_pingpong's usec/xfer is the mean of round trip / 2, beside chorus's mean
+# (its CSV's latency_mean_us). Bandwidth: ucx_perftest and chorus print MB/s with MB = 2^20 B;
+# fi_pingpong's MB/sec counts 10^6 B and both directions of its ping-pong (2 x size per round
+# trip), so beside it stands chorus's size / mean latency at that size, the same figure. The VM's speed drifts: compare only within one run.
+# Figures go to build/release/bench/transports_* (chorus's CSV, the native tools' output).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${CHORUS_BIN_DIR:-build/release/bin}
+out=${CHORUS_BENCH_OUT:-build/release/bench}
+mkdir -p "$out"
+lat_iters=${LAT_ITERS:-2000}  # ping-pongs at 8 B (chorus and ucx_perftest; fi_pingpong: a quarter)
+bw_iters=${BW_ITERS:-20}      # windows (chorus) per size; ucx_perftest: that many x WINDOW sends
+window=${WINDOW:-16}
+# The chorus transports beside ucx_perftest and fi_pingpong (another name measures that one there,
+# e.g. UCX_NAME=tcp to try this script's native half without the plugins).
+ucx_name=${UCX_NAME:-ucx}
+ofi_name=${OFI_NAME:-ofi}
+: "${CHORUS_JOB_SECRET:=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')}"
+export CHORUS_JOB_SECRET
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Whether chorus-bench finds transport $1 (the core's or a plugin's).
+have_transport() {
+  local answer
+  answer=$("$bin/chorus-bench" --transports "$1" 2>&1 >/dev/null || true)
+  [[ $answer != *"names a transport"* ]]
+}
+
+# chorus-bench --transports $1: latency at 8 B, bandwidth at 1, 4 and 16 MiB; CSV rows in $2.
+chorus_run() {
+  local transport=$1 csv=$2
+  timeout -k 5 120 "$bin/chorus-bench" -n 2 --transports "$transport" -b 8 -e 8 -w 100 \
+    -i "$lat_iters" --window "$window" --timeout 60 --csv "$csv.lat" >/dev/null
+  timeout -k 5 120 "$bin/chorus-bench" -n 2 --transports "$transport" -b 1M -e 16M -f 4 -w 2 \
+    -i "$bw_iters" --window "$window" --timeout 60 --csv "$csv.bw" >/dev/null
+  { cat "$csv.lat"; tail -n +2 "$csv.bw"; } >"$csv"
+  rm -f "$csv.lat" "$csv.bw"
+}
+
+# A field of chorus's CSV row of size $2: $3 = latency_us (median), latency_mean_us or
+# bandwidth_MBps; WRONG when that row has wrong bytes.
+chorus_figure() {
+  awk -F, -v bytes="$2" -v column="$3" '
+    NR == 1 { for (i = 1; i <= NF; ++i) index_of[$i] = i; next }
+    $2 == bytes { if ($6 != 0) { print "WRONG" } else { printf "%.2f", $index_of[column] } }' "$1"
+}
+
+# A native server in the background on a free port, then its client on 127.0.0.1; the client's
+# output goes to $log. Usage: native_pair LOG SERVER_COMMAND... -- CLIENT_COMMAND... (the words
+# PORT in both are replaced by the port).
+native_pair() {
+  local log=$1
+  shift
+  local server=() client=() port
+  while [ "$1" != "--" ]; do server+=("$1"); shift; done
+  shift
+  client=("$@")
+  port=$(free_port)
+  server=("${server[@]//PORT/$port}")
+  client=("${client[@]//PORT/$port}")
+  timeout -k 5 90 "${server[@]}" >"$log.server" 2>&1 &
+  local server_pid=$!
+  local status=0 attempt
+  for attempt in 1 2 3; do  # the server listens before the client connects; a loaded VM is slow
+    sleep "0.$((attempt * 3))"
+    status=0
+    timeout -k 5 90 "${client[@]}" >"$log" 2>&1 || status=$?
+    [ $status -eq 0 ] || ! kill -0 "$server_pid" 2>/dev/null || continue
+    break
+  done
+  if [ $status -ne 0 ]; then
+    kill "$server_pid" 2>/dev/null || true
+  fi
+  wait "$server_pid" 2>/dev/null || true
+  rm -f "$log.server"
+  return $status
+}
+
+# ucx_perftest's final line (-f): iterations, latency 50.0%ile/average/overall (us), bandwidth
+# average/overall (MB/s), message rate average/overall.
+ucx_final() { awk 'NF == 8 && $1 ~ /^[0-9]+$/ { line = $0 } END { print line }' "$1"; }
+
+row() { printf "  %-22s %8s %14s %14s %16s %16s\n" "$@"; }
+
+echo "== transports point to point: native peer and chorus-bench --transports, same settings"
+echo "   (2 processes on 127.0.0.1; chorus: $lat_iters ping-pongs at 8 B, $bw_iters windows of" \
+  "up to $window messages per size; see tools/chorus-bench/README.md, '--transports')"
+
+# ---- ucx ----------------------------------------------------------------------------------------
+echo
+echo "== ucx: ucx_perftest tag_lat / tag_bw beside chorus-bench --transports $ucx_name"
+if ! command -v ucx_perftest >/dev/null; then
+  echo "   skipped: ucx_perftest is not installed (ucx-utils)"
+elif ! have_transport "$ucx_name"; then
+  echo "   skipped: no transport '$ucx_name' (the ucx plugin is not built or not in CHORUS_PLUGIN_PATH)"
+else
+  row "UCX_TLS" "size" "native lat us" "chorus lat us" "native MB/s" "chorus MB/s"
+  for tls in tcp sm,self; do
+    log="$out/transports_ucx_${tls//,/_}"
+    if ! UCX_TLS=$tls chorus_run "$ucx_name" "$log.csv"; then
+      echo "   UCX_TLS=$tls: chorus-bench --transports $ucx_name failed (see above)"
+      continue
+    fi
+    native_lat=failed
+    if UCX_TLS=$tls native_pair "$log.tag_lat" ucx_perftest -p PORT -- \
+      ucx_perftest 127.0.0.1 -p PORT -t tag_lat -s 8 -n "$lat_iters" -w 100 -f; then
+      native_lat=$(ucx_final "$log.tag_lat" | awk '{ print $2 }')
+    fi
+    row "$tls" 8 "$native_lat" "$(chorus_figure "$log.csv" 8 latency_us)" "" ""
+    for size in 1048576 4194304 16777216; do
+      native_bw=failed
+      if UCX_TLS=$tls native_pair "$log.tag_bw_$size" ucx_perftest -p PORT -- \
+        ucx_perftest 127.0.0.1 -p PORT -t tag_bw -s "$size" -n $((bw_iters * window)) \
+        -w "$window" -O "$window" -f; then
+        native_bw=$(ucx_final "$log.tag_bw_$size" | awk '{ print $6 }')
+      fi
+      row "$tls" "$size" "" "$(chorus_figure "$log.csv" "$size" latency_us)" "$native_bw" \
+        "$(chorus_figure "$log.csv" "$size" bandwidth_MBps)"
+    done
+  done
+  echo "   native lat: ucx_perftest's 50.0%ile; MB/s: its bandwidth 'overall', -O $window sends" \
+    "in flight; chorus: median of round trip / 2, window x size / median window time"
+fi
+
+# ---- ofi ----------------------------------------------------------------------------------------
+echo
+echo "== ofi: fi_pingpong -e rdm beside chorus-bench --transports $ofi_name"
+if ! command -v fi_pingpong >/dev/null; then
+  echo "   skipped: fi_pingpong is not installed (libfabric-bin)"
+elif ! have_transport "$ofi_name"; then
+  echo "   skipped: no transport '$ofi_name' (the ofi plugin is not built or not in CHORUS_PLUGIN_PATH)"
+else
+  row "FI_PROVIDER" "size" "native us/xfer" "chorus mean us" "native MB/sec" "chorus size/mean"
+  for provider in "tcp;ofi_rxm" shm; do
+    log="$out/transports_ofi_${provider//;/_}"
+    if ! FI_PROVIDER=$provider chorus_run "$ofi_name" "$log.csv"; then
+      echo "   FI_PROVIDER=$provider: chorus-bench --transports $ofi_name failed (see above)"
+      continue
+    fi
+    for size in 8 1048576; do
+      iters=$((lat_iters / 4))
+      [ "$size" -gt 8 ] && iters=$((bw_iters * 5))
+      native_us=failed native_mb=failed
+      if native_pair "$log.fi_pingpong_$size" fi_pingpong -e rdm -p "$provider" -B PORT -I "$iters" \
+        -S "$size" -- fi_pingpong -e rdm -p "$provider" -P PORT -I "$iters" -S "$size" 127.0.0.1; then
+        read -r native_mb native_us < <(awk 'NF == 8 && $1 ~ /^[0-9]/ { v = $6 " " $7 } END { print v }' \
+          "$log.fi_pingpong_$size")
+      fi
+      chorus_lat=$(chorus_figure "$log.csv" "$size" latency_mean_us)
+      chorus_pingpong_mb=$(awk -v b="$size" -v l="$chorus_lat" 'BEGIN { if (l > 0) printf "%.2f", b / l }')
+      row "$provider" "$size" "$native_us" "$chorus_lat" "$native_mb" "$chorus_pingpong_mb"
+    done
+    echo "   $provider: chorus streaming at 1M, 4M, 16M (MB/s, 2^20):" \
+      "$(chorus_figure "$log.csv" 1048576 bandwidth_MBps)," \
+      "$(chorus_figure "$log.csv" 4194304 bandwidth_MBps)," \
+      "$(chorus_figure "$log.csv" 16777216 bandwidth_MBps)"
+  done
+  echo "   us/xfer: fi_pingpong's mean of round trip / 2, as chorus's mean; MB/sec: 10^6 B/s over" \
+    "both directions of the ping-pong, i.e. size / mean (round trip / 2); chorus size/mean is the" \
+    "same figure"
+fi
+
+# ---- tcp ----------------------------------------------------------------------------------------
+echo
+echo "== tcp (the core's transport): chorus-bench --transports tcp (no native peer)"
+log="$out/transports_tcp"
+chorus_run tcp "$log.csv"
+row "transport" "size" "" "chorus lat us" "" "chorus MB/s"
+for size in 8 1048576 4194304 16777216; do
+  row tcp "$size" "" "$(chorus_figure "$log.csv" "$size" latency_us)" "" \
+    "$(chorus_figure "$log.csv" "$size" bandwidth_MBps)"
+done

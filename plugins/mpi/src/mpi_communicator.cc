@@ -127,7 +127,7 @@ void MpiCommunicator::Begin(const char* what) {
   }
 }
 
-void MpiCommunicator::End(int code, const char* what) {
+void MpiCommunicator::Ended(int code, const char* what) {
   if (code != MPI_SUCCESS) {
     broken_ = ErrorText(code);
     Fail(CHORUS_PEER_LOST, what, " (rank ", rank_, " of ", size_, "): MPI: ", broken_);
@@ -150,12 +150,8 @@ void MpiCommunicator::AllReduce(const chorus_all_reduce_args& a) {
   Begin("mpi all_reduce");
   if (count == 0) return;
   const void* send = a.send == a.recv ? MPI_IN_PLACE : a.send;
-  int code;
-  {
-    CallWatchdog::Call call(*watchdog_, "mpi all_reduce");
-    code = MPI_Allreduce(send, a.recv, count, DatatypeOf(a.dtype), op, comm_);
-  }
-  End(code, "mpi all_reduce");
+  Run("mpi all_reduce",
+      [&] { return MPI_Allreduce(send, a.recv, count, DatatypeOf(a.dtype), op, comm_); });
 }
 
 void MpiCommunicator::Broadcast(const chorus_collective_broadcast_args& a) {
@@ -167,12 +163,8 @@ void MpiCommunicator::Broadcast(const chorus_collective_broadcast_args& a) {
   const int count = Count(a.count, "mpi broadcast");
   Begin("mpi broadcast");
   if (count == 0) return;
-  int code;
-  {
-    CallWatchdog::Call call(*watchdog_, "mpi broadcast");
-    code = MPI_Bcast(a.data, count, DatatypeOf(a.dtype), a.root, comm_);
-  }
-  End(code, "mpi broadcast");
+  Run("mpi broadcast",
+      [&] { return MPI_Bcast(a.data, count, DatatypeOf(a.dtype), a.root, comm_); });
 }
 
 void MpiCommunicator::AllGather(const chorus_collective_all_gather_args& a) {
@@ -189,12 +181,8 @@ void MpiCommunicator::AllGather(const chorus_collective_all_gather_args& a) {
   const void* send = a.send == static_cast<const char*>(a.recv) + block * static_cast<size_t>(rank_)
                          ? MPI_IN_PLACE
                          : a.send;
-  int code;
-  {
-    CallWatchdog::Call call(*watchdog_, "mpi all_gather");
-    code = MPI_Allgather(send, count, type, a.recv, count, type, comm_);
-  }
-  End(code, "mpi all_gather");
+  Run("mpi all_gather",
+      [&] { return MPI_Allgather(send, count, type, a.recv, count, type, comm_); });
 }
 
 void MpiCommunicator::ReduceScatter(const chorus_reduce_scatter_args& a) {
@@ -206,22 +194,14 @@ void MpiCommunicator::ReduceScatter(const chorus_reduce_scatter_args& a) {
   Count(a.recv_count * static_cast<size_t>(size_), "mpi reduce_scatter");
   Begin("mpi reduce_scatter");
   if (count == 0) return;
-  int code;
-  {
-    CallWatchdog::Call call(*watchdog_, "mpi reduce_scatter");
-    code = MPI_Reduce_scatter_block(a.send, a.recv, count, DatatypeOf(a.dtype), op, comm_);
-  }
-  End(code, "mpi reduce_scatter");
+  Run("mpi reduce_scatter", [&] {
+    return MPI_Reduce_scatter_block(a.send, a.recv, count, DatatypeOf(a.dtype), op, comm_);
+  });
 }
 
 void MpiCommunicator::Barrier() {
   Begin("mpi barrier");
-  int code;
-  {
-    CallWatchdog::Call call(*watchdog_, "mpi barrier");
-    code = MPI_Barrier(comm_);
-  }
-  End(code, "mpi barrier");
+  Run("mpi barrier", [&] { return MPI_Barrier(comm_); });
 }
 
 }  // namespace chorus::mpi

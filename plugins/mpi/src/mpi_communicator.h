@@ -36,9 +36,18 @@ class MpiCommunicator {
 
  private:
   void Begin(const char* what);
-  // After the blocking call `what` returned `code`: throws sdk::Error when it failed, or when
-  // the communicator was aborted meanwhile.
-  void End(int code, const char* what);
+  // Makes the blocking MPI call `mpi_call` (returning MPI's code) under the watchdog, then
+  // throws sdk::Error when it failed or the communicator was aborted meanwhile.
+  template <typename MpiCall>
+  void Run(const char* what, MpiCall mpi_call) {
+    int code;
+    {
+      CallWatchdog::Call in_flight(*watchdog_, what);
+      code = mpi_call();
+    }
+    Ended(code, what);
+  }
+  void Ended(int code, const char* what);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;

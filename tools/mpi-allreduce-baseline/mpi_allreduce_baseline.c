@@ -28,6 +28,7 @@ typedef struct {
   int warmup_iters;
   int iters;
   int repeats;
+  int thread_multiple; /* -t: MPI_Init_thread(MPI_THREAD_MULTIPLE), as the mpi plugin asks */
 } Options;
 
 /* What one process measured for one size and placement. */
@@ -46,6 +47,8 @@ static const char kUsage[] =
     "  -w, --warmup_iters untimed iterations per row and pass (default 5)\n"
     "  -i, --iters        timed iterations per row and pass (default 20)\n"
     "  -R, --repeats      passes per size; the median is over every timed iteration (default 1)\n"
+    "  -t, --thread-multiple  initialise MPI with MPI_THREAD_MULTIPLE (as chorus's mpi plugin\n"
+    "                     does) instead of MPI_Init\n"
     "MPI_Allreduce of f32 with MPI_SUM on MPI_COMM_WORLD, printed as chorus-bench's table.\n";
 
 /* Bytes with an optional suffix K, M or G, as chorus-bench's sizes.cc; 0 on success. */
@@ -62,10 +65,20 @@ static int ParseSize(const char* text, uint64_t* out) {
   if (*p != '\0') {
     if (p[1] != '\0') return -1;
     switch (*p) {
-      case 'k': case 'K': shift = 10; break;
-      case 'm': case 'M': shift = 20; break;
-      case 'g': case 'G': shift = 30; break;
-      default: return -1;
+      case 'k':
+      case 'K':
+        shift = 10;
+        break;
+      case 'm':
+      case 'M':
+        shift = 20;
+        break;
+      case 'g':
+      case 'G':
+        shift = 30;
+        break;
+      default:
+        return -1;
     }
   }
   if (shift > 0 && value > (UINT64_MAX >> shift)) return -1;
@@ -86,29 +99,51 @@ static int ParseCount(const char* text, int minimum, int* out) {
 
 /* 0 on success; otherwise `error` says what is wrong. */
 static int ParseOptions(int argc, char** argv, Options* options, char* error, size_t capacity) {
-  static const struct option kLong[] = {
-      {"minbytes", required_argument, NULL, 'b'},     {"maxbytes", required_argument, NULL, 'e'},
-      {"stepfactor", required_argument, NULL, 'f'},   {"warmup_iters", required_argument, NULL, 'w'},
-      {"iters", required_argument, NULL, 'i'},        {"repeats", required_argument, NULL, 'R'},
-      {"help", no_argument, NULL, 'h'},               {NULL, 0, NULL, 0}};
+  static const struct option kLong[] = {{"minbytes", required_argument, NULL, 'b'},
+                                        {"maxbytes", required_argument, NULL, 'e'},
+                                        {"stepfactor", required_argument, NULL, 'f'},
+                                        {"warmup_iters", required_argument, NULL, 'w'},
+                                        {"iters", required_argument, NULL, 'i'},
+                                        {"repeats", required_argument, NULL, 'R'},
+                                        {"thread-multiple", no_argument, NULL, 't'},
+                                        {"help", no_argument, NULL, 'h'},
+                                        {NULL, 0, NULL, 0}};
   options->min_bytes = 4096;
   options->max_bytes = 64u << 20;
   options->factor = 4;
   options->warmup_iters = 5;
   options->iters = 20;
   options->repeats = 1;
+  options->thread_multiple = 0;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, "b:e:f:w:i:R:h", kLong, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "b:e:f:w:i:R:th", kLong, NULL)) != -1) {
     int bad = 0;
     switch (c) {
-      case 'b': bad = ParseSize(optarg, &options->min_bytes); break;
-      case 'e': bad = ParseSize(optarg, &options->max_bytes); break;
-      case 'f': bad = ParseSize(optarg, &options->factor); break;
-      case 'w': bad = ParseCount(optarg, 0, &options->warmup_iters); break;
-      case 'i': bad = ParseCount(optarg, 1, &options->iters); break;
-      case 'R': bad = ParseCount(optarg, 1, &options->repeats); break;
-      case 'h': snprintf(error, capacity, "%s", ""); return 1;
+      case 'b':
+        bad = ParseSize(optarg, &options->min_bytes);
+        break;
+      case 'e':
+        bad = ParseSize(optarg, &options->max_bytes);
+        break;
+      case 'f':
+        bad = ParseSize(optarg, &options->factor);
+        break;
+      case 'w':
+        bad = ParseCount(optarg, 0, &options->warmup_iters);
+        break;
+      case 'i':
+        bad = ParseCount(optarg, 1, &options->iters);
+        break;
+      case 'R':
+        bad = ParseCount(optarg, 1, &options->repeats);
+        break;
+      case 't':
+        options->thread_multiple = 1;
+        break;
+      case 'h':
+        snprintf(error, capacity, "%s", "");
+        return 1;
       default:
         snprintf(error, capacity, "unknown option or missing value '%s'", argv[optind - 1]);
         return -1;
@@ -141,9 +176,7 @@ static int ParseOptions(int argc, char** argv, Options* options, char* error, si
 }
 
 /* Rank r's input: (i + r) % 7 + 1, as chorus-bench's expected_values.cc for sum. */
-static float InputValue(size_t index, int rank) {
-  return (float)((index + (size_t)rank) % 7 + 1);
-}
+static float InputValue(size_t index, int rank) { return (float)((index + (size_t)rank) % 7 + 1); }
 
 static void FillInput(float* input, size_t count, int rank) {
   for (size_t i = 0; i < count; ++i) input[i] = InputValue(i, rank);
@@ -205,8 +238,8 @@ static int Figures(Samples* samples, int rank, uint64_t bytes, int ranks, char* 
                    size_t capacity, uint64_t* total_wrong) {
   double* slowest = rank == 0 ? malloc(samples->num_times * sizeof(double)) : NULL;
   if (rank == 0 && slowest == NULL) return MPI_ERR_NO_MEM;
-  int code = MPI_Reduce(samples->times_us, slowest, (int)samples->num_times, MPI_DOUBLE, MPI_MAX,
-                        0, MPI_COMM_WORLD);
+  int code = MPI_Reduce(samples->times_us, slowest, (int)samples->num_times, MPI_DOUBLE, MPI_MAX, 0,
+                        MPI_COMM_WORLD);
   uint64_t wrong = 0;
   if (code == MPI_SUCCESS) {
     code = MPI_Reduce(&samples->wrong, &wrong, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -222,15 +255,18 @@ static int Figures(Samples* samples, int rank, uint64_t bytes, int ranks, char* 
   return code;
 }
 
-static void PrintHeader(const Options* options, int ranks) {
+static void PrintHeader(const Options* options, int ranks, int provided) {
   char version[MPI_MAX_LIBRARY_VERSION_STRING];
   int length = 0;
   MPI_Get_library_version(version, &length);
   version[strcspn(version, ",\n")] = '\0';
   printf("# mpi-allreduce-baseline: %d processes (mpirun), MPI_Allreduce on MPI_COMM_WORLD, %s\n",
          ranks, version);
-  printf("# dtype f32, reduce op sum, warm-up %d, iterations %d x %d repeats\n",
-         options->warmup_iters, options->iters, options->repeats);
+  printf("# dtype f32, reduce op sum, warm-up %d, iterations %d x %d repeats, %s\n",
+         options->warmup_iters, options->iters, options->repeats,
+         !options->thread_multiple         ? "MPI_Init"
+         : provided == MPI_THREAD_MULTIPLE ? "MPI_Init_thread: MPI_THREAD_MULTIPLE"
+                                           : "MPI_Init_thread: MPI_THREAD_MULTIPLE refused");
   printf(
       "# time: median over iterations of the slowest process's time, each iteration timed with "
       "MPI_Wtime after an MPI_Barrier\n");
@@ -257,7 +293,14 @@ static int Fail(int rank, const char* what, int code) {
 }
 
 int main(int argc, char** argv) {
-  if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
+  Options options;
+  char error[256];
+  const int parsed = ParseOptions(argc, argv, &options, error, sizeof(error));
+  int provided = MPI_THREAD_SINGLE;
+  const int init = options.thread_multiple && parsed == 0
+                       ? MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided)
+                       : MPI_Init(&argc, &argv);
+  if (init != MPI_SUCCESS) {
     fprintf(stderr, "mpi-allreduce-baseline: MPI_Init failed\n");
     return 1;
   }
@@ -266,10 +309,6 @@ int main(int argc, char** argv) {
   int ranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-
-  Options options;
-  char error[256];
-  const int parsed = ParseOptions(argc, argv, &options, error, sizeof(error));
   if (parsed != 0) {
     if (rank == 0 && parsed > 0) printf("%s", kUsage);
     if (rank == 0 && parsed < 0) fprintf(stderr, "mpi-allreduce-baseline: %s\n%s", error, kUsage);
@@ -284,12 +323,11 @@ int main(int argc, char** argv) {
   float* work = malloc(buffer_count * sizeof(float));
   Samples samples[2] = {{malloc(max_samples * sizeof(double)), 0, 0},
                         {malloc(max_samples * sizeof(double)), 0, 0}};
-  if (input == NULL || work == NULL || samples[0].times_us == NULL ||
-      samples[1].times_us == NULL) {
+  if (input == NULL || work == NULL || samples[0].times_us == NULL || samples[1].times_us == NULL) {
     return Fail(rank, "allocating the buffers", MPI_ERR_NO_MEM);
   }
   memset(work, 0, buffer_count * sizeof(float));
-  if (rank == 0) PrintHeader(&options, ranks);
+  if (rank == 0) PrintHeader(&options, ranks, provided);
 
   uint64_t total_wrong = 0;
   /* The sweep of chorus-bench's sizes.cc: min, min x f, ... up to max (0 first, then 1 on). */
@@ -334,7 +372,8 @@ int main(int argc, char** argv) {
   MPI_Bcast(&total_wrong, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
   if (rank == 0 && total_wrong > 0) {
     fprintf(stderr,
-            "mpi-allreduce-baseline: %" PRIu64 " wrong elements in total (see the #wrong "
+            "mpi-allreduce-baseline: %" PRIu64
+            " wrong elements in total (see the #wrong "
             "columns)\n",
             total_wrong);
   }

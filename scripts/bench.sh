@@ -15,6 +15,10 @@
 #     same run on the same settings: ucx beside ucx_perftest (UCX_TLS=tcp, then sm,self), ofi
 #     beside fi_pingpong (FI_PROVIDER "tcp;ofi_rxm", then shm), and the core's tcp
 #     (scripts/bench_transports.sh; a part whose plugin or tool is missing says so and is skipped).
+# Run 1 is preceded and its shm-against-mpi sequel followed by mpi-allreduce-baseline, a plain MPI
+# program timing MPI_Allreduce the way chorus-bench times (same sizes, iterations, columns), so
+# that chorus's mpi rows read against Open MPI's own (scripts/mpi-compare.sh alternates the two
+# several times, 2 and 4 processes, and prints medians and ratios).
 # --suggest-rules prints, after runs 1 and 2, the CHORUS_ALGORITHM rules of the fastest backends.
 # Figures go to build/release/bench/ (CSV and SVG) and to stdout.
 set -euo pipefail
@@ -29,6 +33,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 CHORUS_JOB_SECRET=${CHORUS_JOB_SECRET:-$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')}
 export CHORUS_JOB_SECRET
 
+echo "== mpi-allreduce-baseline: Open MPI's own MPI_Allreduce, no chorus (a plain MPI program timed"
+echo "   as chorus-bench times; compare its rows with chorus-bench's 'mpi' rows below) (mpirun -n 2)"
+mpirun -n 2 --bind-to none "$bin/mpi-allreduce-baseline" -b 4K -e 64M -f 4 -w 5 -i 20 -R 3
+
+echo
 echo "== chorus-bench: 2 workers, all_reduce f32 sum, every collective (mpirun -n 2)"
 mpirun -n 2 --bind-to none -x CHORUS_JOB_SECRET "$bin/chorus-bench" \
   --backends shm,mpi,gloo,ring_grpc,core_ring \
@@ -42,6 +51,10 @@ mpirun -n 2 --bind-to none -x CHORUS_JOB_SECRET "$bin/chorus-bench" --backends s
   -R 3 --csv "$out/allreduce_2_workers_shm_mpi.csv" --tuning-file "$out/tuning_2_workers.txt"
 echo "   (CHORUS_TUNING_FILE=$out/tuning_2_workers.txt runs 2-worker jobs on these measurements;"
 echo "    chorus-info shows where they override the plugins' scores)"
+echo
+echo "== mpi-allreduce-baseline again, right after: Open MPI's MPI_Allreduce without chorus, against"
+echo "   the 'mpi' rows of the run above (mpirun -n 2)"
+mpirun -n 2 --bind-to none "$bin/mpi-allreduce-baseline" -b 4K -e 64M -f 4 -w 5 -i 20 -R 3
 
 echo
 echo "== chorus-bench -n 4 --hosts 2: hierarchical (shm within a host) against flat collectives"

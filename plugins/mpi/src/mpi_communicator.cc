@@ -1,14 +1,11 @@
 #include "mpi_communicator.h"
 
 #include <dlfcn.h>
-#include <sched.h>
 
 #include <chorus/plugin_sdk.hpp>
-#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <mutex>
-#include <thread>
 
 #include "datatypes.h"
 #include "mpi_errors.h"
@@ -17,7 +14,6 @@ namespace chorus::mpi {
 namespace {
 
 using sdk::Fail;
-using Clock = std::chrono::steady_clock;
 
 std::mutex g_init_mutex;
 
@@ -107,11 +103,14 @@ MpiCommunicator::MpiCommunicator(const chorus_communicator_create_args& args)
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   rank_ = world_rank;
   size_ = world_size;
+  watchdog_ = std::make_unique<CallWatchdog>(
+      comm_, timeout_ms_, "rank " + std::to_string(rank_) + " of " + std::to_string(size_));
 }
 
 MpiCommunicator::~MpiCommunicator() {
-  // A communicator left with a collective in flight cannot be freed safely; leave it to
-  // MPI_Finalize.
+  watchdog_.reset();
+  // A communicator whose collective failed may be left with it in flight and cannot be freed
+  // safely; leave it to MPI_Finalize.
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (comm_ != MPI_COMM_NULL && broken_.empty() && !finalized) MPI_Comm_free(&comm_);
@@ -128,41 +127,17 @@ void MpiCommunicator::Begin(const char* what) {
   }
 }
 
-void MpiCommunicator::Wait(MPI_Request* request, int start_code, const char* what) {
-  if (start_code != MPI_SUCCESS) {
-    Fail(CHORUS_INTERNAL, what, " (rank ", rank_, " of ", size_, "): ", ErrorText(start_code));
+void MpiCommunicator::Ended(int code, const char* what) {
+  if (code != MPI_SUCCESS) {
+    broken_ = ErrorText(code);
+    Fail(CHORUS_PEER_LOST, what, " (rank ", rank_, " of ", size_, "): MPI: ", broken_);
   }
-  const auto started = Clock::now();
-  const auto deadline = started + std::chrono::milliseconds(timeout_ms_);
-  for (int polls = 0;; ++polls) {
-    int done = 0;
-    const int code = MPI_Test(request, &done, MPI_STATUS_IGNORE);
-    if (code != MPI_SUCCESS) {
-      broken_ = ErrorText(code);
-      Fail(CHORUS_PEER_LOST, what, " (rank ", rank_, " of ", size_, "): MPI: ", broken_);
-    }
-    if (done) return;
-    if (polls % 64 == 63) {
-      if (aborted_.load() || sdk::HostAbortRequested()) {
-        broken_ = "it was aborted with a collective in flight";
-        Fail(CHORUS_ABORTED, what, " (rank ", rank_, " of ", size_,
-             "): the communicator was aborted");
-      }
-      if (Clock::now() > deadline) {
-        broken_ = "a collective timed out and is still in flight";
-        Fail(CHORUS_TIMEOUT, what, " (rank ", rank_, " of ", size_, "): timed out after ",
-             timeout_ms_, " ms (is every rank issuing the same operations?)");
-      }
-    }
-    // Spin for 50 us first (latency: a yield can hand the core to another busy thread for a
-    // whole time slice), then yield for 2 ms, then sleep between polls (ranks may outnumber
-    // cores).
-    const auto waited = Clock::now() - started;
-    if (waited > std::chrono::microseconds(2050)) {
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    } else if (waited > std::chrono::microseconds(50)) {
-      sched_yield();
-    }
+  // abort() cannot interrupt a blocking call; the call in flight fails when it returns. (The
+  // core calls abort() when it raises its abort flag, so the flag need not be asked here.)
+  if (aborted_.load(std::memory_order_relaxed)) {
+    broken_ = "it was aborted with a collective in flight";
+    Fail(CHORUS_ABORTED, what, " (rank ", rank_, " of ", size_,
+         "): the communicator was aborted while the operation was in flight");
   }
 }
 
@@ -174,10 +149,9 @@ void MpiCommunicator::AllReduce(const chorus_all_reduce_args& a) {
   const int count = Count(a.count, "mpi all_reduce");
   Begin("mpi all_reduce");
   if (count == 0) return;
-  MPI_Request request = MPI_REQUEST_NULL;
   const void* send = a.send == a.recv ? MPI_IN_PLACE : a.send;
-  Wait(&request, MPI_Iallreduce(send, a.recv, count, DatatypeOf(a.dtype), op, comm_, &request),
-       "mpi all_reduce");
+  Run("mpi all_reduce",
+      [&] { return MPI_Allreduce(send, a.recv, count, DatatypeOf(a.dtype), op, comm_); });
 }
 
 void MpiCommunicator::Broadcast(const chorus_collective_broadcast_args& a) {
@@ -189,9 +163,8 @@ void MpiCommunicator::Broadcast(const chorus_collective_broadcast_args& a) {
   const int count = Count(a.count, "mpi broadcast");
   Begin("mpi broadcast");
   if (count == 0) return;
-  MPI_Request request = MPI_REQUEST_NULL;
-  Wait(&request, MPI_Ibcast(a.data, count, DatatypeOf(a.dtype), a.root, comm_, &request),
-       "mpi broadcast");
+  Run("mpi broadcast",
+      [&] { return MPI_Bcast(a.data, count, DatatypeOf(a.dtype), a.root, comm_); });
 }
 
 void MpiCommunicator::AllGather(const chorus_collective_all_gather_args& a) {
@@ -202,10 +175,14 @@ void MpiCommunicator::AllGather(const chorus_collective_all_gather_args& a) {
   Count(a.count * static_cast<size_t>(size_), "mpi all_gather");
   Begin("mpi all_gather");
   if (count == 0) return;
-  MPI_Request request = MPI_REQUEST_NULL;
   const MPI_Datatype type = DatatypeOf(a.dtype);
-  Wait(&request, MPI_Iallgather(a.send, count, type, a.recv, count, type, comm_, &request),
-       "mpi all_gather");
+  // In place as MPI has it: this rank's input already is its block of the output.
+  const size_t block = a.count * chorus_dtype_size(a.dtype);
+  const void* send = a.send == static_cast<const char*>(a.recv) + block * static_cast<size_t>(rank_)
+                         ? MPI_IN_PLACE
+                         : a.send;
+  Run("mpi all_gather",
+      [&] { return MPI_Allgather(send, count, type, a.recv, count, type, comm_); });
 }
 
 void MpiCommunicator::ReduceScatter(const chorus_reduce_scatter_args& a) {
@@ -217,16 +194,14 @@ void MpiCommunicator::ReduceScatter(const chorus_reduce_scatter_args& a) {
   Count(a.recv_count * static_cast<size_t>(size_), "mpi reduce_scatter");
   Begin("mpi reduce_scatter");
   if (count == 0) return;
-  MPI_Request request = MPI_REQUEST_NULL;
-  Wait(&request,
-       MPI_Ireduce_scatter_block(a.send, a.recv, count, DatatypeOf(a.dtype), op, comm_, &request),
-       "mpi reduce_scatter");
+  Run("mpi reduce_scatter", [&] {
+    return MPI_Reduce_scatter_block(a.send, a.recv, count, DatatypeOf(a.dtype), op, comm_);
+  });
 }
 
 void MpiCommunicator::Barrier() {
   Begin("mpi barrier");
-  MPI_Request request = MPI_REQUEST_NULL;
-  Wait(&request, MPI_Ibarrier(comm_, &request), "mpi barrier");
+  Run("mpi barrier", [&] { return MPI_Barrier(comm_); });
 }
 
 }  // namespace chorus::mpi

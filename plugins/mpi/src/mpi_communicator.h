@@ -2,11 +2,12 @@
 //
 // The first create initialises MPI (MPI_THREAD_MULTIPLE when the library offers it) unless the
 // application did; the plugin then finalizes MPI at process exit. The chorus rank and size must
-// be MPI_COMM_WORLD's: the processes must have been started by mpirun (or srun). Operations use
-// MPI's non-blocking collectives and complete before they return: the plugin polls MPI_Test
-// until the operation is done, its time-out passes (CHORUS_TIMEOUT) or abort() is called
-// (CHORUS_ABORTED). MPI cannot cancel a started collective, so after either the communicator is
-// unusable.
+// be MPI_COMM_WORLD's: the processes must have been started by mpirun (or srun). Operations call
+// MPI's blocking collectives (MPI_Allreduce, ...) on the calling thread, as an MPI program does:
+// Open MPI's tuned algorithms and its own progress loop, no copies (in place is MPI_IN_PLACE).
+// A blocking call cannot be interrupted: a CallWatchdog ends the job when one runs past the
+// time-out (CHORUS_TIMEOUT's bound), and abort() fails the call in flight with CHORUS_ABORTED when
+// it returns and every later call at once (README, Semantics).
 #ifndef CHORUS_MPI_MPI_COMMUNICATOR_H_
 #define CHORUS_MPI_MPI_COMMUNICATOR_H_
 
@@ -14,7 +15,10 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <memory>
 #include <string>
+
+#include "call_watchdog.h"
 
 namespace chorus::mpi {
 
@@ -32,14 +36,25 @@ class MpiCommunicator {
 
  private:
   void Begin(const char* what);
-  // Polls `request` to completion within the time-out; throws sdk::Error otherwise.
-  void Wait(MPI_Request* request, int start_code, const char* what);
+  // Makes the blocking MPI call `mpi_call` (returning MPI's code) under the watchdog, then
+  // throws sdk::Error when it failed or the communicator was aborted meanwhile.
+  template <typename MpiCall>
+  void Run(const char* what, MpiCall mpi_call) {
+    int code;
+    {
+      CallWatchdog::Call in_flight(*watchdog_, what);
+      code = mpi_call();
+    }
+    Ended(code, what);
+  }
+  void Ended(int code, const char* what);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
   int64_t timeout_ms_ = 0;
   std::atomic<bool> aborted_{false};
+  std::unique_ptr<CallWatchdog> watchdog_;
   std::string broken_;  // why the communicator cannot be used any more
 };
 

@@ -17,9 +17,9 @@ void CheckHost(const chorus_host& host) {
   }
 }
 
-// Open MPI's MPI_Iallreduce, polled: slower than shm on one host at every size and than the
-// core's ring across loopback (README, Benchmarks), so AUTO keeps it below the reference; it is
-// chorus-bench's baseline, chosen by name (CHORUS_COMMUNICATION=mpi) in jobs mpirun starts.
+// Open MPI's blocking MPI_Allreduce: slower than shm on one host (README, Figures), so AUTO keeps
+// it below the core's reference; it is chorus-bench's baseline, chosen by name
+// (CHORUS_COMMUNICATION=mpi) in jobs mpirun starts.
 uint32_t Score(const chorus_score_args* args) {
   return args->request == CHORUS_REQUEST_AUTO ? 2 : 0;
 }
@@ -32,7 +32,7 @@ const chorus_capabilities kCapabilities =
 extern "C" CHORUS_PLUGIN_EXPORT const chorus_plugin* chorus_plugin_get(const chorus_host*) {
   return chorus::sdk::HostCollectivePlugin<chorus::mpi::MpiCommunicator>({
       .plugin_name = "mpi",
-      .version = "1.1.0",
+      .version = "1.2.0",
       .description = "collective over Open MPI (MPI_COMM_WORLD of a job started by mpirun or srun)",
       .capabilities = &chorus::mpi::kCapabilities,
       .check_host = chorus::mpi::CheckHost,

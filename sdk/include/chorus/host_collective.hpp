@@ -109,10 +109,14 @@ class HostCollective {
                            const char* op, Body body) {
     return Guard([&] {
       Impl& c = Require(comm, request, op);
-      const std::string what = std::string(Name()) + " " + op;
-      const Args& a = RequireArgs(args, offsetof(Args, stream), what.c_str());
+      // The name is built only for a message: a call pays no allocation or copy for it.
+      const auto what = [op] { return std::string(Name()) + " " + op; };
+      if (args == nullptr || args->struct_size < offsetof(Args, stream)) {
+        RequireArgs(args, offsetof(Args, stream), what().c_str());
+      }
+      const Args& a = *args;
       if (a.struct_size >= CHORUS_STRUCT_SIZE(Args, stream) && a.stream != nullptr) {
-        Fail(CHORUS_UNSUPPORTED, what, ": ", Name(),
+        Fail(CHORUS_UNSUPPORTED, what(), ": ", Name(),
              " works on host memory and takes no stream; pass NULL");
       }
       body(c, a);

@@ -1,0 +1,69 @@
+// CallWatchdog: bounds the blocking MPI calls of one communicator by its time-out.
+//
+// A blocking collective (MPI_Allreduce, ...) cannot be interrupted or cancelled, and Open MPI 4
+// has no fault tolerance that would make it return when a peer stays away. The watchdog is a
+// thread that sleeps, waking every tenth of the time-out (10 ms to 1 s); when it has seen the same
+// call in flight for longer than the time-out it logs why and ends the job: MPI_Abort on the
+// communicator, which makes mpirun stop every process of the job (exit status 124). So a rank
+// that never joins costs at most the time-out plus one wake-up period, never a hang. A call costs
+// two plain stores (a counter, odd while a call is in flight): no clock read, no lock, nothing
+// that wakes the thread, so that small operations pay nothing measurable for it.
+#ifndef CHORUS_MPI_CALL_WATCHDOG_H_
+#define CHORUS_MPI_CALL_WATCHDOG_H_
+
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace chorus::mpi {
+
+// mpirun's exit status when the watchdog ends a job (as timeout(1)).
+inline constexpr int kTimedOutExitCode = 124;
+
+class CallWatchdog {
+ public:
+  // `where` names the communicator in the message ("rank 0 of 2"); `comm` is what MPI_Abort ends.
+  CallWatchdog(MPI_Comm comm, int64_t timeout_ms, std::string where);
+  ~CallWatchdog();  // stops and joins the thread
+  CallWatchdog(const CallWatchdog&) = delete;
+  CallWatchdog& operator=(const CallWatchdog&) = delete;
+
+  // Marks the calling thread as inside the blocking call `what` (static string) until the
+  // returned guard goes.
+  class Call {
+   public:
+    Call(CallWatchdog& watchdog, const char* what);
+    ~Call();
+    Call(const Call&) = delete;
+    Call& operator=(const Call&) = delete;
+
+   private:
+    CallWatchdog& watchdog_;
+  };
+
+ private:
+  void Watch();
+  [[noreturn]] void EndJob(const char* what, int64_t waited_ms);
+
+  MPI_Comm comm_;
+  const int64_t timeout_ms_;
+  const std::string where_;
+  // Calls begun plus calls ended: odd while one is in flight. Written by the calling thread only
+  // (operations of one communicator do not overlap), read by the watchdog.
+  std::atomic<uint64_t> calls_{0};
+  std::atomic<const char*> what_{""};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace chorus::mpi
+
+#endif  // CHORUS_MPI_CALL_WATCHDOG_H_

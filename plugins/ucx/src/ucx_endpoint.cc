@@ -69,10 +69,13 @@ Endpoint::Endpoint(const chorus_transport_create_args& args, const EndpointOptio
            ucs_status_string(created), ") with ", DescribeTransportSettings(options_),
            "; set UCX_TLS (or the option tls) to transports `ucx_info -d` lists here, e.g. tcp");
     }
-    // Without an event fd (a transport without wake-up support) waits poll in short sleeps.
+    // Without an event fd (a transport without wake-up support) the progress thread polls in
+    // short sleeps.
     if (ucp_worker_get_efd(worker_, &event_fd_) != UCS_OK) event_fd_ = -1;
+    progress_thread_ = std::thread([this] { ProgressLoop(); });
     Connect(MillisecondsUntil(deadline));
   } catch (...) {
+    StopProgressThread();
     if (worker_ != nullptr) ucp_worker_destroy(worker_);
     if (context_ != nullptr) ucp_cleanup(context_);
     throw;
@@ -115,27 +118,29 @@ void Endpoint::Connect(int64_t timeout_ms) {
 
 void Endpoint::ConnectPeer(Peer& peer, const PeerRecord& record) {
   ucp_ep_params_t params{};
-  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
   params.address = reinterpret_cast<const ucp_address_t*>(record.worker_address.data());
-  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-  params.err_handler.cb = OnPeerError;
-  params.err_handler.arg = &peer;
-  std::lock_guard<std::mutex> lock(mutex_);
-  ucs_status_t status = ucp_ep_create(worker_, &params, &peer.ep);
-  if (status != UCS_OK && peer.same_host) {
-    // Shared memory (posix, sysv) cannot promise peer-failure handling, and UCX refuses PEER
-    // mode over it: connect without, and watch the peer's process instead (peer_process.h).
-    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  // UCX's shared-memory transports (posix, sysv) have no peer-failure handling, and UCX refuses
+  // them under UCP_ERR_HANDLING_MODE_PEER ("no peer failure handler"): a rank on this host would
+  // be reached over tcp loopback instead. So a peer on this host is connected without, and its
+  // death is noticed through its process and its "closed" key (CheckPeer); a peer on another
+  // host gets UCX's error handling.
+  peer.ucx_error_handling = !peer.same_host;
+  if (peer.ucx_error_handling) {
+    params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    params.err_handler.cb = OnPeerError;
+    params.err_handler.arg = &peer;
+  } else {
     params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
-    status = ucp_ep_create(worker_, &params, &peer.ep);
-    peer.ucx_error_handling = false;
   }
+  std::lock_guard<std::mutex> lock(mutex_);
+  const ucs_status_t status = ucp_ep_create(worker_, &params, &peer.ep);
   if (status != UCS_OK) {
     peer.ep = nullptr;
     Fail(CHORUS_UNAVAILABLE, "ucx: UCX finds no transport from rank ", rank_, " to rank ",
-         peer.rank, " (ucp_ep_create: ", ucs_status_string(status), ") with ",
-         DescribeTransportSettings(options_),
+         peer.rank, peer.same_host ? " on this host" : " on another host", " (ucp_ep_create: ",
+         ucs_status_string(status), ") with ", DescribeTransportSettings(options_),
          "; set UCX_TLS (or the option tls) to transports `ucx_info -d` lists on both hosts, "
          "e.g. tcp, and UCX_NET_DEVICES to an interface both reach");
   }
@@ -183,7 +188,31 @@ void Endpoint::PublishClosed() {
   }
 }
 
+void Endpoint::ProgressLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    ProgressLocked();
+    if (event_fd_ >= 0 && ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;  // more to do
+    lock.unlock();
+    if (event_fd_ >= 0) {
+      pollfd fd{event_fd_, POLLIN, 0};
+      poll(&fd, 1, static_cast<int>(kSleepSliceMs));
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    lock.lock();
+  }
+}
+
+void Endpoint::StopProgressThread() {
+  if (!progress_thread_.joinable()) return;
+  stopping_ = true;
+  if (event_fd_ >= 0) ucp_worker_signal(worker_);
+  progress_thread_.join();
+}
+
 Endpoint::~Endpoint() {
+  StopProgressThread();  // destroy progresses the worker itself from here on
   const Clock::time_point deadline = DeadlineAfter(kCloseMs);
   std::vector<void*> closing;
   {
@@ -296,7 +325,7 @@ void Endpoint::FinishLocked(Request& r, chorus_status status, std::string messag
   r.status = status;
   r.message = std::move(message);
   pending_.erase(&r);
-  ++completions_;
+  finished_.notify_all();
 }
 
 void Endpoint::CancelLocked(Request& r) {
@@ -312,10 +341,6 @@ void Endpoint::MarkPeerLostLocked(Peer& peer, const std::string& reason) {
     FinishLocked(*r, CHORUS_PEER_LOST, "ucx: the " + Transfer(*r) + " failed: " + reason);
     CancelLocked(*r);  // a send ends through UCX's error handling, or at destroy
   }
-}
-
-void Endpoint::SignalSleepers() {
-  if (sleepers_.load() > 0) ucp_worker_signal(worker_);
 }
 
 // ---- UCX callbacks (run inside ucp_worker_progress, under mutex_) ------------------------------
@@ -389,20 +414,16 @@ void Endpoint::CheckPeer(int32_t rank) {
   if (!exited && !closed) return;
   std::lock_guard<std::mutex> lock(mutex_);
   ProgressLocked();  // what the peer flushed before it closed is matched first
-  const uint64_t before = completions_;
   MarkPeerLostLocked(
       peer, exited ? "the process of rank " + std::to_string(rank) + " (pid " +
                          std::to_string(peer.process.pid) + " on this host) exited"
                    : "rank " + std::to_string(rank) + " closed its endpoint (destroy or abort)");
-  if (completions_ != before) SignalSleepers();
 }
 
 bool Endpoint::Test(Request& r) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    const uint64_t before = completions_;
     ProgressLocked();
-    if (completions_ != before) SignalSleepers();
     if (r.done) return true;
   }
   CheckPeer(r.peer);
@@ -422,33 +443,18 @@ bool Endpoint::Wait(Request& r, int64_t timeout_ms) {
     const Clock::time_point now = Clock::now();
     if (now >= deadline) return false;
     if (now < spin_until) continue;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      ProgressLocked();
-      if (r.done) return true;
-      if (event_fd_ >= 0) {
-        // Arm, then sleep in poll(): the fd wakes on a message, a completion, or a signal (a
-        // thread whose progress finished our request, or abort()).
-        if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;
-        ++sleepers_;
-      }
-    }
-    const int slice = static_cast<int>(std::min(MillisecondsUntil(deadline), kSleepSliceMs));
-    if (event_fd_ < 0) {
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-      continue;
-    }
-    pollfd fd{event_fd_, POLLIN, 0};
-    poll(&fd, 1, slice);
-    --sleepers_;
+    // Sleep until a completion (the progress thread's, another waiter's, abort's) or the slice
+    // ends, to look at the peer and the abort flag again.
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (r.done) return true;
+    finished_.wait_for(lock, std::chrono::milliseconds(
+                                 std::min(MillisecondsUntil(deadline), kSleepSliceMs)));
+    if (r.done) return true;
   }
 }
 
 void Endpoint::Abort() {
-  if (aborted_.exchange(true)) {
-    SignalSleepers();
-    return;
-  }
+  if (aborted_.exchange(true)) return;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (Request* r : std::vector<Request*>(pending_.begin(), pending_.end())) {
@@ -459,7 +465,7 @@ void Endpoint::Abort() {
     // Closing by force tells the peers (over tcp at once); their own waits see the closed key.
     CloseEndpointsLocked(true, closing_);
   }
-  if (event_fd_ >= 0) ucp_worker_signal(worker_);
+  if (event_fd_ >= 0) ucp_worker_signal(worker_);  // the progress thread runs the closes now
   PublishClosed();
 }
 

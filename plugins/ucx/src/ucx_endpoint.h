@@ -1,9 +1,11 @@
 // ucx_endpoint.h: one rank's endpoint of the ucx transport: a UCP context and worker of its own,
 // a UCP endpoint to every rank (itself included), and the requests in flight.
 //
-// Threads: every UCX call is made under `mutex_` (the worker is UCS_THREAD_MODE_SERIALIZED);
-// waits sleep outside it, in poll() on the worker's event fd. A thread whose progress completes
-// requests while others sleep wakes them with ucp_worker_signal, and abort() does the same.
+// Threads: every UCX call is made under `mutex_` (the worker is UCS_THREAD_MODE_SERIALIZED). A
+// progress thread per endpoint sleeps in poll() on the worker's event fd (ucp_worker_arm) and
+// progresses the worker when it wakes, so a rank's sends and wire-up move while its caller waits
+// on something else (the store, another endpoint). A wait spins on the worker for spin_us, then
+// sleeps on a condition variable that every completion and abort() notify.
 //
 // A lost peer becomes PEER_LOST three ways, whichever comes first: UCX's error handler on the
 // endpoint (UCP_ERR_HANDLING_MODE_PEER: tcp, cma, InfiniBand notice a closed connection), the
@@ -19,10 +21,12 @@
 #include <atomic>
 #include <chorus/plugin_sdk.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_set>
 #include <vector>
 
@@ -86,11 +90,12 @@ class Endpoint {
   void ConnectPeer(Peer& peer, const PeerRecord& record);
   Request* Start(bool receive, int32_t peer, uint64_t tag, void* data, size_t bytes);
   void ProgressLocked();
+  void ProgressLoop();
+  void StopProgressThread();
   void FinishLocked(Request& request, chorus_status status, std::string message);
   void MarkPeerLostLocked(Peer& peer, const std::string& reason);
   void CancelLocked(Request& request);
   void CheckPeer(int32_t peer);
-  void SignalSleepers();
   void CloseEndpointsLocked(bool force, std::vector<void*>& closing);
   void WaitForCloses(std::vector<void*>& closing, std::chrono::steady_clock::time_point deadline);
   void PublishClosed();
@@ -112,10 +117,11 @@ class Endpoint {
   std::vector<Peer> peers_;
 
   std::mutex mutex_;
+  std::condition_variable finished_;  // notified whenever a request finishes
+  std::thread progress_thread_;
+  std::atomic<bool> stopping_{false};
   std::atomic<bool> aborted_{false};
   std::atomic<bool> closed_published_{false};
-  std::atomic<int> sleepers_{0};
-  uint64_t completions_ = 0;
   std::unordered_set<Request*> pending_;  // not done yet
   std::unordered_set<Request*> in_ucx_;   // UCX still holds them
   std::unordered_set<Request*> handed_out_;  // not freed by the caller yet

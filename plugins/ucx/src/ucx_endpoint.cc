@@ -138,6 +138,15 @@ void Endpoint::ConnectPeer(Peer& peer, const PeerRecord& record) {
   const ucs_status_t status = ucp_ep_create(worker_, &params, &peer.ep);
   if (status != UCS_OK) {
     peer.ep = nullptr;
+    // A rank may create, finish and destroy its endpoint before a slower rank connects to it:
+    // then that peer is lost (its operations fail), not the whole endpoint.
+    if (PeerGoneLocked(peer)) {
+      MarkPeerLostLocked(peer, "rank " + std::to_string(peer.rank) +
+                                   " had closed its endpoint before rank " +
+                                   std::to_string(rank_) + " connected to it (" +
+                                   ucs_status_string(status) + ")");
+      return;
+    }
     Fail(CHORUS_UNAVAILABLE, "ucx: UCX finds no transport from rank ", rank_, " to rank ",
          peer.rank, peer.same_host ? " on this host" : " on another host", " (ucp_ep_create: ",
          ucs_status_string(status), ") with ", DescribeTransportSettings(options_),
@@ -395,6 +404,15 @@ void Endpoint::OnPeerError(void* arg, ucp_ep_h, ucs_status_t status) {
 }
 
 // ---- Waiting ----------------------------------------------------------------------------------
+
+bool Endpoint::PeerGoneLocked(const Peer& peer) {
+  if (peer.same_host && !ProcessAlive(peer.process)) return true;
+  try {
+    return store_.Contains(Key("closed", peer.rank));
+  } catch (...) {
+    return false;
+  }
+}
 
 void Endpoint::CheckPeer(int32_t rank) {
   if (rank == rank_) return;

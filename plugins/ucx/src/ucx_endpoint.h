@@ -96,6 +96,7 @@ class Endpoint {
   void MarkPeerLostLocked(Peer& peer, const std::string& reason);
   void CancelLocked(Request& request);
   void CheckPeer(int32_t peer);
+  bool PeerGoneLocked(const Peer& peer);
   void CloseEndpointsLocked(bool force, std::vector<void*>& closing);
   void WaitForCloses(std::vector<void*>& closing, std::chrono::steady_clock::time_point deadline);
   void PublishClosed();

@@ -3,6 +3,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <set>
 #include <thread>
 
 #include "tag_layout.h"
@@ -35,6 +36,16 @@ int64_t MillisecondsUntil(Clock::time_point deadline) {
 std::string Transfer(const Request& r) {
   return std::string(r.receive ? "receive from" : "send to") + " rank " + std::to_string(r.peer) +
          " (tag " + std::to_string(r.tag) + ", " + std::to_string(r.bytes) + " bytes)";
+}
+
+// Whether UCX refused UCP_ERR_HANDLING_MODE_PEER to a peer on this host under `settings` (the
+// UCX_TLS this process's endpoints use); `refused` records that it did.
+bool PeerModeRefused(const std::string& settings, bool refused) {
+  static std::mutex mutex;
+  static std::set<std::string> refused_settings;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (refused) refused_settings.insert(settings);
+  return refused_settings.count(settings) != 0;
 }
 
 }  // namespace
@@ -118,24 +129,33 @@ void Endpoint::Connect(int64_t timeout_ms) {
 
 void Endpoint::ConnectPeer(Peer& peer, const PeerRecord& record) {
   ucp_ep_params_t params{};
-  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
   params.address = reinterpret_cast<const ucp_address_t*>(record.worker_address.data());
+  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  params.err_handler.cb = OnPeerError;
+  params.err_handler.arg = &peer;
   // UCX's shared-memory transports (posix, sysv) have no peer-failure handling, and UCX refuses
-  // them under UCP_ERR_HANDLING_MODE_PEER ("no peer failure handler"): a rank on this host would
-  // be reached over tcp loopback instead. So a peer on this host is connected without, and its
-  // death is noticed through its process and its "closed" key (CheckPeer); a peer on another
-  // host gets UCX's error handling.
-  peer.ucx_error_handling = !peer.same_host;
-  if (peer.ucx_error_handling) {
-    params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
-    params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-    params.err_handler.cb = OnPeerError;
-    params.err_handler.arg = &peer;
-  } else {
+  // PEER mode when they are all it may use ("no peer failure handler"). A peer on this host is
+  // then connected without, and its death is noticed through its process and its "closed" key
+  // (CheckPeer). Only then: UCX 1.13's tcp asserts on a refused connection without PEER mode.
+  // Which settings were refused is remembered, so UCX logs its refusal once per process.
+  const std::string settings = DescribeTransportSettings(options_);
+  const bool refused_before = peer.same_host && PeerModeRefused(settings, false);
+  if (refused_before) {
+    params.field_mask &= ~static_cast<uint64_t>(UCP_EP_PARAM_FIELD_ERR_HANDLER);
     params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+    peer.ucx_error_handling = false;
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  const ucs_status_t status = ucp_ep_create(worker_, &params, &peer.ep);
+  ucs_status_t status = ucp_ep_create(worker_, &params, &peer.ep);
+  if (status != UCS_OK && peer.same_host && !refused_before) {
+    params.field_mask &= ~static_cast<uint64_t>(UCP_EP_PARAM_FIELD_ERR_HANDLER);
+    params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+    peer.ucx_error_handling = false;
+    status = ucp_ep_create(worker_, &params, &peer.ep);
+    if (status == UCS_OK) PeerModeRefused(settings, true);
+  }
   if (status != UCS_OK) {
     peer.ep = nullptr;
     // A rank may create, finish and destroy its endpoint before a slower rank connects to it:

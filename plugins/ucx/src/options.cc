@@ -9,8 +9,8 @@ namespace chorus::ucx {
 namespace {
 
 // Option key -> UCP configuration variable.
-constexpr std::pair<std::string_view, const char*> kUcxOptions[] = {
-    {"tls", "TLS"}, {"net_devices", "NET_DEVICES"}};
+constexpr std::pair<std::string_view, const char*> kUcxOptions[] = {{"tls", "TLS"},
+                                                                    {"net_devices", "NET_DEVICES"}};
 
 constexpr const char* kKnownOptions = "tls, net_devices, spin_us, store_prefix";
 

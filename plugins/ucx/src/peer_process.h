@@ -14,8 +14,9 @@ namespace chorus::ucx {
 
 struct ProcessIdentity {
   int64_t pid = 0;
-  uint64_t start_time = 0;  // clock ticks since boot (/proc/<pid>/stat field 22): tells a reused pid
-  std::string host;         // boot id and pid namespace: equal only where the pid means the same
+  uint64_t start_time =
+      0;             // clock ticks since boot (/proc/<pid>/stat field 22): tells a reused pid
+  std::string host;  // boot id and pid namespace: equal only where the pid means the same
 };
 
 ProcessIdentity ThisProcess();

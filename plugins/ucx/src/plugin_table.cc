@@ -45,9 +45,7 @@ chorus_status Create(const chorus_transport_create_args* args, chorus_transport_
   });
 }
 
-void Destroy(chorus_transport_endpoint* endpoint) {
-  delete reinterpret_cast<Endpoint*>(endpoint);
-}
+void Destroy(chorus_transport_endpoint* endpoint) { delete reinterpret_cast<Endpoint*>(endpoint); }
 
 // The checks isend and irecv share; clears *request.
 const chorus_p2p_args& StartArgs(chorus_transport_endpoint* endpoint, const chorus_p2p_args* args,

@@ -3,6 +3,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <functional>
 #include <set>
 #include <thread>
 
@@ -24,8 +25,8 @@ constexpr auto kPeerCheckInterval = std::chrono::milliseconds(100);
 constexpr int64_t kCloseMs = 2000;
 
 Clock::time_point DeadlineAfter(int64_t timeout_ms) {
-  return Clock::now() + std::chrono::milliseconds(timeout_ms < 0 ? kForeverMs
-                                                                 : std::min(timeout_ms, kForeverMs));
+  return Clock::now() +
+         std::chrono::milliseconds(timeout_ms < 0 ? kForeverMs : std::min(timeout_ms, kForeverMs));
 }
 
 int64_t MillisecondsUntil(Clock::time_point deadline) {
@@ -65,8 +66,9 @@ Endpoint::Endpoint(const chorus_transport_create_args& args, const EndpointOptio
     ucp_config_release(config);
     if (initialised != UCS_OK) {
       context_ = nullptr;
-      Fail(CHORUS_UNAVAILABLE, "ucx: UCX could not start (ucp_init: ",
-           ucs_status_string(initialised), ") with ", DescribeTransportSettings(options_),
+      Fail(CHORUS_UNAVAILABLE,
+           "ucx: UCX could not start (ucp_init: ", ucs_status_string(initialised), ") with ",
+           DescribeTransportSettings(options_),
            "; set UCX_TLS (or the option tls) to transports `ucx_info -d` lists here, e.g. tcp");
     }
     ucp_worker_params_t worker{};
@@ -76,8 +78,9 @@ Endpoint::Endpoint(const chorus_transport_create_args& args, const EndpointOptio
     const ucs_status_t created = ucp_worker_create(context_, &worker, &worker_);
     if (created != UCS_OK) {
       worker_ = nullptr;
-      Fail(CHORUS_UNAVAILABLE, "ucx: UCX could not open a worker (ucp_worker_create: ",
-           ucs_status_string(created), ") with ", DescribeTransportSettings(options_),
+      Fail(CHORUS_UNAVAILABLE,
+           "ucx: UCX could not open a worker (ucp_worker_create: ", ucs_status_string(created),
+           ") with ", DescribeTransportSettings(options_),
            "; set UCX_TLS (or the option tls) to transports `ucx_info -d` lists here, e.g. tcp");
     }
     // Without an event fd (a transport without wake-up support) the progress thread polls in
@@ -89,6 +92,9 @@ Endpoint::Endpoint(const chorus_transport_create_args& args, const EndpointOptio
     StopProgressThread();
     if (worker_ != nullptr) ucp_worker_destroy(worker_);
     if (context_ != nullptr) ucp_cleanup(context_);
+    for (Request* r : in_ucx_) {
+      if (r->freed) delete r;
+    }
     throw;
   }
 }
@@ -125,6 +131,45 @@ void Endpoint::Connect(int64_t timeout_ms) {
     peer.same_host = record.process.host == mine.process.host;
     ConnectPeer(peer, record);
   }
+  Handshake(deadline);
+}
+
+// One message each way between every pair, the lower rank first: UCX 1.13's tcp transport
+// sometimes fails a connection that both ends open at once ("Endpoint timeout", or an assertion
+// without PEER mode), so each pair connects one way, and the other way only after it. Also
+// finishes UCX's wire-up before the first real message.
+void Endpoint::Handshake(Clock::time_point deadline) {
+  std::vector<uint8_t> hello(static_cast<size_t>(size_), 0);
+  const uint8_t mine = 1;
+  std::vector<Request*> requests(static_cast<size_t>(size_), nullptr), sends;
+  auto wait = [&](Request* r, const char* what) {
+    if (!Wait(*r, MillisecondsUntil(deadline))) {
+      Fail(CHORUS_TIMEOUT, "ucx create: rank ", r->peer, " did not ", what,
+           " the connection handshake of rank ", rank_, " in time (is every rank started?)");
+    }
+    if (r->status != CHORUS_OK && r->status != CHORUS_PEER_LOST) Fail(r->status, r->message);
+  };
+  std::vector<std::unique_ptr<Request, std::function<void(Request*)>>> owned;
+  auto own = [&](Request* r) {
+    owned.emplace_back(r, [this](Request* q) { Free(q); });
+    return r;
+  };
+  for (int32_t p = 0; p < size_; ++p) {
+    if (p == rank_ || peers_[static_cast<size_t>(p)].lost) continue;
+    requests[static_cast<size_t>(p)] =
+        own(Start(true, p, 0, &hello[static_cast<size_t>(p)], 1, ControlTag(p)));
+    if (p > rank_)
+      sends.push_back(own(Start(false, p, 0, const_cast<uint8_t*>(&mine), 1, ControlTag(rank_))));
+  }
+  for (int32_t p = 0; p < size_; ++p) {
+    Request* r = requests[static_cast<size_t>(p)];
+    if (r == nullptr) continue;
+    wait(r, "answer");
+    if (p < rank_ && r->status == CHORUS_OK) {
+      sends.push_back(own(Start(false, p, 0, const_cast<uint8_t*>(&mine), 1, ControlTag(rank_))));
+    }
+  }
+  for (Request* r : sends) wait(r, "accept");
 }
 
 void Endpoint::ConnectPeer(Peer& peer, const PeerRecord& record) {
@@ -162,14 +207,14 @@ void Endpoint::ConnectPeer(Peer& peer, const PeerRecord& record) {
     // then that peer is lost (its operations fail), not the whole endpoint.
     if (PeerGoneLocked(peer)) {
       MarkPeerLostLocked(peer, "rank " + std::to_string(peer.rank) +
-                                   " had closed its endpoint before rank " +
-                                   std::to_string(rank_) + " connected to it (" +
-                                   ucs_status_string(status) + ")");
+                                   " had closed its endpoint before rank " + std::to_string(rank_) +
+                                   " connected to it (" + ucs_status_string(status) + ")");
       return;
     }
     Fail(CHORUS_UNAVAILABLE, "ucx: UCX finds no transport from rank ", rank_, " to rank ",
-         peer.rank, peer.same_host ? " on this host" : " on another host", " (ucp_ep_create: ",
-         ucs_status_string(status), ") with ", DescribeTransportSettings(options_),
+         peer.rank, peer.same_host ? " on this host" : " on another host",
+         " (ucp_ep_create: ", ucs_status_string(status), ") with ",
+         DescribeTransportSettings(options_),
          "; set UCX_TLS (or the option tls) to transports `ucx_info -d` lists on both hosts, "
          "e.g. tcp, and UCX_NET_DEVICES to an interface both reach");
   }
@@ -255,8 +300,9 @@ Endpoint::~Endpoint() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (Request* r : std::vector<Request*>(pending_.begin(), pending_.end())) {
-      FinishLocked(*r, CHORUS_ABORTED, "ucx: the endpoint of rank " + std::to_string(rank_) +
-                                           " was destroyed with this " + Transfer(*r) + " pending");
+      FinishLocked(*r, CHORUS_ABORTED,
+                   "ucx: the endpoint of rank " + std::to_string(rank_) +
+                       " was destroyed with this " + Transfer(*r) + " pending");
       CancelLocked(*r);
     }
   }
@@ -284,16 +330,16 @@ Endpoint::~Endpoint() {
 // ---- Operations -------------------------------------------------------------------------------
 
 Request* Endpoint::Send(int32_t peer, uint64_t tag, const void* data, size_t bytes) {
-  return Start(false, peer, tag, const_cast<void*>(data), bytes);
+  return Start(false, peer, tag, const_cast<void*>(data), bytes, UcpTag(rank_, tag, "ucx isend"));
 }
 
 Request* Endpoint::Receive(int32_t peer, uint64_t tag, void* data, size_t bytes) {
-  return Start(true, peer, tag, data, bytes);
+  return Start(true, peer, tag, data, bytes, UcpTag(peer, tag, "ucx irecv"));
 }
 
-Request* Endpoint::Start(bool receive, int32_t peer, uint64_t tag, void* data, size_t bytes) {
+Request* Endpoint::Start(bool receive, int32_t peer, uint64_t tag, void* data, size_t bytes,
+                         uint64_t ucp_tag) {
   const char* what = receive ? "ucx irecv" : "ucx isend";
-  const uint64_t ucp_tag = UcpTag(receive ? peer : rank_, tag, what);
   auto request = std::make_unique<Request>();
   Request& r = *request;
   r.endpoint = this;
@@ -305,7 +351,13 @@ Request* Endpoint::Start(bool receive, int32_t peer, uint64_t tag, void* data, s
   std::lock_guard<std::mutex> lock(mutex_);
   if (aborted_) Fail(CHORUS_ABORTED, what, ": the endpoint of rank ", rank_, " was aborted");
   Peer& target = peers_[static_cast<size_t>(peer)];
-  if (target.lost) Fail(CHORUS_PEER_LOST, what, ": ", target.lost_reason);
+  if (target.lost) {
+    // A receive of a message the peer sent before it was lost still gets it.
+    ucp_tag_recv_info_t info{};
+    if (!receive || ucp_tag_probe_nb(worker_, ucp_tag, kFullMask, 0, &info) == nullptr) {
+      Fail(CHORUS_PEER_LOST, what, ": ", target.lost_reason);
+    }
+  }
   if (!receive && target.ep == nullptr) {
     Fail(CHORUS_ABORTED, what, ": the endpoint of rank ", rank_, " is closing");
   }
@@ -345,6 +397,13 @@ Request* Endpoint::Start(bool receive, int32_t peer, uint64_t tag, void* data, s
 
 void Endpoint::ProgressLocked() {
   while (ucp_worker_progress(worker_) != 0) {
+  }
+  // A peer's failure counts once everything it sent before is matched: a peer that sent its
+  // messages and then closed its endpoint has not lost them.
+  if (!peer_errors_) return;
+  peer_errors_ = false;
+  for (Peer& peer : peers_) {
+    if (!peer.ucx_error.empty()) MarkPeerLostLocked(peer, std::exchange(peer.ucx_error, ""));
   }
 }
 
@@ -405,22 +464,24 @@ void Endpoint::UcxDoneLocked(Request& r, ucs_status_t status, size_t received) {
   } else if (status == UCS_ERR_MESSAGE_TRUNCATED) {
     FinishLocked(r, CHORUS_INVALID_ARGUMENT, "ucx: " + sizes);
   } else if (aborted_) {
-    FinishLocked(r, CHORUS_ABORTED, "ucx: the endpoint of rank " + std::to_string(rank_) +
-                                        " was aborted during the " + Transfer(r));
+    FinishLocked(r, CHORUS_ABORTED,
+                 "ucx: the endpoint of rank " + std::to_string(rank_) + " was aborted during the " +
+                     Transfer(r));
   } else {
-    FinishLocked(r, CHORUS_PEER_LOST, "ucx: the " + Transfer(r) + " failed: UCX says \"" +
-                                          ucs_status_string(status) + "\"");
+    FinishLocked(
+        r, CHORUS_PEER_LOST,
+        "ucx: the " + Transfer(r) + " failed: UCX says \"" + ucs_status_string(status) + "\"");
   }
   if (r.freed) delete &r;
 }
 
 void Endpoint::OnPeerError(void* arg, ucp_ep_h, ucs_status_t status) {
   auto* peer = static_cast<Peer*>(arg);
-  peer->owner->MarkPeerLostLocked(
-      *peer, "UCX reported \"" + std::string(ucs_status_string(status)) +
-                 "\" on the connection from rank " + std::to_string(peer->owner->rank_) +
-                 " to rank " + std::to_string(peer->rank) +
-                 " (its process died or it closed its endpoint)");
+  peer->owner->peer_errors_ = true;
+  peer->ucx_error = std::string(
+      "UCX reported \"" + std::string(ucs_status_string(status)) +
+      "\" on the connection from rank " + std::to_string(peer->owner->rank_) + " to rank " +
+      std::to_string(peer->rank) + " (its process died or it closed its endpoint)");
 }
 
 // ---- Waiting ----------------------------------------------------------------------------------
@@ -485,8 +546,8 @@ bool Endpoint::Wait(Request& r, int64_t timeout_ms) {
     // ends, to look at the peer and the abort flag again.
     std::unique_lock<std::mutex> lock(mutex_);
     if (r.done) return true;
-    finished_.wait_for(lock, std::chrono::milliseconds(
-                                 std::min(MillisecondsUntil(deadline), kSleepSliceMs)));
+    finished_.wait_for(
+        lock, std::chrono::milliseconds(std::min(MillisecondsUntil(deadline), kSleepSliceMs)));
     if (r.done) return true;
   }
 }
@@ -496,8 +557,9 @@ void Endpoint::Abort() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (Request* r : std::vector<Request*>(pending_.begin(), pending_.end())) {
-      FinishLocked(*r, CHORUS_ABORTED, "ucx: the endpoint of rank " + std::to_string(rank_) +
-                                           " was aborted during the " + Transfer(*r));
+      FinishLocked(*r, CHORUS_ABORTED,
+                   "ucx: the endpoint of rank " + std::to_string(rank_) +
+                       " was aborted during the " + Transfer(*r));
       CancelLocked(*r);
     }
     // Closing by force tells the peers (over tcp at once); their own waits see the closed key.

@@ -47,8 +47,8 @@ struct Request {
   size_t bytes = 0;
   bool done = false;
   chorus_status status = CHORUS_OK;
-  std::string message;  // of a failure, handed out at every wait and test
-  bool freed = false;   // request_free came while UCX still held it: its callback deletes it
+  std::string message;    // of a failure, handed out at every wait and test
+  bool freed = false;     // request_free came while UCX still held it: its callback deletes it
   bool ucx_done = false;  // UCX called back (and its request was released)
 };
 
@@ -83,12 +83,15 @@ class Endpoint {
     ProcessIdentity process;
     bool lost = false;
     std::string lost_reason;
+    std::string ucx_error;  // what UCX's error handler reported, until ProgressLocked acts on it
     std::chrono::steady_clock::time_point next_check{};
   };
 
   void Connect(int64_t timeout_ms);
   void ConnectPeer(Peer& peer, const PeerRecord& record);
-  Request* Start(bool receive, int32_t peer, uint64_t tag, void* data, size_t bytes);
+  void Handshake(std::chrono::steady_clock::time_point deadline);
+  Request* Start(bool receive, int32_t peer, uint64_t tag, void* data, size_t bytes,
+                 uint64_t ucp_tag);
   void ProgressLocked();
   void ProgressLoop();
   void StopProgressThread();
@@ -121,10 +124,11 @@ class Endpoint {
   std::condition_variable finished_;  // notified whenever a request finishes
   std::thread progress_thread_;
   std::atomic<bool> stopping_{false};
+  bool peer_errors_ = false;  // some Peer::ucx_error is waiting for ProgressLocked
   std::atomic<bool> aborted_{false};
   std::atomic<bool> closed_published_{false};
-  std::unordered_set<Request*> pending_;  // not done yet
-  std::unordered_set<Request*> in_ucx_;   // UCX still holds them
+  std::unordered_set<Request*> pending_;     // not done yet
+  std::unordered_set<Request*> in_ucx_;      // UCX still holds them
   std::unordered_set<Request*> handed_out_;  // not freed by the caller yet
   std::vector<void*> closing_;               // ucp_ep_close_nbx requests of abort()
 };

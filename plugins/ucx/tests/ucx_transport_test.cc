@@ -146,6 +146,33 @@ TEST_F(TwoRanks, MarkedTagsAndSmallTagsStayApart) {
   for (auto& send : sends) EXPECT_EQ(send.Wait(kTimeoutMs), CHORUS_OK);
 }
 
+// Sizes past UCX's eager limit go by rendezvous: a mismatch there fails the receive too, naming
+// both counts, each way. The send may stay pending (plugin.h promises nothing there): abort ends
+// it.
+TEST_F(TwoRanks, RendezvousSizeMismatchFailsTheReceiveNamingBothCounts) {
+  constexpr size_t kSent = size_t{2} << 20;
+  for (size_t receive_bytes : {kSent / 2, kSent * 2}) {
+    SCOPED_TRACE(receive_bytes);
+    std::vector<uint8_t> out(kSent, 7), in(receive_bytes);
+    const uint64_t tag = receive_bytes;  // one tag per case
+    PluginRequest send, receive;
+    ASSERT_EQ(conformance::StartReceive(endpoint(1), 0, tag, in.data(), in.size(), &receive),
+              CHORUS_OK);
+    ASSERT_EQ(conformance::StartSend(endpoint(0), 1, tag, out.data(), out.size(), &send),
+              CHORUS_OK);
+    std::string message;
+    EXPECT_EQ(receive.Wait(kTimeoutMs, &message), CHORUS_INVALID_ARGUMENT) << message;
+    EXPECT_NE(message.find("receives exactly " + std::to_string(receive_bytes)), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("sent " + std::to_string(kSent)), std::string::npos) << message;
+    if (send.Wait(2000) == CHORUS_TIMEOUT) {
+      endpoint(0).Abort();
+      EXPECT_EQ(send.Wait(kTimeoutMs), CHORUS_ABORTED);
+      return;  // endpoint 0 is aborted: the other case needs a fresh group
+    }
+  }
+}
+
 // Four threads per rank share one endpoint, each with its own tag, sending and receiving at once.
 TEST_F(TwoRanks, SeveralThreadsShareOneEndpoint) {
   constexpr int kThreads = 4;

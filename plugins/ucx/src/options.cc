@@ -14,9 +14,15 @@ constexpr std::pair<std::string_view, const char*> kUcxOptions[] = {{"tls", "TLS
 
 constexpr const char* kKnownOptions = "tls, net_devices, spin_us, store_prefix";
 
+// "127.0.0.1:5000", "localhost:5000", "[::1]:5000".
+bool IsLoopback(std::string_view address) {
+  return address.starts_with("127.") || address.starts_with("localhost") ||
+         address.starts_with("[::1]") || address == "::1";
+}
+
 }  // namespace
 
-EndpointOptions ParseOptions(const chorus_option* options, size_t count) {
+EndpointOptions ParseOptions(const chorus_option* options, size_t count, std::string_view address) {
   if (options == nullptr && count > 0) {
     sdk::Fail(CHORUS_INVALID_ARGUMENT, "ucx create: options are NULL but num_options is ", count);
   }
@@ -45,6 +51,11 @@ EndpointOptions ParseOptions(const chorus_option* options, size_t count) {
                 "transport takes ", kKnownOptions, " (UCX's own settings: the UCX_* variables)");
     }
   }
+  const bool devices_given =
+      std::getenv("UCX_NET_DEVICES") != nullptr ||
+      std::any_of(parsed.ucx_settings.begin(), parsed.ucx_settings.end(),
+                  [](const auto& setting) { return setting.first == "NET_DEVICES"; });
+  if (!devices_given && IsLoopback(address)) parsed.ucx_settings.emplace_back("NET_DEVICES", "lo");
   return parsed;
 }
 

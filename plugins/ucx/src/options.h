@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -22,8 +23,11 @@ struct EndpointOptions {
   std::string store_prefix;
 };
 
-// Parses the options; INVALID_ARGUMENT naming an unknown key or a bad value.
-EndpointOptions ParseOptions(const chorus_option* options, size_t count);
+// Parses the options; INVALID_ARGUMENT naming an unknown key or a bad value. `address` is where
+// the cluster spec says the other ranks reach this one (create args, 1.1; may be empty): a
+// loopback address means every rank runs here, and UCX's network devices default to lo (so
+// that UCX's tcp stays on 127.0.0.1) unless UCX_NET_DEVICES or the option net_devices says.
+EndpointOptions ParseOptions(const chorus_option* options, size_t count, std::string_view address);
 
 // Reads UCX's configuration (the UCX_* environment) and applies the settings; throws
 // INVALID_ARGUMENT with UCX's words when UCX rejects one. The caller releases the result with

@@ -40,7 +40,7 @@ chorus_status Create(const chorus_transport_create_args* args, chorus_transport_
            "layout holds ", chorus::ucx::kMaxRanks, " at most");
     }
     const chorus::ucx::EndpointOptions options =
-        chorus::ucx::ParseOptions(a.options, a.num_options);
+        chorus::ucx::ParseOptions(a.options, a.num_options, chorus::sdk::CreateAddress(a));
     *out = reinterpret_cast<chorus_transport_endpoint*>(new Endpoint(a, options));
   });
 }

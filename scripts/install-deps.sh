@@ -10,6 +10,7 @@ packages=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libgloo-dev
   libopenmpi-dev openmpi-bin
+  libucx-dev ucx-utils
 )
 
 missing=()

@@ -1,0 +1,586 @@
+#include "ucx_endpoint.h"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <thread>
+
+#include "tag_layout.h"
+
+namespace chorus::ucx {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using sdk::Fail;
+
+// Beyond this a time-out counts as "no limit" (and would overflow the clock).
+constexpr int64_t kForeverMs = int64_t{1} << 40;
+// A sleeping wait wakes at least this often to look at the abort flag and its peer.
+constexpr int64_t kSleepSliceMs = 50;
+// How often a wait looks at its peer's "closed" key and process.
+constexpr auto kPeerCheckInterval = std::chrono::milliseconds(100);
+// How long destroy lets the endpoints flush and close before it tears the worker down.
+constexpr int64_t kCloseMs = 2000;
+
+Clock::time_point DeadlineAfter(int64_t timeout_ms) {
+  return Clock::now() +
+         std::chrono::milliseconds(timeout_ms < 0 ? kForeverMs : std::min(timeout_ms, kForeverMs));
+}
+
+int64_t MillisecondsUntil(Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return std::max<int64_t>(0, left.count());
+}
+
+std::string Transfer(const Request& r) {
+  return std::string(r.receive ? "receive from" : "send to") + " rank " + std::to_string(r.peer) +
+         " (tag " + std::to_string(r.tag) + ", " + std::to_string(r.bytes) + " bytes)";
+}
+
+// Whether UCX refused UCP_ERR_HANDLING_MODE_PEER to a peer on this host under `settings` (the
+// UCX_TLS this process's endpoints use); `refused` records that it did.
+bool PeerModeRefused(const std::string& settings, bool refused) {
+  static std::mutex mutex;
+  static std::set<std::string> refused_settings;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (refused) refused_settings.insert(settings);
+  return refused_settings.count(settings) != 0;
+}
+
+}  // namespace
+
+// ---- Set-up -----------------------------------------------------------------------------------
+
+Endpoint::Endpoint(const chorus_transport_create_args& args, const EndpointOptions& options)
+    : rank_(args.rank), size_(args.size), store_(args.store), options_(options) {
+  const Clock::time_point deadline = DeadlineAfter(args.timeout_ms);
+  try {
+    ucp_config_t* config = ReadConfig(options_);
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
+    params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+    params.estimated_num_eps = static_cast<size_t>(size_);
+    const ucs_status_t initialised = ucp_init(&params, config, &context_);
+    ucp_config_release(config);
+    if (initialised != UCS_OK) {
+      context_ = nullptr;
+      Fail(CHORUS_UNAVAILABLE,
+           "ucx: UCX could not start (ucp_init: ", ucs_status_string(initialised), ") with ",
+           DescribeTransportSettings(options_),
+           "; set UCX_TLS (or the option tls) to transports `ucx_info -d` lists here, e.g. tcp");
+    }
+    ucp_worker_params_t worker{};
+    worker.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE | UCP_WORKER_PARAM_FIELD_EVENTS;
+    worker.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // every call is made under mutex_
+    worker.events = UCP_WAKEUP_TAG_SEND | UCP_WAKEUP_TAG_RECV;
+    const ucs_status_t created = ucp_worker_create(context_, &worker, &worker_);
+    if (created != UCS_OK) {
+      worker_ = nullptr;
+      Fail(CHORUS_UNAVAILABLE,
+           "ucx: UCX could not open a worker (ucp_worker_create: ", ucs_status_string(created),
+           ") with ", DescribeTransportSettings(options_),
+           "; set UCX_TLS (or the option tls) to transports `ucx_info -d` lists here, e.g. tcp");
+    }
+    // Without an event fd (a transport without wake-up support) the progress thread polls in
+    // short sleeps.
+    if (ucp_worker_get_efd(worker_, &event_fd_) != UCS_OK) event_fd_ = -1;
+    progress_thread_ = std::thread([this] { ProgressLoop(); });
+    Connect(MillisecondsUntil(deadline));
+  } catch (...) {
+    StopProgressThread();
+    if (worker_ != nullptr) ucp_worker_destroy(worker_);
+    if (context_ != nullptr) ucp_cleanup(context_);
+    for (Request* r : in_ucx_) {
+      if (r->freed) delete r;
+    }
+    throw;
+  }
+}
+
+std::string Endpoint::Key(const std::string& what, int32_t rank) const {
+  return options_.store_prefix + "ucx/" + what + "/" + std::to_string(rank);
+}
+
+void Endpoint::Connect(int64_t timeout_ms) {
+  const Clock::time_point deadline = DeadlineAfter(timeout_ms);
+  ucp_address_t* address = nullptr;
+  size_t length = 0;
+  const ucs_status_t got = ucp_worker_get_address(worker_, &address, &length);
+  if (got != UCS_OK) {
+    Fail(CHORUS_INTERNAL, "ucx: ucp_worker_get_address failed: ", ucs_status_string(got));
+  }
+  PeerRecord mine;
+  mine.process = ThisProcess();
+  mine.worker_address.assign(reinterpret_cast<const char*>(address), length);
+  ucp_worker_release_address(worker_, address);
+  store_.Set(Key("addr", rank_), EncodeRecord(mine));
+
+  peers_.resize(static_cast<size_t>(size_));
+  for (int32_t p = 0; p < size_; ++p) {
+    Peer& peer = peers_[static_cast<size_t>(p)];
+    peer.owner = this;
+    peer.rank = p;
+    const PeerRecord record =
+        p == rank_ ? mine
+                   : DecodeRecord(store_.GetUnlessAborted(Key("addr", p),
+                                                          MillisecondsUntil(deadline), &aborted_),
+                                  p);
+    peer.process = record.process;
+    peer.same_host = record.process.host == mine.process.host;
+    ConnectPeer(peer, record);
+  }
+  Handshake(deadline);
+}
+
+// One message each way between every pair, the lower rank first: UCX 1.13's tcp transport
+// sometimes fails a connection that both ends open at once ("Endpoint timeout", or an assertion
+// without PEER mode), so each pair connects one way, and the other way only after it. Also
+// finishes UCX's wire-up before the first real message.
+void Endpoint::Handshake(Clock::time_point deadline) {
+  std::vector<uint8_t> hello(static_cast<size_t>(size_), 0);
+  const uint8_t mine = 1;
+  std::vector<Request*> requests(static_cast<size_t>(size_), nullptr), sends;
+  auto wait = [&](Request* r, const char* what) {
+    if (!Wait(*r, MillisecondsUntil(deadline))) {
+      Fail(CHORUS_TIMEOUT, "ucx create: rank ", r->peer, " did not ", what,
+           " the connection handshake of rank ", rank_, " in time (is every rank started?)");
+    }
+    if (r->status != CHORUS_OK && r->status != CHORUS_PEER_LOST) Fail(r->status, r->message);
+  };
+  std::vector<std::unique_ptr<Request, std::function<void(Request*)>>> owned;
+  auto own = [&](Request* r) {
+    owned.emplace_back(r, [this](Request* q) { Free(q); });
+    return r;
+  };
+  for (int32_t p = 0; p < size_; ++p) {
+    if (p == rank_ || peers_[static_cast<size_t>(p)].lost) continue;
+    requests[static_cast<size_t>(p)] =
+        own(Start(true, p, 0, &hello[static_cast<size_t>(p)], 1, ControlTag(p)));
+    if (p > rank_)
+      sends.push_back(own(Start(false, p, 0, const_cast<uint8_t*>(&mine), 1, ControlTag(rank_))));
+  }
+  for (int32_t p = 0; p < size_; ++p) {
+    Request* r = requests[static_cast<size_t>(p)];
+    if (r == nullptr) continue;
+    wait(r, "answer");
+    if (p < rank_ && r->status == CHORUS_OK) {
+      sends.push_back(own(Start(false, p, 0, const_cast<uint8_t*>(&mine), 1, ControlTag(rank_))));
+    }
+  }
+  for (Request* r : sends) wait(r, "accept");
+}
+
+void Endpoint::ConnectPeer(Peer& peer, const PeerRecord& record) {
+  ucp_ep_params_t params{};
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  params.address = reinterpret_cast<const ucp_address_t*>(record.worker_address.data());
+  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  params.err_handler.cb = OnPeerError;
+  params.err_handler.arg = &peer;
+  // UCX's shared-memory transports (posix, sysv) have no peer-failure handling, and UCX refuses
+  // PEER mode when they are all it may use ("no peer failure handler"). A peer on this host is
+  // then connected without, and its death is noticed through its process and its "closed" key
+  // (CheckPeer). Only then: UCX 1.13's tcp asserts on a refused connection without PEER mode.
+  // Which settings were refused is remembered, so UCX logs its refusal once per process.
+  const std::string settings = DescribeTransportSettings(options_);
+  const bool refused_before = peer.same_host && PeerModeRefused(settings, false);
+  if (refused_before) {
+    params.field_mask &= ~static_cast<uint64_t>(UCP_EP_PARAM_FIELD_ERR_HANDLER);
+    params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+    peer.ucx_error_handling = false;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  ucs_status_t status = ucp_ep_create(worker_, &params, &peer.ep);
+  if (status != UCS_OK && peer.same_host && !refused_before) {
+    params.field_mask &= ~static_cast<uint64_t>(UCP_EP_PARAM_FIELD_ERR_HANDLER);
+    params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+    peer.ucx_error_handling = false;
+    status = ucp_ep_create(worker_, &params, &peer.ep);
+    if (status == UCS_OK) PeerModeRefused(settings, true);
+  }
+  if (status != UCS_OK) {
+    peer.ep = nullptr;
+    // A rank may create, finish and destroy its endpoint before a slower rank connects to it:
+    // then that peer is lost (its operations fail), not the whole endpoint.
+    if (PeerGoneLocked(peer)) {
+      MarkPeerLostLocked(peer, "rank " + std::to_string(peer.rank) +
+                                   " had closed its endpoint before rank " + std::to_string(rank_) +
+                                   " connected to it (" + ucs_status_string(status) + ")");
+      return;
+    }
+    Fail(CHORUS_UNAVAILABLE, "ucx: UCX finds no transport from rank ", rank_, " to rank ",
+         peer.rank, peer.same_host ? " on this host" : " on another host",
+         " (ucp_ep_create: ", ucs_status_string(status), ") with ",
+         DescribeTransportSettings(options_),
+         "; set UCX_TLS (or the option tls) to transports `ucx_info -d` lists on both hosts, "
+         "e.g. tcp, and UCX_NET_DEVICES to an interface both reach");
+  }
+}
+
+// ---- Tear-down --------------------------------------------------------------------------------
+
+void Endpoint::CloseEndpointsLocked(bool force, std::vector<void*>& closing) {
+  for (Peer& peer : peers_) {
+    if (peer.ep == nullptr) continue;
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    // A failed endpoint (and one without error handling being torn down) closes by force.
+    param.flags = (force || peer.lost) ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    void* request = ucp_ep_close_nbx(std::exchange(peer.ep, nullptr), &param);
+    if (UCS_PTR_IS_PTR(request)) closing.push_back(request);
+  }
+}
+
+void Endpoint::WaitForCloses(std::vector<void*>& closing, Clock::time_point deadline) {
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ProgressLocked();
+      std::erase_if(closing, [](void* request) {
+        if (ucp_request_check_status(request) == UCS_INPROGRESS) return false;
+        ucp_request_free(request);
+        return true;
+      });
+      if (closing.empty() || Clock::now() >= deadline) {
+        for (void* request : closing) ucp_request_free(request);  // UCX finishes them alone
+        closing.clear();
+        return;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+void Endpoint::PublishClosed() {
+  if (closed_published_.exchange(true)) return;
+  try {
+    store_.Set(Key("closed", rank_), "1");
+  } catch (...) {  // a store that is gone: the peers notice through UCX or time out
+  }
+}
+
+void Endpoint::ProgressLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    ProgressLocked();
+    if (event_fd_ >= 0 && ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;  // more to do
+    lock.unlock();
+    if (event_fd_ >= 0) {
+      pollfd fd{event_fd_, POLLIN, 0};
+      poll(&fd, 1, static_cast<int>(kSleepSliceMs));
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    lock.lock();
+  }
+}
+
+void Endpoint::StopProgressThread() {
+  if (!progress_thread_.joinable()) return;
+  stopping_ = true;
+  if (event_fd_ >= 0) ucp_worker_signal(worker_);
+  progress_thread_.join();
+}
+
+Endpoint::~Endpoint() {
+  StopProgressThread();  // destroy progresses the worker itself from here on
+  const Clock::time_point deadline = DeadlineAfter(kCloseMs);
+  std::vector<void*> closing;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closing.swap(closing_);
+    // Flush what this rank sent before the peers hear it closed (abort closed them already).
+    CloseEndpointsLocked(false, closing);
+  }
+  WaitForCloses(closing, deadline);
+  PublishClosed();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (Request* r : std::vector<Request*>(pending_.begin(), pending_.end())) {
+      FinishLocked(*r, CHORUS_ABORTED,
+                   "ucx: the endpoint of rank " + std::to_string(rank_) +
+                       " was destroyed with this " + Transfer(*r) + " pending");
+      CancelLocked(*r);
+    }
+  }
+  // Cancelled receives and sends on closed endpoints call back while the worker progresses.
+  while (Clock::now() < deadline) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ProgressLocked();
+      if (in_ucx_.empty()) break;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  ucp_worker_destroy(worker_);  // releases what UCX still held
+  ucp_cleanup(context_);
+  for (Request* r : in_ucx_) {
+    if (r->freed) delete r;
+  }
+  for (Request* r : handed_out_) {
+    r->endpoint = nullptr;  // request_free still deletes it; waits answer its final status
+    r->ucx = nullptr;
+  }
+}
+
+// ---- Operations -------------------------------------------------------------------------------
+
+Request* Endpoint::Send(int32_t peer, uint64_t tag, const void* data, size_t bytes) {
+  return Start(false, peer, tag, const_cast<void*>(data), bytes, UcpTag(rank_, tag, "ucx isend"));
+}
+
+Request* Endpoint::Receive(int32_t peer, uint64_t tag, void* data, size_t bytes) {
+  return Start(true, peer, tag, data, bytes, UcpTag(peer, tag, "ucx irecv"));
+}
+
+Request* Endpoint::Start(bool receive, int32_t peer, uint64_t tag, void* data, size_t bytes,
+                         uint64_t ucp_tag) {
+  const char* what = receive ? "ucx irecv" : "ucx isend";
+  auto request = std::make_unique<Request>();
+  Request& r = *request;
+  r.endpoint = this;
+  r.receive = receive;
+  r.peer = peer;
+  r.tag = tag;
+  r.bytes = bytes;
+
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (aborted_) Fail(CHORUS_ABORTED, what, ": the endpoint of rank ", rank_, " was aborted");
+  Peer& target = peers_[static_cast<size_t>(peer)];
+  if (target.lost) {
+    // A receive of a message the peer sent before it was lost still gets it.
+    ucp_tag_recv_info_t info{};
+    if (!receive || ucp_tag_probe_nb(worker_, ucp_tag, kFullMask, 0, &info) == nullptr) {
+      Fail(CHORUS_PEER_LOST, what, ": ", target.lost_reason);
+    }
+  }
+  if (!receive && target.ep == nullptr) {
+    Fail(CHORUS_ABORTED, what, ": the endpoint of rank ", rank_, " is closing");
+  }
+  ucp_request_param_t param{};
+  // Never complete in place: every request reports through its callback, in one way.
+  param.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  param.user_data = &r;
+  // The callback may run inside the call (a message that is already here), so the request is
+  // registered first.
+  pending_.insert(&r);
+  in_ucx_.insert(&r);
+  ucs_status_ptr_t started;
+  if (receive) {
+    param.cb.recv = OnReceiveDone;
+    started = ucp_tag_recv_nbx(worker_, data, bytes, ucp_tag, kFullMask, &param);
+  } else {
+    param.cb.send = OnSendDone;
+    started = ucp_tag_send_nbx(target.ep, data, bytes, ucp_tag, &param);
+  }
+  if (UCS_PTR_IS_ERR(started)) {
+    pending_.erase(&r);
+    in_ucx_.erase(&r);
+    Fail(receive ? CHORUS_INTERNAL : CHORUS_PEER_LOST, what, ": UCX refused the ", Transfer(r),
+         ": ", ucs_status_string(UCS_PTR_STATUS(started)));
+  }
+  if (started == nullptr) {  // completed in place after all
+    in_ucx_.erase(&r);
+    r.ucx_done = true;
+    if (!r.done) FinishLocked(r, CHORUS_OK, "");
+  } else if (!r.ucx_done) {
+    r.ucx = started;
+  }
+  handed_out_.insert(&r);
+  return request.release();
+}
+
+void Endpoint::ProgressLocked() {
+  while (ucp_worker_progress(worker_) != 0) {
+  }
+  // A peer's failure counts once everything it sent before is matched: a peer that sent its
+  // messages and then closed its endpoint has not lost them.
+  if (!peer_errors_) return;
+  peer_errors_ = false;
+  for (Peer& peer : peers_) {
+    if (!peer.ucx_error.empty()) MarkPeerLostLocked(peer, std::exchange(peer.ucx_error, ""));
+  }
+}
+
+void Endpoint::FinishLocked(Request& r, chorus_status status, std::string message) {
+  if (r.done) return;
+  r.done = true;
+  r.status = status;
+  r.message = std::move(message);
+  pending_.erase(&r);
+  finished_.notify_all();
+}
+
+void Endpoint::CancelLocked(Request& r) {
+  if (r.ucx != nullptr && r.receive) ucp_request_cancel(worker_, r.ucx);
+}
+
+void Endpoint::MarkPeerLostLocked(Peer& peer, const std::string& reason) {
+  if (peer.lost) return;
+  peer.lost = true;
+  peer.lost_reason = reason;
+  for (Request* r : std::vector<Request*>(pending_.begin(), pending_.end())) {
+    if (r->peer != peer.rank) continue;
+    FinishLocked(*r, CHORUS_PEER_LOST, "ucx: the " + Transfer(*r) + " failed: " + reason);
+    CancelLocked(*r);  // a send ends through UCX's error handling, or at destroy
+  }
+}
+
+// ---- UCX callbacks (run inside ucp_worker_progress, under mutex_) ------------------------------
+
+void Endpoint::OnSendDone(void* ucx, ucs_status_t status, void* user_data) {
+  ucp_request_free(ucx);
+  auto* r = static_cast<Request*>(user_data);
+  r->endpoint->UcxDoneLocked(*r, status, r->bytes);
+}
+
+void Endpoint::OnReceiveDone(void* ucx, ucs_status_t status, const ucp_tag_recv_info_t* info,
+                             void* user_data) {
+  ucp_request_free(ucx);
+  auto* r = static_cast<Request*>(user_data);
+  r->endpoint->UcxDoneLocked(*r, status, info != nullptr ? info->length : 0);
+}
+
+void Endpoint::UcxDoneLocked(Request& r, ucs_status_t status, size_t received) {
+  in_ucx_.erase(&r);
+  r.ucx = nullptr;
+  r.ucx_done = true;
+  const std::string sizes = "rank " + std::to_string(r.peer) + " sent " +
+                            (status == UCS_ERR_MESSAGE_TRUNCATED && received <= r.bytes
+                                 ? "more than " + std::to_string(r.bytes)
+                                 : std::to_string(received)) +
+                            " bytes with tag " + std::to_string(r.tag) + ", but rank " +
+                            std::to_string(rank_) + " receives exactly " + std::to_string(r.bytes) +
+                            " (a receive must name the byte count the sender sends)";
+  if (status == UCS_OK && r.receive && received != r.bytes) {
+    FinishLocked(r, CHORUS_INVALID_ARGUMENT, "ucx: " + sizes);
+  } else if (status == UCS_OK) {
+    FinishLocked(r, CHORUS_OK, "");
+  } else if (status == UCS_ERR_MESSAGE_TRUNCATED) {
+    FinishLocked(r, CHORUS_INVALID_ARGUMENT, "ucx: " + sizes);
+  } else if (aborted_) {
+    FinishLocked(r, CHORUS_ABORTED,
+                 "ucx: the endpoint of rank " + std::to_string(rank_) + " was aborted during the " +
+                     Transfer(r));
+  } else {
+    FinishLocked(
+        r, CHORUS_PEER_LOST,
+        "ucx: the " + Transfer(r) + " failed: UCX says \"" + ucs_status_string(status) + "\"");
+  }
+  if (r.freed) delete &r;
+}
+
+void Endpoint::OnPeerError(void* arg, ucp_ep_h, ucs_status_t status) {
+  auto* peer = static_cast<Peer*>(arg);
+  peer->owner->peer_errors_ = true;
+  peer->ucx_error = std::string(
+      "UCX reported \"" + std::string(ucs_status_string(status)) +
+      "\" on the connection from rank " + std::to_string(peer->owner->rank_) + " to rank " +
+      std::to_string(peer->rank) + " (its process died or it closed its endpoint)");
+}
+
+// ---- Waiting ----------------------------------------------------------------------------------
+
+bool Endpoint::PeerGoneLocked(const Peer& peer) {
+  if (peer.same_host && !ProcessAlive(peer.process)) return true;
+  try {
+    return store_.Contains(Key("closed", peer.rank));
+  } catch (...) {
+    return false;
+  }
+}
+
+void Endpoint::CheckPeer(int32_t rank) {
+  if (rank == rank_) return;
+  Peer& peer = peers_[static_cast<size_t>(rank)];
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const Clock::time_point now = Clock::now();
+    if (peer.lost || now < peer.next_check) return;
+    peer.next_check = now + kPeerCheckInterval;
+  }
+  const bool exited = peer.same_host && !ProcessAlive(peer.process);
+  bool closed = false;
+  try {
+    closed = !exited && store_.Contains(Key("closed", rank));
+  } catch (...) {  // the store's own failure: the wait's time-out still ends it
+  }
+  if (!exited && !closed) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  ProgressLocked();  // what the peer flushed before it closed is matched first
+  MarkPeerLostLocked(
+      peer, exited ? "the process of rank " + std::to_string(rank) + " (pid " +
+                         std::to_string(peer.process.pid) + " on this host) exited"
+                   : "rank " + std::to_string(rank) + " closed its endpoint (destroy or abort)");
+}
+
+bool Endpoint::Test(Request& r) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ProgressLocked();
+    if (r.done) return true;
+  }
+  CheckPeer(r.peer);
+  std::lock_guard<std::mutex> lock(mutex_);
+  return r.done;
+}
+
+bool Endpoint::Wait(Request& r, int64_t timeout_ms) {
+  const Clock::time_point deadline = DeadlineAfter(timeout_ms);
+  const Clock::time_point spin_until = Clock::now() + std::chrono::microseconds(options_.spin_us);
+  for (;;) {
+    if (Test(r)) return true;
+    if (sdk::HostAbortRequested()) {
+      Abort();
+      continue;  // the request is done now, ABORTED
+    }
+    const Clock::time_point now = Clock::now();
+    if (now >= deadline) return false;
+    if (now < spin_until) continue;
+    // Sleep until a completion (the progress thread's, another waiter's, abort's) or the slice
+    // ends, to look at the peer and the abort flag again.
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (r.done) return true;
+    finished_.wait_for(
+        lock, std::chrono::milliseconds(std::min(MillisecondsUntil(deadline), kSleepSliceMs)));
+    if (r.done) return true;
+  }
+}
+
+void Endpoint::Abort() {
+  if (aborted_.exchange(true)) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (Request* r : std::vector<Request*>(pending_.begin(), pending_.end())) {
+      FinishLocked(*r, CHORUS_ABORTED,
+                   "ucx: the endpoint of rank " + std::to_string(rank_) +
+                       " was aborted during the " + Transfer(*r));
+      CancelLocked(*r);
+    }
+    // Closing by force tells the peers (over tcp at once); their own waits see the closed key.
+    CloseEndpointsLocked(true, closing_);
+  }
+  if (event_fd_ >= 0) ucp_worker_signal(worker_);  // the progress thread runs the closes now
+  PublishClosed();
+}
+
+void Endpoint::Free(Request* r) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  handed_out_.erase(r);
+  if (!r->done) {  // freed while live: only after abort, by plugin.h; be safe otherwise too
+    FinishLocked(*r, CHORUS_ABORTED, "ucx: request freed while pending");
+    CancelLocked(*r);
+  }
+  if (r->ucx_done) {
+    delete r;
+  } else {
+    r->freed = true;  // UCX still writes into it; its callback (or destroy) deletes it
+  }
+}
+
+}  // namespace chorus::ucx

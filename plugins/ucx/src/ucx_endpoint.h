@@ -1,0 +1,138 @@
+// ucx_endpoint.h: one rank's endpoint of the ucx transport: a UCP context and worker of its own,
+// a UCP endpoint to every rank (itself included), and the requests in flight.
+//
+// Threads: every UCX call is made under `mutex_` (the worker is UCS_THREAD_MODE_SERIALIZED). A
+// progress thread per endpoint sleeps in poll() on the worker's event fd (ucp_worker_arm) and
+// progresses the worker when it wakes, so a rank's sends and wire-up move while its caller waits
+// on something else (the store, another endpoint). A wait spins on the worker for spin_us, then
+// sleeps on a condition variable that every completion and abort() notify.
+//
+// A lost peer becomes PEER_LOST three ways, whichever comes first: UCX's error handler on the
+// endpoint (UCP_ERR_HANDLING_MODE_PEER: tcp, cma, InfiniBand notice a closed connection), the
+// peer's "closed" key in the store (set by its destroy or abort, after it flushed its sends),
+// and for a peer on the same host /proc/<pid> of its process (shared memory has no UCX peer
+// failure detection).
+#ifndef CHORUS_PLUGINS_UCX_UCX_ENDPOINT_H_
+#define CHORUS_PLUGINS_UCX_UCX_ENDPOINT_H_
+
+#include <chorus/plugin.h>
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <chorus/plugin_sdk.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "options.h"
+#include "peer_process.h"
+
+namespace chorus::ucx {
+
+class Endpoint;
+
+// One send or receive. Fields other than `endpoint` are guarded by the endpoint's mutex.
+struct Request {
+  Endpoint* endpoint = nullptr;  // NULL once the endpoint was destroyed
+  void* ucx = nullptr;           // the UCP request while UCX still works on it
+  bool receive = false;
+  int32_t peer = 0;
+  uint64_t tag = 0;
+  size_t bytes = 0;
+  bool done = false;
+  chorus_status status = CHORUS_OK;
+  std::string message;    // of a failure, handed out at every wait and test
+  bool freed = false;     // request_free came while UCX still held it: its callback deletes it
+  bool ucx_done = false;  // UCX called back (and its request was released)
+};
+
+class Endpoint {
+ public:
+  // Creates the UCP context and worker, publishes this rank's address and connects to every
+  // rank. Throws Error: UNAVAILABLE when UCX has no usable transport, TIMEOUT when a rank does
+  // not publish in time.
+  Endpoint(const chorus_transport_create_args& args, const EndpointOptions& options);
+  ~Endpoint();
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
+  int32_t rank() const { return rank_; }
+  int32_t size() const { return size_; }
+
+  Request* Send(int32_t peer, uint64_t tag, const void* data, size_t bytes);
+  Request* Receive(int32_t peer, uint64_t tag, void* data, size_t bytes);
+  // Whether `request` finished within timeout_ms (negative: no limit); progresses the worker.
+  bool Wait(Request& request, int64_t timeout_ms);
+  bool Test(Request& request);
+  void Free(Request* request);
+  void Abort();
+
+ private:
+  struct Peer {
+    Endpoint* owner = nullptr;
+    int32_t rank = 0;
+    ucp_ep_h ep = nullptr;
+    bool ucx_error_handling = true;  // false: shared memory, PEER mode refused
+    bool same_host = false;
+    ProcessIdentity process;
+    bool lost = false;
+    std::string lost_reason;
+    std::string ucx_error;  // what UCX's error handler reported, until ProgressLocked acts on it
+    std::chrono::steady_clock::time_point next_check{};
+  };
+
+  void Connect(int64_t timeout_ms);
+  void ConnectPeer(Peer& peer, const PeerRecord& record);
+  void Handshake(std::chrono::steady_clock::time_point deadline);
+  Request* Start(bool receive, int32_t peer, uint64_t tag, void* data, size_t bytes,
+                 uint64_t ucp_tag);
+  void ProgressLocked();
+  void ProgressLoop();
+  void StopProgressThread();
+  void FinishLocked(Request& request, chorus_status status, std::string message);
+  void MarkPeerLostLocked(Peer& peer, const std::string& reason);
+  void CancelLocked(Request& request);
+  void CheckPeer(int32_t peer);
+  bool PeerGoneLocked(const Peer& peer);
+  void CloseEndpointsLocked(bool force, std::vector<void*>& closing);
+  void WaitForCloses(std::vector<void*>& closing, std::chrono::steady_clock::time_point deadline);
+  void PublishClosed();
+
+  static void OnSendDone(void* ucx, ucs_status_t status, void* user_data);
+  static void OnReceiveDone(void* ucx, ucs_status_t status, const ucp_tag_recv_info_t* info,
+                            void* user_data);
+  static void OnPeerError(void* arg, ucp_ep_h ep, ucs_status_t status);
+  void UcxDoneLocked(Request& request, ucs_status_t status, size_t received);
+
+  std::string Key(const std::string& what, int32_t rank) const;
+
+  const int32_t rank_, size_;
+  const sdk::StoreView store_;
+  const EndpointOptions options_;
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  int event_fd_ = -1;
+  std::vector<Peer> peers_;
+
+  std::mutex mutex_;
+  std::condition_variable finished_;  // notified whenever a request finishes
+  std::thread progress_thread_;
+  std::atomic<bool> stopping_{false};
+  bool peer_errors_ = false;  // some Peer::ucx_error is waiting for ProgressLocked
+  std::atomic<bool> aborted_{false};
+  std::atomic<bool> closed_published_{false};
+  std::unordered_set<Request*> pending_;     // not done yet
+  std::unordered_set<Request*> in_ucx_;      // UCX still holds them
+  std::unordered_set<Request*> handed_out_;  // not freed by the caller yet
+  std::vector<void*> closing_;               // ucp_ep_close_nbx requests of abort()
+};
+
+}  // namespace chorus::ucx
+
+#endif  // CHORUS_PLUGINS_UCX_UCX_ENDPOINT_H_

@@ -89,6 +89,19 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
   health.task_name = resolver_->task_name();
   health.timeout = timeout;
   health_ = std::make_shared<JobHealth>(health);
+  // A leader found dead or stopped takes the store with it: give the store up at once, before the
+  // communicator is aborted (subscriptions run in order), so that no plugin's abort or destroy
+  // waits on it for the store's own time-out.
+  // (A weak pointer: the store's own goodbye must not wait for the health's end.)
+  health_->Subscribe([store = std::weak_ptr<KvStore>(store_),
+                      leader = health.leader_name](const JobFailure& failure) {
+    const auto alive = store.lock();
+    if (failure.worker != leader || !alive) return;
+    try {
+      AbandonTcpStore(*alive, "rendezvous: the store is given up: " + failure.cause);
+    } catch (...) {  // not a tcp store: nothing waits on a leader there
+    }
+  });
 
   // Every worker must have as many replicas, or the global replica ids and MEAN go wrong.
   const auto local = static_cast<int64_t>(devices().size());

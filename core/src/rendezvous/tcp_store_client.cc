@@ -40,6 +40,7 @@ class TcpStoreClient : public KvStore {
  public:
   TcpStoreClient(std::string address, UniqueFd fd)
       : address_(std::move(address)), endpoint_(LocalEndpoint(fd.get())), fd_(std::move(fd)) {
+    raw_fd_ = fd_.get();
     tcp_store::AddOwnClient(endpoint_);
   }
 
@@ -58,7 +59,15 @@ class TcpStoreClient : public KvStore {
       (void)::send(fd_.get(), bye.data(), bye.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     } catch (...) {
     }
-    fd_.reset();
+    ResetFd();
+  }
+
+  // Ends the connection from any thread, also while a call blocks in it (it shuts the socket
+  // down, without the call's lock): that call and every later one throw PEER_LOST with `reason`.
+  void Abandon(std::string reason) {
+    std::lock_guard<std::mutex> lock(fd_mutex_);
+    if (abandoned_.empty()) abandoned_ = std::move(reason);
+    if (raw_fd_ >= 0) ::shutdown(raw_fd_, SHUT_RDWR);
   }
 
   void Set(const std::string& key, const Bytes& value) override {
@@ -179,10 +188,21 @@ class TcpStoreClient : public KvStore {
     }
   }
 
-  // Closes the connection; every later request throws PEER_LOST with `reason`.
+  // Closes the connection; every later request throws PEER_LOST with `reason` (or with why the
+  // connection was abandoned, when it was).
   void Break(std::string reason) {
-    broken_ = std::move(reason);
+    {
+      std::lock_guard<std::mutex> lock(fd_mutex_);
+      broken_ = abandoned_.empty() ? std::move(reason) : abandoned_;
+    }
     if (fd_.valid()) tcp_store::RemoveOwnClient(endpoint_);
+    ResetFd();
+  }
+
+  // Closes the socket; Abandon no longer reaches it (its number may be reused at once).
+  void ResetFd() {
+    std::lock_guard<std::mutex> lock(fd_mutex_);
+    raw_fd_ = -1;
     fd_.reset();
   }
 
@@ -192,6 +212,9 @@ class TcpStoreClient : public KvStore {
   UniqueFd fd_;             // invalid once broken
   std::string broken_;      // why the connection was closed
   bool timed_out_ = false;  // it was closed because the server did not answer in time
+  std::mutex fd_mutex_;     // guards raw_fd_ and abandoned_; taken without mutex_ by Abandon
+  int raw_fd_ = -1;         // fd_'s number while it is open
+  std::string abandoned_;   // why Abandon ended the connection
 };
 
 // Reads one frame's body of at most `max_body` bytes. Throws with `what` in the message.
@@ -339,6 +362,10 @@ tcp_store::HealthReport tcp_store::ReadHealth(KvStore& store, milliseconds answe
 }
 
 void LeaveTcpStore(KvStore& store) { ClientOf(store, "LeaveTcpStore").Leave(); }
+
+void AbandonTcpStore(KvStore& store, const std::string& reason) {
+  ClientOf(store, "AbandonTcpStore").Abandon(reason);
+}
 
 void AnnounceTcpStoreClient(KvStore& store, const std::string& name) {
   TcpStoreClient* client = &ClientOf(store, "AnnounceTcpStoreClient");

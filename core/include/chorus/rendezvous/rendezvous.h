@@ -62,6 +62,13 @@ void AnnounceTcpStoreClient(KvStore& store, const std::string& name);
 // did not return; leaving twice does nothing.
 void LeaveTcpStore(KvStore& store);
 
+// Gives the store up from any thread, even while another thread waits in it: that wait and every
+// later operation throw Error(CHORUS_PEER_LOST) with `reason` at once. For a leader known to be
+// dead or stopped (JobHealth), so that nothing of this process (a plugin's goodbye in the store,
+// say) waits for a store that will not answer. Throws Error(CHORUS_INVALID_ARGUMENT) for a store
+// ConnectTcpStore did not return.
+void AbandonTcpStore(KvStore& store, const std::string& reason);
+
 // A store kept as files in `directory` (created if missing), which every worker must see (a
 // shared file system). Writes are atomic (write, then rename); waits poll.
 std::shared_ptr<KvStore> MakeFileStore(const std::string& directory);

@@ -3,7 +3,9 @@
 #include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -208,6 +210,8 @@ void Endpoint::OpenFabric(const chorus::ofi::EndpointOptions& options) {
   const size_t max_message = info_->ep_attr->max_msg_size;
   chunk_bytes_ = options.chunk_bytes == 0 ? max_message
                                           : std::min<size_t>(max_message, options.chunk_bytes);
+  wakeup_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wakeup_fd_ < 0) Fail(CHORUS_INTERNAL, "ofi: eventfd failed: ", std::strerror(errno));
   chorus::ofi::Check(fi_fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric");
   chorus::ofi::Check(fi_domain(fabric_, info_.get(), &domain_, nullptr), "fi_domain");
   fi_av_attr av_attr{};
@@ -218,14 +222,22 @@ void Endpoint::OpenFabric(const chorus::ofi::EndpointOptions& options) {
   fi_cq_attr cq_attr{};
   cq_attr.format = FI_CQ_FORMAT_TAGGED;
   cq_attr.size = 0;  // the provider's default depth
-  cq_attr.wait_obj = FI_WAIT_UNSPEC;
-  if (fi_cq_open(domain_, &cq_attr, &cq_, nullptr) == 0) {
-    cq_waits_ = true;
-  } else {  // a provider without wait objects: the progress thread polls (with short sleeps)
+  cq_attr.wait_obj = FI_WAIT_FD;
+  if (fi_cq_open(domain_, &cq_attr, &cq_, nullptr) == 0 &&
+      fi_control(&cq_->fid, FI_GETWAIT, &wait_fd_) == 0) {
+    // The progress thread sleeps in poll() on this descriptor.
+  } else {  // a provider without wait descriptors: the progress thread looks every millisecond
+    wait_fd_ = -1;
+    if (cq_ != nullptr) fi_close(&cq_->fid);
+    cq_ = nullptr;
     cq_attr.wait_obj = FI_WAIT_NONE;
     chorus::ofi::Check(fi_cq_open(domain_, &cq_attr, &cq_, nullptr), "fi_cq_open");
-    chorus::sdk::Log(CHORUS_LOG_WARN, "ofi: provider " + provider_ +
-                                          " has no completion wait object; polling every 1 ms");
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true)) {
+      chorus::sdk::Log(CHORUS_LOG_INFO, "ofi: provider " + provider_ +
+                                            " has no completion wait descriptor; the progress "
+                                            "thread looks every 1 ms");
+    }
   }
   chorus::ofi::Check(fi_endpoint(domain_, info_.get(), &ep_, nullptr), "fi_endpoint");
   chorus::ofi::Check(fi_ep_bind(ep_, &av_->fid, 0), "fi_ep_bind(av)");
@@ -281,7 +293,7 @@ Endpoint::~chorus_transport_endpoint() {
   Close();
   stopping_ = true;
   if (progress_.joinable()) {
-    if (cq_waits_) fi_cq_signal(cq_);
+    WakeProgress();
     progress_.join();
   }
   // Closing the endpoint drops every operation the provider still holds.
@@ -290,6 +302,7 @@ Endpoint::~chorus_transport_endpoint() {
   if (av_ != nullptr) fi_close(&av_->fid);
   if (domain_ != nullptr) fi_close(&domain_->fid);
   if (fabric_ != nullptr) fi_close(&fabric_->fid);
+  if (wakeup_fd_ >= 0) close(wakeup_fd_);
   std::lock_guard<std::mutex> lock(mutex_);
   for (chorus_request* request : live_) {
     if (request->freed) {
@@ -388,15 +401,10 @@ chorus_request* Endpoint::Start(chorus_request::Kind kind, const chorus_p2p_args
 
 void Endpoint::ReadCompletions(int wait_ms) {
   fi_cq_tagged_entry entries[chorus::ofi::kCompletionBatch];
-  ssize_t n = 0;
-  if (wait_ms > 0 && cq_waits_) {
-    n = fi_cq_sread(cq_, entries, chorus::ofi::kCompletionBatch, nullptr, wait_ms);
-  } else {
-    n = fi_cq_read(cq_, entries, chorus::ofi::kCompletionBatch);
-    if (n == -FI_EAGAIN && wait_ms > 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      return;
-    }
+  ssize_t n = fi_cq_read(cq_, entries, chorus::ofi::kCompletionBatch);
+  if (n == -FI_EAGAIN && wait_ms > 0) {
+    WaitForCompletions(wait_ms);
+    return;
   }
   if (n > 0) {
     for (ssize_t i = 0; i < n; ++i) OnCompletion(entries[i].op_context, entries[i].len);
@@ -404,13 +412,39 @@ void Endpoint::ReadCompletions(int wait_ms) {
   }
   if (n == -FI_EAVAIL) {
     fi_cq_err_entry error{};
-    if (fi_cq_readerr(cq_, &error, 0) == 1) OnError(error);
+    if (fi_cq_readerr(cq_, &error, 0) == 1) {
+      error.err = error.err < 0 ? -error.err : error.err;  // shm reports it negative
+      OnError(error);
+    }
     return;
   }
   if (n != -FI_EAGAIN && n != -FI_ETIMEDOUT && n != -FI_ECANCELED && n != -FI_EINTR) {
     chorus::sdk::Log(CHORUS_LOG_WARN,
                      "ofi: reading the completion queue failed: " + FabricError(static_cast<int>(n)));
   }
+}
+
+// Sleeps until the CQ's file descriptor or the wake-up eventfd is readable, or wait_ms pass.
+// fi_trywait first: the provider may have work that no descriptor would announce.
+void Endpoint::WaitForCompletions(int wait_ms) {
+  pollfd fds[2] = {{wakeup_fd_, POLLIN, 0}, {wait_fd_, POLLIN, 0}};
+  nfds_t count = 1;
+  int timeout = 1;  // without a wait object: look again after a millisecond
+  if (wait_fd_ >= 0) {
+    fid* cq = &cq_->fid;
+    if (fi_trywait(fabric_, &cq, 1) != FI_SUCCESS) return;  // completions to read: no sleep
+    count = 2;
+    timeout = wait_ms;
+  }
+  if (poll(fds, count, timeout) > 0 && (fds[0].revents & POLLIN) != 0) {
+    uint64_t value = 0;
+    [[maybe_unused]] const ssize_t got = read(wakeup_fd_, &value, sizeof value);
+  }
+}
+
+void Endpoint::WakeProgress() {
+  const uint64_t one = 1;
+  [[maybe_unused]] const ssize_t put = write(wakeup_fd_, &one, sizeof one);
 }
 
 void Endpoint::OnCompletion(void* context, size_t length) {
@@ -568,7 +602,7 @@ void Endpoint::Abort() {
     }
   }
   Close();  // so that the peers' receives from this rank fail too
-  if (cq_waits_) fi_cq_signal(cq_);
+  WakeProgress();
 }
 
 chorus_status Endpoint::Wait(chorus_request& request, int64_t timeout_ms) {

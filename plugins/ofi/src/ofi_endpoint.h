@@ -1,7 +1,8 @@
 // One rank's endpoint of the "ofi" transport: a libfabric reliable-datagram endpoint (FI_EP_RDM)
 // with tagged messages, an address vector holding every rank's address (exchanged through the
-// rendezvous store), and one completion queue with a wait object that a progress thread of the
-// endpoint blocks on (fi_cq_sread), so that no core spins while nothing happens.
+// rendezvous store), and one completion queue with a wait descriptor (FI_WAIT_FD) that a progress thread of
+// the endpoint sleeps on in poll() (after fi_trywait), with an eventfd beside it that abort and
+// destroy write to, so that no core spins while nothing happens.
 //
 // Requests: every isend/irecv becomes one provider operation per chunk (a message larger than
 // the provider's max_msg_size, or than the option chunk_bytes, is split; chunks of one message
@@ -116,6 +117,8 @@ struct chorus_transport_endpoint {
   void Post(chorus_request& request);
   // Reads the completion queue once: waits up to wait_ms for a completion (0: only looks).
   void ReadCompletions(int wait_ms);
+  void WaitForCompletions(int wait_ms);
+  void WakeProgress();
   void OnCompletion(void* context, size_t length);
   void OnError(const fi_cq_err_entry& error);
   // Under mutex_: ends `request` (first status wins), cancels its live operations, wakes waiters.
@@ -137,7 +140,8 @@ struct chorus_transport_endpoint {
   fid_av* av_ = nullptr;
   fid_cq* cq_ = nullptr;
   fid_ep* ep_ = nullptr;
-  bool cq_waits_ = false;  // the CQ has a wait object: fi_cq_sread blocks
+  int wait_fd_ = -1;    // the CQ's wait descriptor (FI_WAIT_FD, FI_GETWAIT); -1 without one
+  int wakeup_fd_ = -1;  // an eventfd that abort and destroy write to wake the progress thread
   bool directed_ = false;
   size_t chunk_bytes_ = 0;
   std::unique_ptr<chorus::ofi::TagLayout> tags_;

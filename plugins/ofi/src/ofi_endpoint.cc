@@ -1,9 +1,9 @@
 #include "ofi_endpoint.h"
 
+#include <poll.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -77,7 +77,8 @@ bool ProcessExited(pid_t pid) {
 std::string HostOf(std::string_view address) {
   if (!address.empty() && address.front() == '[') {
     const size_t close = address.find(']');
-    return std::string(address.substr(1, close == std::string_view::npos ? address.size() : close - 1));
+    return std::string(
+        address.substr(1, close == std::string_view::npos ? address.size() : close - 1));
   }
   const size_t colon = address.find(':');
   if (colon != std::string_view::npos && address.find(':', colon + 1) == std::string_view::npos) {
@@ -112,21 +113,22 @@ int64_t MillisecondsLeft(std::chrono::steady_clock::time_point deadline) {
 }  // namespace
 
 EndpointOptions ParseOptions(const chorus_transport_create_args& args) {
-  static const char* const kKnown[] = {"provider", "address", "chunk_bytes"};
+  static const char* const kKnown[] = {"provider", "address", "chunk_bytes", "directed_receive"};
   for (size_t i = 0; args.options != nullptr && i < args.num_options; ++i) {
     const char* key = args.options[i].key;
     if (key == nullptr ||
         std::none_of(std::begin(kKnown), std::end(kKnown),
                      [&](const char* known) { return std::strcmp(known, key) == 0; })) {
       Fail(CHORUS_INVALID_ARGUMENT, "ofi: unknown option '", key == nullptr ? "(null)" : key,
-           "' (known: provider, address, chunk_bytes)");
+           "' (known: provider, address, chunk_bytes, directed_receive)");
     }
   }
   EndpointOptions options;
   if (auto provider = sdk::FindOption(args.options, args.num_options, "provider")) {
-    const bool valid = !provider->empty() && std::all_of(provider->begin(), provider->end(), [](char c) {
-      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ';' || c == '-';
-    });
+    const bool valid =
+        !provider->empty() && std::all_of(provider->begin(), provider->end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ';' || c == '-';
+        });
     if (!valid) {
       Fail(CHORUS_INVALID_ARGUMENT, "ofi: option provider='", *provider,
            "' is not a libfabric provider name (letters, digits, '_' and '-', a layered one as "
@@ -144,8 +146,17 @@ EndpointOptions ParseOptions(const chorus_transport_create_args& args) {
   }
   options.chunk_bytes = sdk::IntegerOption(args.options, args.num_options, "chunk_bytes", 0);
   if (sdk::FindOption(args.options, args.num_options, "chunk_bytes") && options.chunk_bytes == 0) {
-    Fail(CHORUS_INVALID_ARGUMENT, "ofi: option chunk_bytes=0; give a positive number of bytes "
-                                  "(or leave it out for the provider's max_msg_size)");
+    Fail(CHORUS_INVALID_ARGUMENT,
+         "ofi: option chunk_bytes=0; give a positive number of bytes "
+         "(or leave it out for the provider's max_msg_size)");
+  }
+  if (auto directed = sdk::FindOption(args.options, args.num_options, "directed_receive")) {
+    if (*directed != "auto" && *directed != "off") {
+      Fail(CHORUS_INVALID_ARGUMENT, "ofi: option directed_receive='", *directed,
+           "' is neither auto (use FI_DIRECTED_RECV where the provider grants it) nor off (carry "
+           "the source rank in the tag)");
+    }
+    options.directed_receive = *directed == "auto";
   }
   return options;
 }
@@ -204,19 +215,20 @@ Endpoint::chorus_transport_endpoint(const chorus_transport_create_args& a,
       provider_(chorus::ofi::ChooseProvider(options.provider)) {}
 
 void Endpoint::OpenFabric(const chorus::ofi::EndpointOptions& options) {
-  info_ = chorus::ofi::FindProvider(provider_, options.bind_host);
-  directed_ = chorus::ofi::GrantsDirectedReceive(*info_);
-  tags_ = std::make_unique<chorus::ofi::TagLayout>(info_->ep_attr->mem_tag_format, size_, directed_);
+  info_ = chorus::ofi::FindProvider(provider_, options.bind_host, options.directed_receive);
+  directed_ = options.directed_receive && chorus::ofi::GrantsDirectedReceive(*info_);
+  tags_ =
+      std::make_unique<chorus::ofi::TagLayout>(info_->ep_attr->mem_tag_format, size_, directed_);
   const size_t max_message = info_->ep_attr->max_msg_size;
-  chunk_bytes_ = options.chunk_bytes == 0 ? max_message
-                                          : std::min<size_t>(max_message, options.chunk_bytes);
+  chunk_bytes_ =
+      options.chunk_bytes == 0 ? max_message : std::min<size_t>(max_message, options.chunk_bytes);
   wakeup_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wakeup_fd_ < 0) Fail(CHORUS_INTERNAL, "ofi: eventfd failed: ", std::strerror(errno));
   chorus::ofi::Check(fi_fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric");
   chorus::ofi::Check(fi_domain(fabric_, info_.get(), &domain_, nullptr), "fi_domain");
   fi_av_attr av_attr{};
-  av_attr.type = info_->domain_attr->av_type == FI_AV_UNSPEC ? FI_AV_TABLE
-                                                             : info_->domain_attr->av_type;
+  av_attr.type =
+      info_->domain_attr->av_type == FI_AV_UNSPEC ? FI_AV_TABLE : info_->domain_attr->av_type;
   av_attr.count = static_cast<size_t>(size_);
   chorus::ofi::Check(fi_av_open(domain_, &av_attr, &av_, nullptr), "fi_av_open");
   fi_cq_attr cq_attr{};
@@ -265,11 +277,11 @@ void Endpoint::Rendezvous(const std::string& host_id) {
   peers_.resize(static_cast<size_t>(size_));
   for (int r = 0; r < size_; ++r) {
     Peer& peer = peers_[static_cast<size_t>(r)];
-    peer.card = r == rank_ ? mine
-                           : chorus::ofi::PeerCard::Decode(
-                                 store_.GetUnlessAborted("ofi/" + std::to_string(r), timeout_ms_,
-                                                         &aborted_),
-                                 r);
+    peer.card =
+        r == rank_
+            ? mine
+            : chorus::ofi::PeerCard::Decode(
+                  store_.GetUnlessAborted("ofi/" + std::to_string(r), timeout_ms_, &aborted_), r);
     if (peer.card.provider != mine.provider) {
       Fail(CHORUS_INVALID_ARGUMENT, "ofi: rank ", r, " uses provider ", peer.card.provider,
            ", rank ", rank_, " uses ", mine.provider,
@@ -277,8 +289,8 @@ void Endpoint::Rendezvous(const std::string& host_id) {
     }
     const int inserted = fi_av_insert(av_, peer.card.address.data(), 1, &peer.address, 0, nullptr);
     if (inserted != 1) {
-      Fail(CHORUS_INTERNAL, "ofi: fi_av_insert of rank ", r, "'s address failed: ",
-           FabricError(inserted < 0 ? inserted : -FI_EINVAL));
+      Fail(CHORUS_INTERNAL, "ofi: fi_av_insert of rank ", r,
+           "'s address failed: ", FabricError(inserted < 0 ? inserted : -FI_EINVAL));
     }
   }
 }
@@ -342,7 +354,8 @@ chorus_request* Endpoint::Start(chorus_request::Kind kind, const chorus_p2p_args
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const Peer& peer = peers_[static_cast<size_t>(a.peer)];
-    if (peer.lost) Fail(CHORUS_PEER_LOST, what, ": ", PeerName(a.peer), " is lost: ", peer.lost_reason);
+    if (peer.lost)
+      Fail(CHORUS_PEER_LOST, what, ": ", PeerName(a.peer), " is lost: ", peer.lost_reason);
   }
   auto request = std::make_unique<chorus_request>();
   request->kind = kind;
@@ -382,7 +395,7 @@ chorus_request* Endpoint::Start(chorus_request::Kind kind, const chorus_p2p_args
     }
     if (code == 0) continue;
     std::lock_guard<std::mutex> lock(mutex_);
-    const chorus_status status = aborted_              ? CHORUS_ABORTED
+    const chorus_status status = aborted_             ? CHORUS_ABORTED
                                  : code == -FI_EAGAIN ? CHORUS_TIMEOUT
                                                       : CHORUS_INTERNAL;
     FailLocked(*started, status,
@@ -419,8 +432,8 @@ void Endpoint::ReadCompletions(int wait_ms) {
     return;
   }
   if (n != -FI_EAGAIN && n != -FI_ETIMEDOUT && n != -FI_ECANCELED && n != -FI_EINTR) {
-    chorus::sdk::Log(CHORUS_LOG_WARN,
-                     "ofi: reading the completion queue failed: " + FabricError(static_cast<int>(n)));
+    chorus::sdk::Log(CHORUS_LOG_WARN, "ofi: reading the completion queue failed: " +
+                                          FabricError(static_cast<int>(n)));
   }
 }
 
@@ -464,8 +477,8 @@ void Endpoint::OnCompletion(void* context, size_t length) {
 
 void Endpoint::OnError(const fi_cq_err_entry& error) {
   if (error.op_context == nullptr) {
-    chorus::sdk::Log(CHORUS_LOG_WARN, "ofi: a completion error without an operation: " +
-                                          FabricError(error.err));
+    chorus::sdk::Log(CHORUS_LOG_WARN,
+                     "ofi: a completion error without an operation: " + FabricError(error.err));
     return;
   }
   auto* op = static_cast<chorus::ofi::Operation*>(error.op_context);
@@ -474,12 +487,13 @@ void Endpoint::OnError(const fi_cq_err_entry& error) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     chorus_request& request = *op->request;
-    const std::string what = std::string(request.kind == chorus_request::Kind::kSend
-                                             ? "a send to "
-                                             : "a receive from ") +
-                             PeerName(request.peer) + " with tag " + std::to_string(request.tag);
+    const std::string what =
+        std::string(request.kind == chorus_request::Kind::kSend ? "a send to "
+                                                                : "a receive from ") +
+        PeerName(request.peer) + " with tag " + std::to_string(request.tag);
     if (error.err == FI_ECANCELED) {
-      FailLocked(request, CHORUS_ABORTED, "ofi: " + what + " was cancelled (the endpoint was aborted)");
+      FailLocked(request, CHORUS_ABORTED,
+                 "ofi: " + what + " was cancelled (the endpoint was aborted)");
     } else if (error.err == FI_ETRUNC) {
       FailLocked(request, CHORUS_INVALID_ARGUMENT,
                  "ofi: " + PeerName(request.peer) + " sent " +
@@ -505,7 +519,8 @@ void Endpoint::OnError(const fi_cq_err_entry& error) {
   if (lost_peer >= 0) MarkPeerLost(lost_peer, lost_reason);
 }
 
-void Endpoint::FailLocked(chorus_request& request, chorus_status status, const std::string& message) {
+void Endpoint::FailLocked(chorus_request& request, chorus_status status,
+                          const std::string& message) {
   if (!request.done) {
     request.done = true;
     request.status = status;
@@ -540,7 +555,8 @@ void Endpoint::MarkPeerLost(int peer, const std::string& reason) {
                                           PeerName(peer) + ": " + reason);
   }
   for (chorus_request* request : live_) {
-    if (request->peer == peer && !request->done && request->kind == chorus_request::Kind::kReceive) {
+    if (request->peer == peer && !request->done &&
+        request->kind == chorus_request::Kind::kReceive) {
       FailLocked(*request, CHORUS_PEER_LOST, "ofi: " + PeerName(peer) + " is lost: " + reason);
     }
   }
@@ -574,7 +590,8 @@ void Endpoint::WatchPeers() {
         const auto now = Clock::now();
         if (p.closed_seen == Clock::time_point{}) p.closed_seen = now;
         if (now - p.closed_seen >= chorus::ofi::kClosedGrace) {
-          reason = "it closed its endpoint (destroy or abort) before sending what this rank waits for";
+          reason =
+              "it closed its endpoint (destroy or abort) before sending what this rank waits for";
         }
       }
     }
@@ -611,12 +628,13 @@ chorus_status Endpoint::Wait(chorus_request& request, int64_t timeout_ms) {
   while (!request.done) {
     if (timeout_ms >= 0 && Clock::now() >= deadline) {
       return chorus::sdk::SetError(
-          CHORUS_TIMEOUT, "ofi: the " +
-                              std::string(request.kind == chorus_request::Kind::kSend ? "send to "
-                                                                                      : "receive from ") +
-                              PeerName(request.peer) + " with tag " + std::to_string(request.tag) +
-                              " did not complete in " + std::to_string(timeout_ms) +
-                              " ms (the request is still live)");
+          CHORUS_TIMEOUT,
+          "ofi: the " +
+              std::string(request.kind == chorus_request::Kind::kSend ? "send to "
+                                                                      : "receive from ") +
+              PeerName(request.peer) + " with tag " + std::to_string(request.tag) +
+              " did not complete in " + std::to_string(timeout_ms) +
+              " ms (the request is still live)");
     }
     if (chorus::sdk::HostAbortRequested()) {
       return chorus::sdk::SetError(CHORUS_ABORTED, "ofi: the wait was aborted by the host");

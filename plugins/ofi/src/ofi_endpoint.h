@@ -1,8 +1,8 @@
 // One rank's endpoint of the "ofi" transport: a libfabric reliable-datagram endpoint (FI_EP_RDM)
 // with tagged messages, an address vector holding every rank's address (exchanged through the
-// rendezvous store), and one completion queue with a wait descriptor (FI_WAIT_FD) that a progress thread of
-// the endpoint sleeps on in poll() (after fi_trywait), with an eventfd beside it that abort and
-// destroy write to, so that no core spins while nothing happens.
+// rendezvous store), and one completion queue with a wait descriptor (FI_WAIT_FD) that a progress
+// thread of the endpoint sleeps on in poll() (after fi_trywait), with an eventfd beside it that
+// abort and destroy write to, so that no core spins while nothing happens.
 //
 // Requests: every isend/irecv becomes one provider operation per chunk (a message larger than
 // the provider's max_msg_size, or than the option chunk_bytes, is split; chunks of one message
@@ -49,11 +49,12 @@ struct Operation {
   size_t length = 0;
 };
 
-// Options of create (sdk::FindOption keys): provider, address, chunk_bytes.
+// Options of create (sdk::FindOption keys): provider, address, chunk_bytes, directed_receive.
 struct EndpointOptions {
-  std::string provider;   // "" = FI_PROVIDER, else tcp;ofi_rxm
-  std::string bind_host;  // where a socket provider listens
-  uint64_t chunk_bytes = 0;  // 0 = the provider's max_msg_size
+  std::string provider;          // "" = FI_PROVIDER, else tcp;ofi_rxm
+  std::string bind_host;         // where a socket provider listens
+  uint64_t chunk_bytes = 0;      // 0 = the provider's max_msg_size
+  bool directed_receive = true;  // off: the source rank goes into the tag even where not needed
 };
 EndpointOptions ParseOptions(const chorus_transport_create_args& args);
 

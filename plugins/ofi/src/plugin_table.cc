@@ -37,7 +37,8 @@ chorus_status Start(Endpoint* endpoint, const chorus_p2p_args* args, chorus_requ
     if (request == nullptr) Fail(CHORUS_INVALID_ARGUMENT, what, ": request is NULL");
     *request = nullptr;
     if (endpoint == nullptr) Fail(CHORUS_INVALID_ARGUMENT, what, ": endpoint is NULL");
-    const auto& a = chorus::sdk::RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_p2p_args, bytes), what);
+    const auto& a =
+        chorus::sdk::RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_p2p_args, bytes), what);
     *request = endpoint->Start(kind, a);
   });
 }
@@ -114,7 +115,8 @@ const chorus_transport_api kTransport = [] {
 
 const chorus_plugin kPlugin = [] {
   chorus_plugin t = chorus::sdk::PluginTable(
-      "ofi", "1.0.0", "point-to-point transport over libfabric (tcp;ofi_rxm, shm, verbs, efa, ...)");
+      "ofi", "1.0.0",
+      "point-to-point transport over libfabric (tcp;ofi_rxm, shm, verbs, efa, ...)");
   t.request_test = RequestTest;
   t.request_wait = RequestWait;
   t.request_free = RequestFree;

@@ -74,9 +74,10 @@ std::string ChooseProvider(const std::string& option) {
   return kDefaultProvider;
 }
 
-InfoPtr FindProvider(const std::string& provider, const std::string& bind_host) {
+InfoPtr FindProvider(const std::string& provider, const std::string& bind_host, bool ask_directed) {
   int code = 0;
   for (bool directed : {true, false}) {
+    if (directed && !ask_directed) continue;
     InfoPtr hints = Hints(provider, directed);
     InfoPtr found = GetInfo(*hints, nullptr, 0, &code);
     if (!found) continue;

@@ -25,9 +25,10 @@ std::string ChooseProvider(const std::string& option);
 
 // The first fi_info of `provider` that serves the transport. With a socket-address provider
 // (tcp) the endpoint binds to `bind_host` (FI_SOURCE). FI_DIRECTED_RECV is asked for first, then
-// left out. Throws UNAVAILABLE naming fi_strerror's words, the providers that would serve, and
-// what to set.
-InfoPtr FindProvider(const std::string& provider, const std::string& bind_host);
+// left out (only left out with ask_directed false). Throws UNAVAILABLE naming fi_strerror's words,
+// the providers that would serve, and what to set.
+InfoPtr FindProvider(const std::string& provider, const std::string& bind_host,
+                     bool ask_directed = true);
 
 // Whether `info` grants FI_DIRECTED_RECV.
 bool GrantsDirectedReceive(const fi_info& info);

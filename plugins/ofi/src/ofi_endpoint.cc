@@ -420,7 +420,7 @@ void Endpoint::ReadCompletions(int wait_ms) {
     return;
   }
   if (n > 0) {
-    for (ssize_t i = 0; i < n; ++i) OnCompletion(entries[i].op_context, entries[i].len);
+    for (ssize_t i = 0; i < n; ++i) OnCompletion(entries[i]);
     return;
   }
   if (n == -FI_EAVAIL) {
@@ -460,11 +460,23 @@ void Endpoint::WakeProgress() {
   [[maybe_unused]] const ssize_t put = write(wakeup_fd_, &one, sizeof one);
 }
 
-void Endpoint::OnCompletion(void* context, size_t length) {
-  if (context == nullptr) return;
-  auto* op = static_cast<chorus::ofi::Operation*>(context);
+void Endpoint::OnCompletion(const fi_cq_tagged_entry& entry) {
+  if (entry.op_context == nullptr) return;
+  auto* op = static_cast<chorus::ofi::Operation*>(entry.op_context);
+  const size_t length = entry.len;
   std::lock_guard<std::mutex> lock(mutex_);
   chorus_request& request = *op->request;
+  const bool receive_completion = (entry.flags & FI_RECV) != 0;
+  if (receive_completion != (request.kind == chorus_request::Kind::kReceive)) {
+    // A completion of another kind than the operation it names: the provider completed an
+    // operation twice, or one it no longer held. Say so loudly; the request is left as it is.
+    chorus::sdk::Log(CHORUS_LOG_ERROR,
+                     "ofi: provider " + provider_ + " reported a " +
+                         (receive_completion ? "receive" : "send") + " completion for a " +
+                         (receive_completion ? "send" : "receive") + " operation (flags 0x" +
+                         std::to_string(entry.flags) + "); ignored");
+    return;
+  }
   if (request.kind == chorus_request::Kind::kReceive && length != op->length && !request.done) {
     FailLocked(request, CHORUS_INVALID_ARGUMENT,
                "ofi: " + PeerName(request.peer) + " sent " + std::to_string(op->offset + length) +

@@ -20,6 +20,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -120,7 +121,7 @@ struct chorus_transport_endpoint {
   void ReadCompletions(int wait_ms);
   void WaitForCompletions(int wait_ms);
   void WakeProgress();
-  void OnCompletion(void* context, size_t length);
+  void OnCompletion(const fi_cq_tagged_entry& entry);
   void OnError(const fi_cq_err_entry& error);
   // Under mutex_: ends `request` (first status wins), cancels its live operations, wakes waiters.
   void FailLocked(chorus_request& request, chorus_status status, const std::string& message);

@@ -10,6 +10,7 @@ packages=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libgloo-dev
   libopenmpi-dev openmpi-bin
+  libfabric-dev libfabric-bin
 )
 
 missing=()

@@ -316,7 +316,7 @@ Endpoint::~chorus_transport_endpoint() {
   if (fabric_ != nullptr) fi_close(&fabric_->fid);
   if (wakeup_fd_ >= 0) close(wakeup_fd_);
   std::lock_guard<std::mutex> lock(mutex_);
-  for (chorus_request* request : live_) {
+  for (chorus_request* request : requests_) {
     if (request->freed) {
       delete request;
       continue;
@@ -329,7 +329,7 @@ Endpoint::~chorus_transport_endpoint() {
       request->message = "ofi: the endpoint was destroyed before the operation completed";
     }
   }
-  live_.clear();
+  requests_.clear();
 }
 
 // "closed/<rank>" tells the peers that this endpoint receives and sends nothing more.
@@ -379,7 +379,7 @@ chorus_request* Endpoint::Start(chorus_request::Kind kind, const chorus_p2p_args
   std::lock_guard<std::mutex> order(post_mutex_);
   {  // registered before anything is posted: a completion may come at once
     std::lock_guard<std::mutex> lock(mutex_);
-    live_.insert(started);
+    requests_.insert(started);
     started->live_operations = chunks;
   }
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms_);
@@ -548,8 +548,8 @@ void Endpoint::FailLocked(chorus_request& request, chorus_status status,
 void Endpoint::FinishOperationLocked(chorus_request& request) {
   if (request.live_operations > 0) --request.live_operations;
   if (request.live_operations > 0) return;
-  live_.erase(&request);
   if (request.freed) {
+    requests_.erase(&request);
     delete &request;
     return;
   }
@@ -566,7 +566,7 @@ void Endpoint::MarkPeerLost(int peer, const std::string& reason) {
     chorus::sdk::Log(CHORUS_LOG_WARN, "ofi: rank " + std::to_string(rank_) + " lost " +
                                           PeerName(peer) + ": " + reason);
   }
-  for (chorus_request* request : live_) {
+  for (chorus_request* request : requests_) {
     if (request->peer == peer && !request->done &&
         request->kind == chorus_request::Kind::kReceive) {
       FailLocked(*request, CHORUS_PEER_LOST, "ofi: " + PeerName(peer) + " is lost: " + reason);
@@ -578,7 +578,7 @@ void Endpoint::WatchPeers() {
   std::set<int> watched;  // the peers pending receives wait on
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const chorus_request* request : live_) {
+    for (const chorus_request* request : requests_) {
       if (!request->done && request->kind == chorus_request::Kind::kReceive &&
           !peers_[static_cast<size_t>(request->peer)].lost) {
         watched.insert(request->peer);
@@ -626,7 +626,7 @@ void Endpoint::Abort() {
   if (aborted_.exchange(true)) return;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (chorus_request* request : live_) {
+    for (chorus_request* request : requests_) {
       FailLocked(*request, CHORUS_ABORTED, "ofi: the endpoint was aborted");
     }
   }
@@ -672,7 +672,7 @@ void Endpoint::Free(chorus_request* request) {
       request->freed = true;  // the provider still holds it: deleted at its last completion
       return;
     }
-    live_.erase(request);
+    requests_.erase(request);
   }
   delete request;
 }

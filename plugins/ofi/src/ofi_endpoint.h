@@ -149,10 +149,12 @@ struct chorus_transport_endpoint {
   std::unique_ptr<chorus::ofi::TagLayout> tags_;
   std::vector<Peer> peers_;
 
-  std::mutex mutex_;  // guards requests' state, live_ and peers_' lost fields
+  std::mutex mutex_;  // guards requests' state, requests_ and peers_' lost fields
   std::condition_variable changed_;
-  std::set<chorus_request*> live_;  // requests with operations the provider still holds
-  std::mutex post_mutex_;           // keeps the chunks of one message together
+  // Every request handed out and not yet deleted: destroy detaches them (a request may be
+  // freed after its endpoint), and deletes those freed while the provider held them.
+  std::set<chorus_request*> requests_;
+  std::mutex post_mutex_;  // keeps the chunks of one message together
   std::atomic<bool> aborted_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> closed_{false};

@@ -11,6 +11,7 @@ packages=(
   libgloo-dev
   libopenmpi-dev openmpi-bin
   libucx-dev ucx-utils
+  libfabric-dev libfabric-bin
 )
 
 missing=()

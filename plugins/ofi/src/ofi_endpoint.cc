@@ -1,0 +1,678 @@
+#include "ofi_endpoint.h"
+
+#include <poll.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+using chorus::sdk::Fail;
+
+namespace chorus::ofi {
+namespace {
+
+// How often the progress thread wakes without a completion to look at its peers.
+constexpr int kWatchIntervalMs = 100;
+// A peer that closed its endpoint may have sent messages still on their way: its receives fail
+// only after this much more progress.
+constexpr auto kClosedGrace = std::chrono::milliseconds(300);
+constexpr size_t kCompletionBatch = 16;
+
+void Check(int code, const char* call) {
+  if (code != 0) Fail(CHORUS_INTERNAL, "ofi: ", call, " failed: ", FabricError(code));
+}
+
+std::string Hex(const std::string& bytes) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string text;
+  for (unsigned char c : bytes) {
+    text += kDigits[c >> 4];
+    text += kDigits[c & 15];
+  }
+  return text;
+}
+
+std::string Unhex(const std::string& text) {
+  auto digit = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+  std::string bytes;
+  for (size_t i = 0; i + 1 < text.size(); i += 2) {
+    bytes += static_cast<char>(digit(text[i]) * 16 + digit(text[i + 1]));
+  }
+  return bytes;
+}
+
+std::string FirstLine(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// Processes whose pids this one can ask the kernel about: the same boot, the same pid namespace.
+std::string LivenessDomain() {
+  char namespace_link[256] = {};
+  const ssize_t n = readlink("/proc/self/ns/pid", namespace_link, sizeof namespace_link - 1);
+  return FirstLine("/proc/sys/kernel/random/boot_id") + "/" +
+         (n > 0 ? std::string(namespace_link, static_cast<size_t>(n)) : std::string("?"));
+}
+
+// Whether process `pid` of this liveness domain has exited (or is a zombie, not yet reaped).
+bool ProcessExited(pid_t pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return true;
+  const std::string stat = FirstLine(("/proc/" + std::to_string(pid) + "/stat").c_str());
+  const size_t end_of_name = stat.rfind(')');
+  return end_of_name != std::string::npos && end_of_name + 2 < stat.size() &&
+         stat[end_of_name + 2] == 'Z';
+}
+
+// The host part of "host:port", "[v6]:port" or "host".
+std::string HostOf(std::string_view address) {
+  if (!address.empty() && address.front() == '[') {
+    const size_t close = address.find(']');
+    return std::string(
+        address.substr(1, close == std::string_view::npos ? address.size() : close - 1));
+  }
+  const size_t colon = address.find(':');
+  if (colon != std::string_view::npos && address.find(':', colon + 1) == std::string_view::npos) {
+    return std::string(address.substr(0, colon));
+  }
+  return std::string(address);
+}
+
+bool IsConnectionError(int error) {
+  switch (error) {
+    case FI_ECONNREFUSED:
+    case FI_ECONNRESET:
+    case FI_ECONNABORTED:
+    case FI_ENOTCONN:
+    case FI_EHOSTUNREACH:
+    case FI_ENETUNREACH:
+    case FI_ENETDOWN:
+    case FI_ESHUTDOWN:
+    case EPIPE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+int64_t MillisecondsLeft(std::chrono::steady_clock::time_point deadline) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                               std::chrono::steady_clock::now())
+      .count();
+}
+
+}  // namespace
+
+EndpointOptions ParseOptions(const chorus_transport_create_args& args) {
+  static const char* const kKnown[] = {"provider", "address", "chunk_bytes", "directed_receive"};
+  for (size_t i = 0; args.options != nullptr && i < args.num_options; ++i) {
+    const char* key = args.options[i].key;
+    if (key == nullptr ||
+        std::none_of(std::begin(kKnown), std::end(kKnown),
+                     [&](const char* known) { return std::strcmp(known, key) == 0; })) {
+      Fail(CHORUS_INVALID_ARGUMENT, "ofi: unknown option '", key == nullptr ? "(null)" : key,
+           "' (known: provider, address, chunk_bytes, directed_receive)");
+    }
+  }
+  EndpointOptions options;
+  if (auto provider = sdk::FindOption(args.options, args.num_options, "provider")) {
+    const bool valid =
+        !provider->empty() && std::all_of(provider->begin(), provider->end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ';' || c == '-';
+        });
+    if (!valid) {
+      Fail(CHORUS_INVALID_ARGUMENT, "ofi: option provider='", *provider,
+           "' is not a libfabric provider name (letters, digits, '_' and '-', a layered one as "
+           "core;utility, e.g. tcp;ofi_rxm or shm; fi_info -l lists them)");
+    }
+    options.provider = std::string(*provider);
+  }
+  if (auto address = sdk::FindOption(args.options, args.num_options, "address")) {
+    if (address->empty()) Fail(CHORUS_INVALID_ARGUMENT, "ofi: option address is empty");
+    options.bind_host = HostOf(*address);
+  } else if (std::string_view given = sdk::CreateAddress(args); !given.empty()) {
+    options.bind_host = HostOf(given);
+  } else {
+    options.bind_host = "127.0.0.1";  // no address known: reach only this host's ranks
+  }
+  options.chunk_bytes = sdk::IntegerOption(args.options, args.num_options, "chunk_bytes", 0);
+  if (sdk::FindOption(args.options, args.num_options, "chunk_bytes") && options.chunk_bytes == 0) {
+    Fail(CHORUS_INVALID_ARGUMENT,
+         "ofi: option chunk_bytes=0; give a positive number of bytes "
+         "(or leave it out for the provider's max_msg_size)");
+  }
+  if (auto directed = sdk::FindOption(args.options, args.num_options, "directed_receive")) {
+    if (*directed != "auto" && *directed != "off") {
+      Fail(CHORUS_INVALID_ARGUMENT, "ofi: option directed_receive='", *directed,
+           "' is neither auto (use FI_DIRECTED_RECV where the provider grants it) nor off (carry "
+           "the source rank in the tag)");
+    }
+    options.directed_receive = *directed == "auto";
+  }
+  return options;
+}
+
+std::string PeerCard::Encode() const {
+  std::ostringstream out;
+  out << "pid=" << pid << "\nliveness=" << liveness_domain << "\nhost=" << host_id
+      << "\nprovider=" << provider << "\naddress=" << Hex(address) << "\n";
+  return out.str();
+}
+
+PeerCard PeerCard::Decode(const std::string& text, int rank) {
+  PeerCard card;
+  std::istringstream in(text);
+  std::string line;
+  bool has_address = false;
+  while (std::getline(in, line)) {
+    const size_t equals = line.find('=');
+    if (equals == std::string::npos) continue;
+    const std::string key = line.substr(0, equals), value = line.substr(equals + 1);
+    if (key == "pid") card.pid = static_cast<pid_t>(std::stol(value));
+    if (key == "liveness") card.liveness_domain = value;
+    if (key == "host") card.host_id = value;
+    if (key == "provider") card.provider = value;
+    if (key == "address") {
+      card.address = Unhex(value);
+      has_address = true;
+    }
+  }
+  if (!has_address || card.pid <= 0) {
+    Fail(CHORUS_INTERNAL, "ofi: rank ", rank, " published a damaged address record");
+  }
+  return card;
+}
+
+}  // namespace chorus::ofi
+
+using chorus::ofi::FabricError;
+using Endpoint = chorus_transport_endpoint;
+
+std::unique_ptr<Endpoint> Endpoint::Create(const chorus_transport_create_args& a) {
+  const chorus::ofi::EndpointOptions options = chorus::ofi::ParseOptions(a);
+  std::unique_ptr<Endpoint> endpoint(new Endpoint(a, options));
+  endpoint->OpenFabric(options);
+  endpoint->Rendezvous(std::string(chorus::sdk::CreateHostId(a)));
+  endpoint->progress_ = std::thread([e = endpoint.get()] { e->ProgressLoop(); });
+  return endpoint;
+}
+
+Endpoint::chorus_transport_endpoint(const chorus_transport_create_args& a,
+                                    const chorus::ofi::EndpointOptions& options)
+    : rank_(a.rank),
+      size_(a.size),
+      timeout_ms_(a.timeout_ms),
+      store_(a.store),
+      provider_(chorus::ofi::ChooseProvider(options.provider)) {}
+
+void Endpoint::OpenFabric(const chorus::ofi::EndpointOptions& options) {
+  info_ = chorus::ofi::FindProvider(provider_, options.bind_host, options.directed_receive);
+  directed_ = options.directed_receive && chorus::ofi::GrantsDirectedReceive(*info_);
+  tags_ =
+      std::make_unique<chorus::ofi::TagLayout>(info_->ep_attr->mem_tag_format, size_, directed_);
+  const size_t max_message = info_->ep_attr->max_msg_size;
+  chunk_bytes_ =
+      options.chunk_bytes == 0 ? max_message : std::min<size_t>(max_message, options.chunk_bytes);
+  wakeup_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wakeup_fd_ < 0) Fail(CHORUS_INTERNAL, "ofi: eventfd failed: ", std::strerror(errno));
+  chorus::ofi::Check(fi_fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric");
+  chorus::ofi::Check(fi_domain(fabric_, info_.get(), &domain_, nullptr), "fi_domain");
+  fi_av_attr av_attr{};
+  av_attr.type =
+      info_->domain_attr->av_type == FI_AV_UNSPEC ? FI_AV_TABLE : info_->domain_attr->av_type;
+  av_attr.count = static_cast<size_t>(size_);
+  chorus::ofi::Check(fi_av_open(domain_, &av_attr, &av_, nullptr), "fi_av_open");
+  fi_cq_attr cq_attr{};
+  cq_attr.format = FI_CQ_FORMAT_TAGGED;
+  cq_attr.size = 0;  // the provider's default depth
+  cq_attr.wait_obj = FI_WAIT_FD;
+  if (fi_cq_open(domain_, &cq_attr, &cq_, nullptr) == 0 &&
+      fi_control(&cq_->fid, FI_GETWAIT, &wait_fd_) == 0) {
+    // The progress thread sleeps in poll() on this descriptor.
+  } else {  // a provider without wait descriptors: the progress thread looks every millisecond
+    wait_fd_ = -1;
+    if (cq_ != nullptr) fi_close(&cq_->fid);
+    cq_ = nullptr;
+    cq_attr.wait_obj = FI_WAIT_NONE;
+    chorus::ofi::Check(fi_cq_open(domain_, &cq_attr, &cq_, nullptr), "fi_cq_open");
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true)) {
+      chorus::sdk::Log(CHORUS_LOG_INFO, "ofi: provider " + provider_ +
+                                            " has no completion wait descriptor; the progress "
+                                            "thread looks every 1 ms");
+    }
+  }
+  chorus::ofi::Check(fi_endpoint(domain_, info_.get(), &ep_, nullptr), "fi_endpoint");
+  chorus::ofi::Check(fi_ep_bind(ep_, &av_->fid, 0), "fi_ep_bind(av)");
+  chorus::ofi::Check(fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)");
+  chorus::ofi::Check(fi_enable(ep_), "fi_enable");
+}
+
+void Endpoint::Rendezvous(const std::string& host_id) {
+  chorus::ofi::PeerCard mine;
+  mine.pid = getpid();
+  mine.liveness_domain = chorus::ofi::LivenessDomain();
+  mine.host_id = host_id;
+  mine.provider = info_->fabric_attr->prov_name;
+  std::string name(256, '\0');
+  size_t length = name.size();
+  int code = fi_getname(&ep_->fid, name.data(), &length);
+  if (code == -FI_ETOOSMALL) {
+    name.resize(length);
+    code = fi_getname(&ep_->fid, name.data(), &length);
+  }
+  chorus::ofi::Check(code, "fi_getname");
+  name.resize(length);
+  mine.address = name;
+  store_.Set("ofi/" + std::to_string(rank_), mine.Encode());
+  peers_.resize(static_cast<size_t>(size_));
+  for (int r = 0; r < size_; ++r) {
+    Peer& peer = peers_[static_cast<size_t>(r)];
+    peer.card =
+        r == rank_
+            ? mine
+            : chorus::ofi::PeerCard::Decode(
+                  store_.GetUnlessAborted("ofi/" + std::to_string(r), timeout_ms_, &aborted_), r);
+    if (peer.card.provider != mine.provider) {
+      Fail(CHORUS_INVALID_ARGUMENT, "ofi: rank ", r, " uses provider ", peer.card.provider,
+           ", rank ", rank_, " uses ", mine.provider,
+           "; give every rank the same option provider (or FI_PROVIDER)");
+    }
+    const int inserted = fi_av_insert(av_, peer.card.address.data(), 1, &peer.address, 0, nullptr);
+    if (inserted != 1) {
+      Fail(CHORUS_INTERNAL, "ofi: fi_av_insert of rank ", r,
+           "'s address failed: ", FabricError(inserted < 0 ? inserted : -FI_EINVAL));
+    }
+  }
+}
+
+std::string Endpoint::PeerName(int peer) const {
+  const Peer& p = peers_[static_cast<size_t>(peer)];
+  return "rank " + std::to_string(peer) + " (pid " + std::to_string(p.card.pid) +
+         (p.card.host_id.empty() ? std::string() : " on " + p.card.host_id) + ")";
+}
+
+Endpoint::~chorus_transport_endpoint() {
+  Close();
+  stopping_ = true;
+  if (progress_.joinable()) {
+    WakeProgress();
+    progress_.join();
+  }
+  // Closing the endpoint drops every operation the provider still holds.
+  if (ep_ != nullptr) fi_close(&ep_->fid);
+  if (cq_ != nullptr) fi_close(&cq_->fid);
+  if (av_ != nullptr) fi_close(&av_->fid);
+  if (domain_ != nullptr) fi_close(&domain_->fid);
+  if (fabric_ != nullptr) fi_close(&fabric_->fid);
+  if (wakeup_fd_ >= 0) close(wakeup_fd_);
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (chorus_request* request : requests_) {
+    if (request->freed) {
+      delete request;
+      continue;
+    }
+    request->endpoint = nullptr;
+    request->live_operations = 0;
+    if (!request->done) {
+      request->done = true;
+      request->status = CHORUS_ABORTED;
+      request->message = "ofi: the endpoint was destroyed before the operation completed";
+    }
+  }
+  requests_.clear();
+}
+
+// "closed/<rank>" tells the peers that this endpoint receives and sends nothing more.
+void Endpoint::Close() {
+  if (closed_.exchange(true)) return;
+  try {
+    store_.Set("closed/" + std::to_string(rank_), "");
+  } catch (...) {  // a broken store: the peers find out by the pid or their time-out instead
+  }
+}
+
+chorus_request* Endpoint::Start(chorus_request::Kind kind, const chorus_p2p_args& a) {
+  const bool send = kind == chorus_request::Kind::kSend;
+  const char* what = send ? "ofi isend" : "ofi irecv";
+  if (a.peer < 0 || a.peer >= size_) {
+    Fail(CHORUS_INVALID_ARGUMENT, what, ": peer ", a.peer, " is not a rank of ", size_);
+  }
+  if (a.bytes > 0 && a.data == nullptr) Fail(CHORUS_INVALID_ARGUMENT, what, ": data is NULL");
+  if (aborted_) Fail(CHORUS_ABORTED, what, ": the endpoint was aborted");
+  const int sender = send ? rank_ : a.peer;
+  tags_->Encode(sender, a.tag);  // throws INVALID_ARGUMENT for a tag that does not fit
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const Peer& peer = peers_[static_cast<size_t>(a.peer)];
+    if (peer.lost)
+      Fail(CHORUS_PEER_LOST, what, ": ", PeerName(a.peer), " is lost: ", peer.lost_reason);
+  }
+  auto request = std::make_unique<chorus_request>();
+  request->kind = kind;
+  request->endpoint = this;
+  request->peer = a.peer;
+  request->tag = a.tag;
+  request->bytes = a.bytes;
+  const size_t chunks = a.bytes == 0 ? 1 : 1 + (a.bytes - 1) / chunk_bytes_;  // no overflow
+  request->operations.resize(chunks);
+  for (size_t i = 0; i < chunks; ++i) {
+    chorus::ofi::Operation& op = request->operations[i];
+    op.request = request.get();
+    op.offset = i * chunk_bytes_;
+    op.length = std::min(chunk_bytes_, a.bytes - op.offset);
+    if (a.bytes == 0) op.length = 0;
+  }
+  chorus_request* started = request.release();
+  char* data = static_cast<char*>(a.data);
+  const uint64_t tag = tags_->Encode(sender, a.tag);
+  const fi_addr_t address = peers_[static_cast<size_t>(a.peer)].address;
+  std::lock_guard<std::mutex> order(post_mutex_);
+  {  // registered before anything is posted: a completion may come at once
+    std::lock_guard<std::mutex> lock(mutex_);
+    requests_.insert(started);
+    started->live_operations = chunks;
+  }
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms_);
+  for (size_t i = 0; i < chunks; ++i) {
+    chorus::ofi::Operation& op = started->operations[i];
+    ssize_t code = 0;
+    for (;;) {
+      code = send ? fi_tsend(ep_, data + op.offset, op.length, nullptr, address, tag, &op.context)
+                  : fi_trecv(ep_, data + op.offset, op.length, nullptr,
+                             directed_ ? address : FI_ADDR_UNSPEC, tag, 0, &op.context);
+      if (code != -FI_EAGAIN || aborted_ || chorus::ofi::MillisecondsLeft(deadline) < 0) break;
+      ReadCompletions(0);  // the provider's queue is full: progress frees it
+    }
+    if (code == 0) continue;
+    std::lock_guard<std::mutex> lock(mutex_);
+    const chorus_status status = aborted_             ? CHORUS_ABORTED
+                                 : code == -FI_EAGAIN ? CHORUS_TIMEOUT
+                                                      : CHORUS_INTERNAL;
+    FailLocked(*started, status,
+               std::string(what) + " (" + PeerName(a.peer) + ", tag " + std::to_string(a.tag) +
+                   ") could not be posted: " +
+                   (aborted_ ? std::string("the endpoint was aborted")
+                             : FabricError(static_cast<int>(code))));
+    // Operations i.. were never posted: no completion will come for them. The last of these
+    // calls may delete a request freed in the meantime, so `started` is not touched after.
+    chorus_request* result = started;
+    for (size_t j = i; j < chunks; ++j) FinishOperationLocked(*result);
+    return result;
+  }
+  return started;
+}
+
+void Endpoint::ReadCompletions(int wait_ms) {
+  fi_cq_tagged_entry entries[chorus::ofi::kCompletionBatch];
+  ssize_t n = fi_cq_read(cq_, entries, chorus::ofi::kCompletionBatch);
+  if (n == -FI_EAGAIN && wait_ms > 0) {
+    WaitForCompletions(wait_ms);
+    return;
+  }
+  if (n > 0) {
+    for (ssize_t i = 0; i < n; ++i) OnCompletion(entries[i]);
+    return;
+  }
+  if (n == -FI_EAVAIL) {
+    fi_cq_err_entry error{};
+    if (fi_cq_readerr(cq_, &error, 0) == 1) {
+      error.err = error.err < 0 ? -error.err : error.err;  // shm reports it negative
+      OnError(error);
+    }
+    return;
+  }
+  if (n != -FI_EAGAIN && n != -FI_ETIMEDOUT && n != -FI_ECANCELED && n != -FI_EINTR) {
+    chorus::sdk::Log(CHORUS_LOG_WARN, "ofi: reading the completion queue failed: " +
+                                          FabricError(static_cast<int>(n)));
+  }
+}
+
+// Sleeps until the CQ's file descriptor or the wake-up eventfd is readable, or wait_ms pass.
+// fi_trywait first: the provider may have work that no descriptor would announce.
+void Endpoint::WaitForCompletions(int wait_ms) {
+  pollfd fds[2] = {{wakeup_fd_, POLLIN, 0}, {wait_fd_, POLLIN, 0}};
+  nfds_t count = 1;
+  int timeout = 1;  // without a wait object: look again after a millisecond
+  if (wait_fd_ >= 0) {
+    fid* cq = &cq_->fid;
+    if (fi_trywait(fabric_, &cq, 1) != FI_SUCCESS) return;  // completions to read: no sleep
+    count = 2;
+    timeout = wait_ms;
+  }
+  if (poll(fds, count, timeout) > 0 && (fds[0].revents & POLLIN) != 0) {
+    uint64_t value = 0;
+    [[maybe_unused]] const ssize_t got = read(wakeup_fd_, &value, sizeof value);
+  }
+}
+
+void Endpoint::WakeProgress() {
+  const uint64_t one = 1;
+  [[maybe_unused]] const ssize_t put = write(wakeup_fd_, &one, sizeof one);
+}
+
+void Endpoint::OnCompletion(const fi_cq_tagged_entry& entry) {
+  if (entry.op_context == nullptr) return;
+  auto* op = static_cast<chorus::ofi::Operation*>(entry.op_context);
+  const size_t length = entry.len;
+  std::lock_guard<std::mutex> lock(mutex_);
+  chorus_request& request = *op->request;
+  const bool receive_completion = (entry.flags & FI_RECV) != 0;
+  if (receive_completion != (request.kind == chorus_request::Kind::kReceive)) {
+    // A completion of another kind than the operation it names: the provider completed an
+    // operation twice, or one it no longer held. Say so loudly; the request is left as it is.
+    chorus::sdk::Log(CHORUS_LOG_ERROR,
+                     "ofi: provider " + provider_ + " reported a " +
+                         (receive_completion ? "receive" : "send") + " completion for a " +
+                         (receive_completion ? "send" : "receive") + " operation (flags 0x" +
+                         std::to_string(entry.flags) + "); ignored");
+    return;
+  }
+  if (request.kind == chorus_request::Kind::kReceive && length != op->length && !request.done) {
+    FailLocked(request, CHORUS_INVALID_ARGUMENT,
+               "ofi: " + PeerName(request.peer) + " sent " + std::to_string(op->offset + length) +
+                   " bytes with tag " + std::to_string(request.tag) + ", but rank " +
+                   std::to_string(rank_) + " receives exactly " + std::to_string(request.bytes) +
+                   " (a receive must name the byte count the sender sends)");
+  }
+  FinishOperationLocked(request);
+}
+
+void Endpoint::OnError(const fi_cq_err_entry& error) {
+  if (error.op_context == nullptr) {
+    chorus::sdk::Log(CHORUS_LOG_WARN,
+                     "ofi: a completion error without an operation: " + FabricError(error.err));
+    return;
+  }
+  auto* op = static_cast<chorus::ofi::Operation*>(error.op_context);
+  int lost_peer = -1;
+  std::string lost_reason;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    chorus_request& request = *op->request;
+    const std::string what =
+        std::string(request.kind == chorus_request::Kind::kSend ? "a send to "
+                                                                : "a receive from ") +
+        PeerName(request.peer) + " with tag " + std::to_string(request.tag);
+    if (error.err == FI_ECANCELED) {
+      FailLocked(request, CHORUS_ABORTED,
+                 "ofi: " + what + " was cancelled (the endpoint was aborted)");
+    } else if (error.err == FI_ETRUNC) {
+      FailLocked(request, CHORUS_INVALID_ARGUMENT,
+                 "ofi: " + PeerName(request.peer) + " sent " +
+                     std::to_string(op->offset + error.len + error.olen) + " bytes with tag " +
+                     std::to_string(request.tag) + ", but rank " + std::to_string(rank_) +
+                     " receives exactly " + std::to_string(request.bytes) +
+                     " (a receive must name the byte count the sender sends)");
+    } else if (chorus::ofi::IsConnectionError(error.err)) {
+      lost_peer = request.peer;
+      lost_reason = what + " failed: " + FabricError(error.err);
+      FailLocked(request, CHORUS_PEER_LOST, "ofi: " + lost_reason);
+    } else {
+      char text[256] = {};
+      const char* provider_text =
+          fi_cq_strerror(cq_, error.prov_errno, error.err_data, text, sizeof text);
+      FailLocked(request, CHORUS_INTERNAL,
+                 "ofi: " + what + " failed: " + FabricError(error.err) + "; provider " + provider_ +
+                     " says: " + (provider_text != nullptr ? provider_text : "(nothing)") +
+                     " (prov_errno " + std::to_string(error.prov_errno) + ")");
+    }
+    FinishOperationLocked(request);
+  }
+  if (lost_peer >= 0) MarkPeerLost(lost_peer, lost_reason);
+}
+
+void Endpoint::FailLocked(chorus_request& request, chorus_status status,
+                          const std::string& message) {
+  if (!request.done) {
+    request.done = true;
+    request.status = status;
+    request.message = message;
+  }
+  // The rest of a failed message must not match later messages: cancel what is still posted.
+  if (request.live_operations > 0 && request.endpoint != nullptr) {
+    for (chorus::ofi::Operation& op : request.operations) fi_cancel(&ep_->fid, &op.context);
+  }
+  changed_.notify_all();
+}
+
+void Endpoint::FinishOperationLocked(chorus_request& request) {
+  if (request.live_operations > 0) --request.live_operations;
+  if (request.live_operations > 0) return;
+  if (request.freed) {
+    requests_.erase(&request);
+    delete &request;
+    return;
+  }
+  request.done = true;  // status stays what a failure set, else OK
+  changed_.notify_all();
+}
+
+void Endpoint::MarkPeerLost(int peer, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  if (!p.lost) {
+    p.lost = true;
+    p.lost_reason = reason;
+    chorus::sdk::Log(CHORUS_LOG_WARN, "ofi: rank " + std::to_string(rank_) + " lost " +
+                                          PeerName(peer) + ": " + reason);
+  }
+  for (chorus_request* request : requests_) {
+    if (request->peer == peer && !request->done &&
+        request->kind == chorus_request::Kind::kReceive) {
+      FailLocked(*request, CHORUS_PEER_LOST, "ofi: " + PeerName(peer) + " is lost: " + reason);
+    }
+  }
+}
+
+void Endpoint::WatchPeers() {
+  std::set<int> watched;  // the peers pending receives wait on
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const chorus_request* request : requests_) {
+      if (!request->done && request->kind == chorus_request::Kind::kReceive &&
+          !peers_[static_cast<size_t>(request->peer)].lost) {
+        watched.insert(request->peer);
+      }
+    }
+  }
+  const chorus::ofi::PeerCard& mine = peers_[static_cast<size_t>(rank_)].card;
+  for (int peer : watched) {
+    Peer& p = peers_[static_cast<size_t>(peer)];  // closed_seen: the progress thread's alone
+    std::string reason;
+    if (p.card.liveness_domain == mine.liveness_domain && p.card.pid != mine.pid &&
+        chorus::ofi::ProcessExited(p.card.pid)) {
+      reason = "its process has exited";
+    } else {
+      bool closed = false;
+      try {
+        closed = store_.Contains("closed/" + std::to_string(peer));
+      } catch (const chorus::Error&) {  // the store is gone: the time-out ends the receive
+      }
+      if (closed) {
+        const auto now = Clock::now();
+        if (p.closed_seen == Clock::time_point{}) p.closed_seen = now;
+        if (now - p.closed_seen >= chorus::ofi::kClosedGrace) {
+          reason =
+              "it closed its endpoint (destroy or abort) before sending what this rank waits for";
+        }
+      }
+    }
+    if (!reason.empty()) MarkPeerLost(peer, reason);
+  }
+}
+
+void Endpoint::ProgressLoop() {
+  auto next_watch = Clock::now();
+  while (!stopping_) {
+    ReadCompletions(chorus::ofi::kWatchIntervalMs);
+    if (Clock::now() >= next_watch) {
+      WatchPeers();
+      next_watch = Clock::now() + std::chrono::milliseconds(chorus::ofi::kWatchIntervalMs);
+    }
+  }
+}
+
+void Endpoint::Abort() {
+  if (aborted_.exchange(true)) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (chorus_request* request : requests_) {
+      FailLocked(*request, CHORUS_ABORTED, "ofi: the endpoint was aborted");
+    }
+  }
+  Close();  // so that the peers' receives from this rank fail too
+  WakeProgress();
+}
+
+chorus_status Endpoint::Wait(chorus_request& request, int64_t timeout_ms) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(std::max<int64_t>(0, timeout_ms));
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!request.done) {
+    if (timeout_ms >= 0 && Clock::now() >= deadline) {
+      return chorus::sdk::SetError(
+          CHORUS_TIMEOUT,
+          "ofi: the " +
+              std::string(request.kind == chorus_request::Kind::kSend ? "send to "
+                                                                      : "receive from ") +
+              PeerName(request.peer) + " with tag " + std::to_string(request.tag) +
+              " did not complete in " + std::to_string(timeout_ms) +
+              " ms (the request is still live)");
+    }
+    if (chorus::sdk::HostAbortRequested()) {
+      return chorus::sdk::SetError(CHORUS_ABORTED, "ofi: the wait was aborted by the host");
+    }
+    auto slice = Clock::now() + std::chrono::milliseconds(50);  // to look at the host's flag
+    changed_.wait_until(lock, timeout_ms >= 0 ? std::min(slice, deadline) : slice);
+  }
+  return request.status == CHORUS_OK ? CHORUS_OK
+                                     : chorus::sdk::SetError(request.status, request.message);
+}
+
+chorus_status Endpoint::Test(chorus_request& request, int* done) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  *done = request.done ? 1 : 0;
+  if (!request.done || request.status == CHORUS_OK) return CHORUS_OK;
+  return chorus::sdk::SetError(request.status, request.message);
+}
+
+void Endpoint::Free(chorus_request* request) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (request->live_operations > 0) {
+      request->freed = true;  // the provider still holds it: deleted at its last completion
+      return;
+    }
+    requests_.erase(request);
+  }
+  delete request;
+}

@@ -1,0 +1,164 @@
+// One rank's endpoint of the "ofi" transport: a libfabric reliable-datagram endpoint (FI_EP_RDM)
+// with tagged messages, an address vector holding every rank's address (exchanged through the
+// rendezvous store), and one completion queue with a wait descriptor (FI_WAIT_FD) that a progress
+// thread of the endpoint sleeps on in poll() (after fi_trywait), with an eventfd beside it that
+// abort and destroy write to, so that no core spins while nothing happens.
+//
+// Requests: every isend/irecv becomes one provider operation per chunk (a message larger than
+// the provider's max_msg_size, or than the option chunk_bytes, is split; chunks of one message
+// are posted together, so the send-after-send order keeps them in place). The progress thread
+// reads completions and marks requests done; waiters sleep on a condition variable.
+//
+// A lost peer: receives in RDM are not tied to a connection, so the progress thread watches the
+// peers that pending receives wait on: a peer process on this host (same boot and pid namespace)
+// that has exited (kill(pid, 0), or a zombie), a peer that closed its endpoint (its key
+// "closed/<rank>" in the store), or a peer a send failed to with a connection error. Their
+// pending and later receives fail with CHORUS_PEER_LOST.
+#ifndef CHORUS_OFI_OFI_ENDPOINT_H_
+#define CHORUS_OFI_OFI_ENDPOINT_H_
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <chorus/plugin_sdk.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "provider.h"
+#include "tag_layout.h"
+
+struct chorus_request;
+
+namespace chorus::ofi {
+
+// One provider operation (a chunk of a message). `context` comes first: the provider's scratch
+// space (FI_CONTEXT2 mode) and what its completion's op_context points back to.
+struct Operation {
+  fi_context2 context;
+  chorus_request* request = nullptr;
+  size_t offset = 0;  // of the chunk in the message
+  size_t length = 0;
+};
+
+// Options of create (sdk::FindOption keys): provider, address, chunk_bytes, directed_receive.
+struct EndpointOptions {
+  std::string provider;          // "" = FI_PROVIDER, else tcp;ofi_rxm
+  std::string bind_host;         // where a socket provider listens
+  uint64_t chunk_bytes = 0;      // 0 = the provider's max_msg_size
+  bool directed_receive = true;  // off: the source rank goes into the tag even where not needed
+};
+EndpointOptions ParseOptions(const chorus_transport_create_args& args);
+
+// What a rank publishes about itself in the store ("ofi/<rank>").
+struct PeerCard {
+  pid_t pid = 0;
+  std::string liveness_domain;  // boot id + pid namespace: where kill(pid, 0) means something
+  std::string host_id;
+  std::string provider;
+  std::string address;  // fi_getname's bytes
+  std::string Encode() const;
+  static PeerCard Decode(const std::string& text, int rank);
+};
+
+}  // namespace chorus::ofi
+
+struct chorus_request {
+  enum class Kind { kSend, kReceive };
+  Kind kind = Kind::kSend;
+  chorus_transport_endpoint* endpoint = nullptr;  // NULL once the endpoint was destroyed
+  int peer = 0;
+  uint64_t tag = 0;
+  size_t bytes = 0;
+  std::vector<chorus::ofi::Operation> operations;
+  // The rest is guarded by the endpoint's mutex (while it has one).
+  size_t live_operations = 0;  // posted, completion not yet read
+  bool done = false;
+  chorus_status status = CHORUS_OK;
+  std::string message;
+  bool freed = false;  // request_free came while operations were live: the endpoint deletes it
+};
+
+struct chorus_transport_endpoint {
+ public:
+  static std::unique_ptr<chorus_transport_endpoint> Create(const chorus_transport_create_args& a);
+  ~chorus_transport_endpoint();
+
+  chorus_request* Start(chorus_request::Kind kind, const chorus_p2p_args& args);
+  void Abort();
+  // request_wait / request_test / request_free of this endpoint's requests.
+  chorus_status Wait(chorus_request& request, int64_t timeout_ms);
+  chorus_status Test(chorus_request& request, int* done);
+  void Free(chorus_request* request);
+
+  const chorus::ofi::TagLayout& tags() const { return *tags_; }
+
+ private:
+  struct Peer {
+    fi_addr_t address = FI_ADDR_UNSPEC;
+    chorus::ofi::PeerCard card;
+    bool lost = false;
+    std::string lost_reason;
+    std::chrono::steady_clock::time_point closed_seen{};
+  };
+  using Clock = std::chrono::steady_clock;
+
+  chorus_transport_endpoint(const chorus_transport_create_args& a,
+                            const chorus::ofi::EndpointOptions& options);
+  void OpenFabric(const chorus::ofi::EndpointOptions& options);
+  void Rendezvous(const std::string& host_id);
+  void Post(chorus_request& request);
+  // Reads the completion queue once: waits up to wait_ms for a completion (0: only looks).
+  void ReadCompletions(int wait_ms);
+  void WaitForCompletions(int wait_ms);
+  void WakeProgress();
+  void OnCompletion(const fi_cq_tagged_entry& entry);
+  void OnError(const fi_cq_err_entry& error);
+  // Under mutex_: ends `request` (first status wins), cancels its live operations, wakes waiters.
+  void FailLocked(chorus_request& request, chorus_status status, const std::string& message);
+  void FinishOperationLocked(chorus_request& request);
+  void MarkPeerLost(int peer, const std::string& reason);
+  void WatchPeers();
+  void ProgressLoop();
+  std::string PeerName(int peer) const;
+  void Close();
+
+  const int rank_, size_;
+  const int64_t timeout_ms_;
+  const chorus::sdk::StoreView store_;
+  std::string provider_;
+  chorus::ofi::InfoPtr info_;
+  fid_fabric* fabric_ = nullptr;
+  fid_domain* domain_ = nullptr;
+  fid_av* av_ = nullptr;
+  fid_cq* cq_ = nullptr;
+  fid_ep* ep_ = nullptr;
+  int wait_fd_ = -1;    // the CQ's wait descriptor (FI_WAIT_FD, FI_GETWAIT); -1 without one
+  int wakeup_fd_ = -1;  // an eventfd that abort and destroy write to wake the progress thread
+  bool directed_ = false;
+  size_t chunk_bytes_ = 0;
+  std::unique_ptr<chorus::ofi::TagLayout> tags_;
+  std::vector<Peer> peers_;
+
+  std::mutex mutex_;  // guards requests' state, requests_ and peers_' lost fields
+  std::condition_variable changed_;
+  // Every request handed out and not yet deleted: destroy detaches them (a request may be
+  // freed after its endpoint), and deletes those freed while the provider held them.
+  std::set<chorus_request*> requests_;
+  std::mutex post_mutex_;  // keeps the chunks of one message together
+  std::atomic<bool> aborted_{false};
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> closed_{false};
+  std::thread progress_;
+};
+
+#endif  // CHORUS_OFI_OFI_ENDPOINT_H_

@@ -1,0 +1,216 @@
+// What the conformance kit does not check of the ofi transport: its options (bad values, an
+// unknown provider), the tag layout (a tag that does not fit), chunked messages, and a peer
+// process killed with SIGKILL (a real second process, on 127.0.0.1), with the time to detect it.
+// Each test runs once with tcp;ofi_rxm and once with shm (the option provider).
+#include <chorus/chorus.h>
+#include <chorus/conformance/rank_threads.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <thread>
+
+#include "tag_layout.h"
+
+extern char** environ;
+
+namespace chorus::ofi_test {
+namespace {
+
+using conformance::EndpointGroup;
+using conformance::PluginRequest;
+using conformance::StartReceive;
+using conformance::StartSend;
+
+constexpr int64_t kTimeoutMs = 20000;
+
+const std::shared_ptr<PluginLibrary>& Plugin() {
+  static const std::shared_ptr<PluginLibrary> library = [] {
+    std::string reason;
+    auto loaded = PluginLibrary::Load(CHORUS_OFI_PLUGIN_PATH, &reason);
+    if (loaded == nullptr || loaded->transports().empty()) {
+      std::cerr << "cannot load " << CHORUS_OFI_PLUGIN_PATH << ": " << reason << "\n";
+      std::abort();
+    }
+    return loaded;
+  }();
+  return library;
+}
+const chorus_transport_api& Api() { return *Plugin()->transports().front(); }
+
+TransportConfig Config(const std::string& provider, Options more = {}) {
+  TransportConfig config;
+  config.timeout_ms = kTimeoutMs;
+  config.options = std::move(more);
+  config.options.emplace_back("provider", provider);
+  return config;
+}
+
+// The status and message of creating a one-rank endpoint with `options`.
+std::pair<chorus_status, std::string> CreateOne(const Options& options) {
+  TransportConfig config;
+  config.timeout_ms = kTimeoutMs;
+  config.options = options;
+  EndpointGroup group(Plugin(), Api(), 1, config);
+  return {group.create_status(0), group.CreateError()};
+}
+
+class OfiTest : public testing::TestWithParam<std::string> {};
+
+TEST(OfiOptions, BadValuesAreInvalidArgumentsNamingTheOption) {
+  for (const Options& options :
+       {Options{{"chunk_bytes", "lots"}}, Options{{"chunk_bytes", "0"}},
+        Options{{"provider", "tcp rxm!"}}, Options{{"provider", ""}},
+        Options{{"directed_receive", "maybe"}}, Options{{"colour", "blue"}}}) {
+    const auto [status, message] = CreateOne(options);
+    EXPECT_EQ(status, CHORUS_INVALID_ARGUMENT) << options[0].first << "=" << options[0].second;
+    EXPECT_NE(message.find(options[0].first), std::string::npos) << message;
+  }
+}
+
+TEST(OfiOptions, UnknownProviderIsUnavailableListingTheProvidersThereAre) {
+  const auto [status, message] = CreateOne({{"provider", "nosuch"}});
+  EXPECT_EQ(status, CHORUS_UNAVAILABLE) << message;
+  EXPECT_NE(message.find("'nosuch'"), std::string::npos) << message;
+  EXPECT_NE(message.find("providers that do here: "), std::string::npos) << message;
+  EXPECT_NE(message.find("shm"), std::string::npos) << message;
+  EXPECT_NE(message.find("FI_PROVIDER"), std::string::npos) << message;
+}
+
+TEST(OfiTagLayout, RankBitsComeFromTheTopOfTheProvidersTagBits) {
+  const ofi::TagLayout layout(0x0000ffffffffffffull, 5, false);  // 48 bits, ranks 0..4
+  EXPECT_EQ(layout.usable_bits(), 48);
+  EXPECT_EQ(layout.rank_bits(), 3);
+  EXPECT_EQ(layout.max_tag(), (uint64_t{1} << 45) - 1);
+  EXPECT_EQ(layout.Encode(4, 7), (uint64_t{4} << 45) | 7);
+  EXPECT_THROW(layout.Encode(0, uint64_t{1} << 45), Error);
+  const ofi::TagLayout directed(0xaaaaaaaaaaaaaaaaull, 5, true);
+  EXPECT_EQ(directed.max_tag(), UINT64_MAX);
+  EXPECT_THROW(ofi::TagLayout(0x3, 16, false), Error);  // 2 tag bits, 4 rank bits: UNAVAILABLE
+}
+
+// With the source rank in the tag (directed_receive=off) and 2 ranks, tags run 0..2^63-1: the
+// largest arrives, one more is refused at the start with a message naming the layout.
+TEST_P(OfiTest, TagThatDoesNotFitIsRefused) {
+  EndpointGroup group(Plugin(), Api(), 2, Config(GetParam(), {{"directed_receive", "off"}}));
+  ASSERT_EQ(group.CreateError(), "");
+  const uint64_t largest = (uint64_t{1} << 63) - 1;
+  uint64_t sent = 42, got = 0;
+  PluginRequest send, receive;
+  ASSERT_EQ(StartReceive(*group.endpoint(1), 0, largest, &got, sizeof got, &receive), CHORUS_OK);
+  ASSERT_EQ(StartSend(*group.endpoint(0), 1, largest, &sent, sizeof sent, &send), CHORUS_OK);
+  ASSERT_EQ(receive.Wait(kTimeoutMs), CHORUS_OK);
+  ASSERT_EQ(send.Wait(kTimeoutMs), CHORUS_OK);
+  EXPECT_EQ(got, 42u);
+  PluginRequest refused;
+  EXPECT_EQ(StartSend(*group.endpoint(0), 1, largest + 1, &sent, sizeof sent, &refused),
+            CHORUS_INVALID_ARGUMENT);
+  const std::string message = Plugin()->LastError();
+  EXPECT_NE(message.find("does not fit"), std::string::npos) << message;
+  EXPECT_NE(message.find("the top 1 carry the sending rank"), std::string::npos) << message;
+}
+
+// chunk_bytes=4096: 1 MiB + 3 bytes go as 257 provider messages and arrive intact; a receive of
+// another count still fails with INVALID_ARGUMENT naming both counts.
+TEST_P(OfiTest, ChunkedMessagesArriveIntactAndMismatchesFail) {
+  EndpointGroup group(Plugin(), Api(), 2, Config(GetParam(), {{"chunk_bytes", "4096"}}));
+  ASSERT_EQ(group.CreateError(), "");
+  const size_t bytes = (size_t{1} << 20) + 3;
+  std::vector<uint8_t> data(bytes), got(bytes);
+  for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<uint8_t>(i * 7 + (i >> 12));
+  PluginRequest send, receive;
+  ASSERT_EQ(StartReceive(*group.endpoint(1), 0, 5, got.data(), bytes, &receive), CHORUS_OK);
+  ASSERT_EQ(StartSend(*group.endpoint(0), 1, 5, data.data(), bytes, &send), CHORUS_OK);
+  ASSERT_EQ(receive.Wait(kTimeoutMs), CHORUS_OK);
+  ASSERT_EQ(send.Wait(kTimeoutMs), CHORUS_OK);
+  EXPECT_EQ(got, data);
+
+  PluginRequest short_send, long_receive;
+  ASSERT_EQ(StartReceive(*group.endpoint(1), 0, 6, got.data(), 8192, &long_receive), CHORUS_OK);
+  ASSERT_EQ(StartSend(*group.endpoint(0), 1, 6, data.data(), 4096 + 5, &short_send), CHORUS_OK);
+  std::string message;
+  EXPECT_EQ(long_receive.Wait(kTimeoutMs, &message), CHORUS_INVALID_ARGUMENT);
+  EXPECT_NE(message.find("sent 4101 bytes"), std::string::npos) << message;
+  EXPECT_NE(message.find("receives exactly 8192"), std::string::npos) << message;
+  short_send.Wait(kTimeoutMs);
+}
+
+// Rank 1 runs in a second process (this program with --peer), rank 0 here; the store is served
+// here on 127.0.0.1. Rank 0 waits in a receive from rank 1, then rank 1 is killed with SIGKILL
+// (and not reaped until the end: a zombie is dead too). The receive must end with PEER_LOST.
+TEST_P(OfiTest, PeerKilledWithSigkillFailsThePendingReceive) {
+  auto server = TcpStoreServer::Start("127.0.0.1", 0, std::chrono::milliseconds(1000));
+  auto store = ConnectTcpStore("127.0.0.1", server->port(), std::chrono::seconds(10));
+  const std::string port = std::to_string(server->port());
+  const std::string provider = GetParam();
+  std::vector<std::string> argv_text = {"/proc/self/exe", "--peer", port, provider};
+  std::vector<char*> argv;
+  for (std::string& a : argv_text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t peer = 0;
+  ASSERT_EQ(posix_spawn(&peer, "/proc/self/exe", nullptr, nullptr, argv.data(), environ), 0);
+
+  CKvStore endpoint_store(WithPrefix(store, "ep/"));
+  TransportConfig config = Config(provider);
+  config.rank = 0;
+  config.size = 2;
+  config.store = endpoint_store.get();
+  std::unique_ptr<TransportEndpoint> endpoint;
+  ASSERT_NO_THROW(endpoint = TransportEndpoint::Create(Plugin(), Api(), config));
+  uint64_t got = 0;
+  PluginRequest receive;
+  ASSERT_EQ(StartReceive(*endpoint, 1, 3, &got, sizeof got, &receive), CHORUS_OK);
+  store->Get("ready", std::chrono::milliseconds(kTimeoutMs));
+  ASSERT_EQ(kill(peer, SIGKILL), 0);
+  const auto killed = std::chrono::steady_clock::now();
+  std::string message;
+  const chorus_status status = receive.Wait(kTimeoutMs, &message);
+  const double detected_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - killed).count();
+  std::cout << "ofi(" << provider << "): a SIGKILLed peer failed the pending receive after "
+            << detected_ms << " ms: " << message << "\n";
+  EXPECT_EQ(status, CHORUS_PEER_LOST) << message;
+  EXPECT_NE(message.find("rank 1"), std::string::npos) << message;
+  int wstatus = 0;
+  waitpid(peer, &wstatus, 0);
+  EXPECT_TRUE(WIFSIGNALED(wstatus));
+  endpoint.reset();
+  server->StopWaitingFor("peer");
+}
+
+INSTANTIATE_TEST_SUITE_P(Providers, OfiTest, testing::Values("tcp;ofi_rxm", "shm"),
+                         [](const testing::TestParamInfo<std::string>& info) {
+                           return info.param == "shm" ? std::string("shm") : std::string("tcp_rxm");
+                         });
+
+// The second process of PeerKilledWithSigkillFailsThePendingReceive: rank 1, which creates its
+// endpoint, says it is ready and sleeps until it is killed (or 60 s pass).
+int RunPeer(const std::string& port, const std::string& provider) {
+  auto store = ConnectTcpStore("127.0.0.1", static_cast<uint16_t>(std::stoi(port)),
+                               std::chrono::seconds(10));
+  CKvStore endpoint_store(WithPrefix(store, "ep/"));
+  TransportConfig config = Config(provider);
+  config.rank = 1;
+  config.size = 2;
+  config.store = endpoint_store.get();
+  auto endpoint = TransportEndpoint::Create(Plugin(), Api(), config);
+  store->Set("ready", ToBytes("1"));
+  std::this_thread::sleep_for(std::chrono::seconds(60));
+  return 1;
+}
+
+}  // namespace
+}  // namespace chorus::ofi_test
+
+int main(int argc, char** argv) {
+  if (argc == 4 && std::strcmp(argv[1], "--peer") == 0) {
+    return chorus::ofi_test::RunPeer(argv[2], argv[3]);
+  }
+  testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -27,6 +28,8 @@ constexpr auto kSpinFor = std::chrono::microseconds(50);
 constexpr auto kYieldFor = std::chrono::milliseconds(2);
 constexpr auto kSleep = std::chrono::microseconds(50);
 constexpr auto kLivenessEvery = std::chrono::milliseconds(1);
+// Ranks whose buffers one fused reduce takes (more ranks reduce pairwise).
+constexpr uint32_t kMaxReduceInputs = 64;
 
 // "hostname/boot-id": equal for two processes exactly when they run on one machine.
 std::string ThisMachine() {
@@ -109,6 +112,26 @@ std::pair<size_t, size_t> SliceOf(uint32_t r, uint32_t size, size_t n) {
 size_t ElementBytes(chorus_dtype dtype, const char* what) {
   sdk::RequireDtype(dtype, what);
   return chorus_dtype_size(dtype);
+}
+
+// dst = inputs[0] op inputs[1] op ... (count elements), in blocks small enough that dst stays in
+// the L1 cache while every input streams through it once. dst may be inputs[0].
+void ReduceMany(unsigned char* dst, std::span<const unsigned char* const> inputs, size_t count,
+                size_t element, chorus_dtype dtype, chorus_reduce_op op) {
+  constexpr size_t kBlockBytes = size_t{16} << 10;
+  const size_t per_block = std::max<size_t>(1, kBlockBytes / element);
+  for (size_t begin = 0; begin < count; begin += per_block) {
+    const size_t n = std::min(per_block, count - begin);
+    const size_t offset = begin * element;
+    if (inputs.size() == 1) {
+      if (dst != inputs[0]) std::memcpy(dst + offset, inputs[0] + offset, n * element);
+      continue;
+    }
+    sdk::ReduceOnHost(dst + offset, inputs[0] + offset, inputs[1] + offset, n, dtype, op);
+    for (size_t k = 2; k < inputs.size(); ++k) {
+      sdk::ReduceOnHost(dst + offset, dst + offset, inputs[k] + offset, n, dtype, op);
+    }
+  }
 }
 
 void RequireData(const void* p, size_t count, const char* what, const char* name) {
@@ -249,6 +272,11 @@ ShmCommunicator::~ShmCommunicator() {
 
 void ShmCommunicator::Abort() { aborted_.store(true); }
 
+std::string ShmCommunicator::What() const {
+  return std::string("shm ") + OpName(current_op_) + " (rank " + std::to_string(rank_) + " of " +
+         std::to_string(size_) + ")";
+}
+
 const char* ShmCommunicator::OpName(int64_t op) const {
   switch (op) {
     case kAllReduce:
@@ -281,31 +309,44 @@ void ShmCommunicator::FailOperation(chorus_status status, const std::string& mes
 void ShmCommunicator::Begin(Op op, size_t count, chorus_dtype dtype, chorus_reduce_op reduce,
                             int root) {
   current_op_ = op;
-  const std::string what = std::string("shm ") + OpName(op) + " (rank " + std::to_string(rank_) +
-                           " of " + std::to_string(size_) + ")";
   if (broken_ != CHORUS_OK) {
-    Fail(broken_, what, ": the communicator is unusable after an earlier failure (",
+    Fail(broken_, What(), ": the communicator is unusable after an earlier failure (",
          broken_message_, "); destroy it and create a new one");
   }
-  if (aborted_.load()) FailOperation(CHORUS_ABORTED, what + ": the communicator was aborted");
+  if (aborted_.load()) FailOperation(CHORUS_ABORTED, What() + ": the communicator was aborted");
   deadline_ = Clock::now() + std::chrono::milliseconds(timeout_ms_);
-  segment_->control(rank_).signature[sequence_ % 2] = Signature{
-      static_cast<int64_t>(sequence_), op, static_cast<int64_t>(count), dtype, reduce, root};
+  segment_->control(rank_).signature[sequence_ % 2] = Signature{sequence_,
+                                                                count,
+                                                                root,
+                                                                static_cast<uint8_t>(op),
+                                                                static_cast<uint8_t>(dtype),
+                                                                static_cast<uint8_t>(reduce),
+                                                                0};
   ++sequence_;
 }
 
 void ShmCommunicator::WaitForRank(uint32_t rank, uint64_t phase) {
   RankControl& control = segment_->control(rank);
   if (control.phase.load(std::memory_order_acquire) >= phase) return;
+  // A rank last seen on this rank's cpu cannot run while this one spins there: then yield at
+  // once rather than spin. Ranks publish their cpu as they start waiting (sched_getcpu is a vDSO
+  // read), and the spin looks again every 64 pauses, in case the awaited rank moved here.
+  const int cpu = sched_getcpu();
+  RankControl& own = segment_->control(rank_);
+  if (own.cpu.load(std::memory_order_relaxed) != cpu) own.cpu.store(cpu, std::memory_order_relaxed);
   const auto started = Clock::now();
-  for (int i = 1;; ++i) {
-    _mm_pause();
-    if (control.phase.load(std::memory_order_acquire) >= phase) return;
-    if (i % 64 == 0 && Clock::now() - started > kSpinFor) break;
+  if (control.cpu.load(std::memory_order_relaxed) != cpu) {
+    for (int i = 1;; ++i) {
+      _mm_pause();
+      if (control.phase.load(std::memory_order_acquire) >= phase) return;
+      if (i % 64 == 0 && (Clock::now() - started > kSpinFor ||
+                          control.cpu.load(std::memory_order_relaxed) == cpu)) {
+        break;
+      }
+    }
   }
   auto next_check = started;
-  const std::string what = std::string("shm ") + OpName(current_op_) + " (rank " +
-                           std::to_string(rank_) + " of " + std::to_string(size_) + ")";
+  const std::string what = What();
   while (control.phase.load(std::memory_order_acquire) < phase) {
     const auto now = Clock::now();
     if (now >= next_check) {
@@ -356,8 +397,9 @@ void ShmCommunicator::BarrierPhase(bool check_signature) {
   for (uint32_t q = 1; q < size_; ++q) WaitForRank((rank_ + q) % size_, phase_);
   if (!check_signature) return;
   const Signature& mine = segment_->control(rank_).signature[(sequence_ - 1) % 2];
-  for (uint32_t q = 0; q < size_; ++q) {
-    const Signature& theirs = segment_->control(q).signature[(sequence_ - 1) % 2];
+  for (uint32_t q = 1; q < size_; ++q) {
+    const uint32_t other = (rank_ + q) % size_;
+    const Signature& theirs = segment_->control(other).signature[(sequence_ - 1) % 2];
     if (theirs == mine) continue;
     auto describe = [](const Signature& s) {
       std::string text = std::string(s.op == kAllReduce       ? "all_reduce"
@@ -373,7 +415,7 @@ void ShmCommunicator::BarrierPhase(bool check_signature) {
       return text;
     };
     Fail(CHORUS_INVALID_ARGUMENT, "shm: collective mismatch: rank ", rank_, " issues ",
-         describe(mine), " but rank ", q, " issues ", describe(theirs),
+         describe(mine), " but rank ", other, " issues ", describe(theirs),
          "; every rank must issue the same operations with the same sizes and dtypes");
   }
 }
@@ -386,9 +428,20 @@ void ShmCommunicator::AllReduce(const chorus_all_reduce_args& a) {
   Begin(kAllReduce, a.count, a.dtype, a.op, 0);
   const auto* send = static_cast<const unsigned char*>(a.send);
   auto* recv = static_cast<unsigned char*>(a.recv);
+  if (a.count == 0) return BarrierPhase(true);
+  const unsigned char* inputs[kMaxReduceInputs];
+  const size_t bytes = a.count * element;
+  if (bytes <= kOneBarrierBytes && bytes <= segment_->chunk_bytes() && size_ <= kMaxReduceInputs) {
+    const uint32_t which = round_ % 2;
+    std::memcpy(segment_->buffer(rank_, which), send, bytes);
+    BarrierPhase(true);
+    for (uint32_t q = 0; q < size_; ++q) inputs[q] = segment_->buffer(q, which);
+    ReduceMany(recv, {inputs, size_}, a.count, element, a.dtype, a.op);
+    ++round_;
+    return;
+  }
   const size_t per_round = segment_->chunk_bytes() / element;
   bool first = true;
-  if (a.count == 0) BarrierPhase(true);
   for (size_t offset = 0; offset < a.count; offset += per_round) {
     const size_t n = std::min(per_round, a.count - offset);
     const uint32_t which = round_ % 2;
@@ -401,12 +454,21 @@ void ShmCommunicator::AllReduce(const chorus_all_reduce_args& a) {
     std::memcpy(mine + end * element, input + end * element, (n - end) * element);
     BarrierPhase(first);
     first = false;
-    if (size_ == 1) std::memcpy(mine, input, n * element);
-    for (uint32_t q = 1; q < size_ && end > begin; ++q) {
-      const uint32_t other = (rank_ + q) % size_;
-      sdk::ReduceOnHost(
-          mine + begin * element, q == 1 ? input + begin * element : mine + begin * element,
-          segment_->buffer(other, which) + begin * element, end - begin, a.dtype, a.op);
+    if (end > begin) {
+      if (size_ <= kMaxReduceInputs) {
+        inputs[0] = input + begin * element;
+        for (uint32_t q = 1; q < size_; ++q) {
+          inputs[q] = segment_->buffer((rank_ + q) % size_, which) + begin * element;
+        }
+        ReduceMany(mine + begin * element, {inputs, size_}, end - begin, element, a.dtype, a.op);
+      } else {
+        std::memcpy(mine + begin * element, input + begin * element, (end - begin) * element);
+        for (uint32_t q = 1; q < size_; ++q) {
+          sdk::ReduceOnHost(mine + begin * element, mine + begin * element,
+                            segment_->buffer((rank_ + q) % size_, which) + begin * element,
+                            end - begin, a.dtype, a.op);
+        }
+      }
     }
     if (size_ > 1) BarrierPhase(false);
     for (uint32_t q = 0; q < size_; ++q) {

@@ -29,6 +29,10 @@
 namespace chorus::shm {
 
 inline constexpr size_t kDefaultChunkBytes = size_t{256} << 10;
+// An all_reduce of at most this many bytes takes one round with one barrier: every rank copies
+// its input in and then sums every rank's copy itself (in rank order, so every rank gets the same
+// bits). Small operations are bound by the barriers, not by the n-fold reading.
+inline constexpr size_t kOneBarrierBytes = size_t{16} << 10;
 
 class ShmCommunicator {
  public:
@@ -58,6 +62,8 @@ class ShmCommunicator {
   void WaitUntilEveryRankMapped();
   [[noreturn]] void FailOperation(chorus_status status, const std::string& message);
   const char* OpName(int64_t op) const;
+  // "shm <operation> (rank r of n)", for messages.
+  std::string What() const;
 
   uint32_t rank_;
   uint32_t size_;

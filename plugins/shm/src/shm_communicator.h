@@ -74,6 +74,8 @@ class ShmCommunicator {
   uint64_t round_ = 0;     // rounds run, for the buffer parity
   Op current_op_ = kBarrier;
   std::chrono::steady_clock::time_point deadline_;
+  // How long a wait spins before it yields (shm_communicator.cc, kSpinFor).
+  std::chrono::steady_clock::duration spin_for_{};
   std::atomic<bool> aborted_{false};
   chorus_status broken_ = CHORUS_OK;  // after a failure every later call fails with it
   std::string broken_message_;

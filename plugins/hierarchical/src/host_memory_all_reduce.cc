@@ -1,13 +1,10 @@
 #include "host_memory_all_reduce.h"
 
 #include <algorithm>
-#include <atomic>
+#include <chorus/parallel_for.hpp>
 #include <cstdint>
 #include <cstring>
-#include <exception>
-#include <mutex>
 #include <thread>
-#include <vector>
 
 #include "roots.h"
 
@@ -79,32 +76,14 @@ void HostMemoryAllReduce(const DeviceApi& api, std::span<const uint32_t> devices
   };
 
   const size_t traffic = shape.count * element * (n + outputs.size());
-  unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, kMaxThreads);
-  if (traffic < kParallelBytes) threads = 1;
-  threads = static_cast<unsigned>(std::min<size_t>(threads, chunks));
-
-  std::atomic<size_t> next{0};
-  std::mutex error_mutex;
-  std::exception_ptr error;  // the first failure, rethrown on the calling thread
-  const auto work = [&] {
+  const unsigned threads = traffic < kParallelBytes
+                               ? 1u
+                               : std::clamp(std::thread::hardware_concurrency(), 1u, kMaxThreads);
+  sdk::ParallelFor(chunks, threads, [&](size_t chunk) {
     alignas(64) static thread_local char sum_a[kChunkBytes];
     alignas(64) static thread_local char sum_b[kChunkBytes];
-    try {
-      for (size_t c = next.fetch_add(1); c < chunks; c = next.fetch_add(1)) {
-        run_chunk(c, sum_a, sum_b);
-      }
-    } catch (...) {
-      next.store(chunks);
-      std::lock_guard<std::mutex> lock(error_mutex);
-      if (!error) error = std::current_exception();
-    }
-  };
-  std::vector<std::thread> helpers;
-  helpers.reserve(threads - 1);
-  for (unsigned t = 1; t < threads; ++t) helpers.emplace_back(work);
-  work();
-  for (std::thread& helper : helpers) helper.join();
-  if (error) std::rethrow_exception(error);
+    run_chunk(chunk, sum_a, sum_b);
+  });
 }
 
 }  // namespace chorus::hierarchical

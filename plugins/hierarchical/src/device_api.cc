@@ -1,6 +1,7 @@
 #include "device_api.h"
 
 #include <chorus/plugin_sdk.hpp>
+#include <string_view>
 
 namespace chorus::hierarchical {
 
@@ -29,6 +30,7 @@ DeviceApi::DeviceApi(const chorus_device_enumerator_api* api, chorus_device_cont
     Fail(CHORUS_UNSUPPORTED, "hierarchical_copy: the '", platform,
          "' device enumerator lacks device_count, allocate, deallocate, copy or reduce");
   }
+  host_memory_ = std::string_view(platform) == "cpu";
 }
 
 void DeviceApi::Failed(chorus_status status, const std::string& what) const {

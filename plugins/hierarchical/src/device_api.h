@@ -35,12 +35,18 @@ class DeviceApi {
   bool CanSynchronize() const;
   void Synchronize(uint32_t device, chorus_stream* stream) const;
 
+  // The devices' memory is plain host memory: the enumerator is the core's "cpu" platform
+  // (plugin.h, chorus_capabilities.memory), so a NULL-stream operation may read and write it
+  // directly and complete before it returns.
+  bool host_memory() const { return host_memory_; }
+
  private:
   [[noreturn]] void Failed(chorus_status status, const std::string& what) const;
 
   const chorus_device_enumerator_api* api_;
   chorus_device_context* context_;
   const char* (*last_error_)(void);
+  bool host_memory_ = false;
 };
 
 // "device 3", or "host" for CHORUS_HOST_DEVICE.

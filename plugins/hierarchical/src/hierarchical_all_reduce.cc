@@ -3,6 +3,7 @@
 #include <chorus/plugin_sdk.hpp>
 #include <string>
 
+#include "host_memory_all_reduce.h"
 #include "roots.h"
 
 namespace chorus::hierarchical {
@@ -41,6 +42,9 @@ void HierarchicalAllReduce(const DeviceApi& api, ScratchCache& scratch,
                                    " of " + std::to_string(shape.count) + " elements over " +
                                    std::to_string(n) + " devices, roots " + DeviceName(device_a) +
                                    " and " + DeviceName(device_b));
+  }
+  if (CanFuseOnHost(api, inputs, outputs, bytes, stream)) {
+    return HostMemoryAllReduce(api, devices, inputs, outputs, shape, root_index);
   }
   char* accumulator_a = scratch.Get(device_a, kAccumulator, bytes);
   char* incoming_a = scratch.Get(device_a, kIncoming, bytes);

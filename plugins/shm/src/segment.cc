@@ -13,7 +13,7 @@
 namespace chorus::shm {
 namespace {
 
-constexpr uint64_t kMagic = 0x63686f7275737368ULL;  // "chorusshm"
+constexpr uint64_t kMagic = 0x63686f7275737369ULL;  // "chorusshi": signatures beside the phase
 constexpr size_t kHeaderBytes = 256;
 constexpr size_t kDataAlign = 4096;
 
@@ -100,7 +100,10 @@ Segment Segment::Create(const std::string& name, uint32_t size, size_t chunk_byt
   header->total_bytes = bytes;
   header->failed_rank.store(-1);
   Segment segment(name, base, bytes, size, chunk_bytes, true);
-  for (uint32_t r = 0; r < size; ++r) new (&segment.control(r)) RankControl{};
+  for (uint32_t r = 0; r < size; ++r) {
+    new (&segment.control(r)) RankControl{};
+    segment.control(r).cpu.store(-1);
+  }
   header->magic = kMagic;
   return segment;
 }

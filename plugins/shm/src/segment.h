@@ -17,19 +17,25 @@
 
 namespace chorus::shm {
 
-// What every rank must agree on for one operation.
+// What every rank must agree on for one operation. 24 bytes: two of them (by sequence parity)
+// share the phase counter's cache line, so that a barrier moves one line per rank between cores.
 struct Signature {
-  int64_t sequence, op, count, dtype, reduce, root;
+  uint64_t sequence;
+  uint64_t count;
+  int32_t root;
+  uint8_t op, dtype, reduce, unused;
   bool operator==(const Signature&) const = default;
 };
+static_assert(sizeof(Signature) == 24);
 
 struct alignas(64) RankControl {
   std::atomic<uint64_t> phase;  // completed barrier phases: the rank's progress
-  char pad0[56];
-  std::atomic<int32_t> pid;
-  int32_t pad1;
-  Signature signature[2];  // by operation sequence parity (see ShmCommunicator)
+  Signature signature[2];       // by operation sequence parity (see ShmCommunicator)
+  // Read only while waiting (liveness, placement): a line of its own.
+  alignas(64) std::atomic<int32_t> pid;
+  std::atomic<int32_t> cpu;  // the cpu it last ran on when it began waiting, -1 before
 };
+static_assert(sizeof(RankControl) == 128);
 
 struct alignas(64) SegmentHeader {
   uint64_t magic;

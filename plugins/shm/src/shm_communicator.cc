@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -21,12 +22,20 @@ using Clock = std::chrono::steady_clock;
 using sdk::Fail;
 
 // Busy-wait this long before yielding the core (a yield can hand it to another busy thread for a
-// whole time slice), then yield for this long before sleeping between polls: ranks may outnumber
-// cores.
-constexpr auto kSpinFor = std::chrono::microseconds(50);
+// whole time slice), then yield for kYieldFor before sleeping between polls. When the ranks
+// outnumber the cpus this process may run on, a rank spins only briefly (the rank it waits for
+// may need its cpu); otherwise the awaited rank has a cpu of its own, and yielding would only
+// lose this one's cpu to other work on the machine. Either way a rank yields at once to an
+// awaited rank that last ran on its cpu (WaitForRank).
+constexpr auto kSpinForOversubscribed = std::chrono::microseconds(50);
+constexpr auto kSpinFor = std::chrono::microseconds(2000);
 constexpr auto kYieldFor = std::chrono::milliseconds(2);
 constexpr auto kSleep = std::chrono::microseconds(50);
 constexpr auto kLivenessEvery = std::chrono::milliseconds(1);
+// An all_reduce of at least this many bytes writes its result with streaming stores (CopyOut).
+constexpr size_t kStreamingBytes = size_t{4} << 20;
+// Ranks whose buffers one fused reduce takes (more ranks reduce pairwise).
+constexpr uint32_t kMaxReduceInputs = 64;
 
 // "hostname/boot-id": equal for two processes exactly when they run on one machine.
 std::string ThisMachine() {
@@ -111,6 +120,61 @@ size_t ElementBytes(chorus_dtype dtype, const char* what) {
   return chorus_dtype_size(dtype);
 }
 
+// memcpy, or with non-temporal stores (x86-64: SSE2 is part of the base ISA) when `streaming`.
+// The caller issues StoreFence() before other ranks may rely on the data.
+void CopyOut(unsigned char* dst, const unsigned char* src, size_t bytes, bool streaming) {
+#if defined(__SSE2__)
+  if (streaming) {
+    const size_t head = std::min(bytes, (16 - reinterpret_cast<uintptr_t>(dst) % 16) % 16);
+    std::memcpy(dst, src, head);
+    size_t i = head;
+    for (; i + 64 <= bytes; i += 64) {
+      const auto* from = reinterpret_cast<const __m128i*>(src + i);
+      auto* to = reinterpret_cast<__m128i*>(dst + i);
+      const __m128i x0 = _mm_loadu_si128(from), x1 = _mm_loadu_si128(from + 1);
+      const __m128i x2 = _mm_loadu_si128(from + 2), x3 = _mm_loadu_si128(from + 3);
+      _mm_stream_si128(to, x0);
+      _mm_stream_si128(to + 1, x1);
+      _mm_stream_si128(to + 2, x2);
+      _mm_stream_si128(to + 3, x3);
+    }
+    std::memcpy(dst + i, src + i, bytes - i);
+    return;
+  }
+#endif
+  std::memcpy(dst, src, bytes);
+  (void)streaming;
+}
+
+void StoreFence() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
+
+// dst = inputs[0] op inputs[1] op ... (count elements), in blocks small enough that dst stays in
+// the L1 cache while every input streams through it once; each block is also copied to `also`
+// (unless NULL) while it is in the L1 cache. dst may be inputs[0].
+void ReduceMany(unsigned char* dst, std::span<const unsigned char* const> inputs, size_t count,
+                size_t element, chorus_dtype dtype, chorus_reduce_op op,
+                unsigned char* also = nullptr, bool streaming = false) {
+  constexpr size_t kBlockBytes = size_t{16} << 10;
+  const size_t per_block = std::max<size_t>(1, kBlockBytes / element);
+  for (size_t begin = 0; begin < count; begin += per_block) {
+    const size_t n = std::min(per_block, count - begin);
+    const size_t offset = begin * element;
+    if (inputs.size() == 1) {
+      if (dst != inputs[0]) std::memcpy(dst + offset, inputs[0] + offset, n * element);
+    } else {
+      sdk::ReduceOnHost(dst + offset, inputs[0] + offset, inputs[1] + offset, n, dtype, op);
+      for (size_t k = 2; k < inputs.size(); ++k) {
+        sdk::ReduceOnHost(dst + offset, dst + offset, inputs[k] + offset, n, dtype, op);
+      }
+    }
+    if (also != nullptr) CopyOut(also + offset, dst + offset, n * element, streaming);
+  }
+}
+
 void RequireData(const void* p, size_t count, const char* what, const char* name) {
   if (count > 0 && p == nullptr) Fail(CHORUS_INVALID_ARGUMENT, what, ": ", name, " is NULL");
 }
@@ -158,6 +222,10 @@ ShmCommunicator::ShmCommunicator(const chorus_communicator_create_args& args)
       Fail(CHORUS_INVALID_ARGUMENT, "shm: unknown option '", key, "'; the option is chunk_bytes");
     }
   }
+  cpu_set_t cpus;
+  const bool oversubscribed =
+      ::sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) < args.size;
+  spin_for_ = oversubscribed ? Clock::duration(kSpinForOversubscribed) : Clock::duration(kSpinFor);
   const uint64_t chunk =
       sdk::IntegerOption(args.options, args.num_options, "chunk_bytes", kDefaultChunkBytes);
   if (chunk < 64 * uint64_t{size_} || chunk % 64 != 0 || chunk > (uint64_t{1} << 30)) {
@@ -249,6 +317,11 @@ ShmCommunicator::~ShmCommunicator() {
 
 void ShmCommunicator::Abort() { aborted_.store(true); }
 
+std::string ShmCommunicator::What() const {
+  return std::string("shm ") + OpName(current_op_) + " (rank " + std::to_string(rank_) + " of " +
+         std::to_string(size_) + ")";
+}
+
 const char* ShmCommunicator::OpName(int64_t op) const {
   switch (op) {
     case kAllReduce:
@@ -281,31 +354,44 @@ void ShmCommunicator::FailOperation(chorus_status status, const std::string& mes
 void ShmCommunicator::Begin(Op op, size_t count, chorus_dtype dtype, chorus_reduce_op reduce,
                             int root) {
   current_op_ = op;
-  const std::string what = std::string("shm ") + OpName(op) + " (rank " + std::to_string(rank_) +
-                           " of " + std::to_string(size_) + ")";
   if (broken_ != CHORUS_OK) {
-    Fail(broken_, what, ": the communicator is unusable after an earlier failure (",
+    Fail(broken_, What(), ": the communicator is unusable after an earlier failure (",
          broken_message_, "); destroy it and create a new one");
   }
-  if (aborted_.load()) FailOperation(CHORUS_ABORTED, what + ": the communicator was aborted");
+  if (aborted_.load()) FailOperation(CHORUS_ABORTED, What() + ": the communicator was aborted");
   deadline_ = Clock::now() + std::chrono::milliseconds(timeout_ms_);
-  segment_->control(rank_).signature[sequence_ % 2] = Signature{
-      static_cast<int64_t>(sequence_), op, static_cast<int64_t>(count), dtype, reduce, root};
+  segment_->control(rank_).signature[sequence_ % 2] = Signature{sequence_,
+                                                                count,
+                                                                root,
+                                                                static_cast<uint8_t>(op),
+                                                                static_cast<uint8_t>(dtype),
+                                                                static_cast<uint8_t>(reduce),
+                                                                0};
   ++sequence_;
 }
 
 void ShmCommunicator::WaitForRank(uint32_t rank, uint64_t phase) {
   RankControl& control = segment_->control(rank);
   if (control.phase.load(std::memory_order_acquire) >= phase) return;
+  // A rank last seen on this rank's cpu cannot run while this one spins there: then yield at
+  // once rather than spin. Ranks publish their cpu as they start waiting (sched_getcpu is a vDSO
+  // read), and the spin looks again every 64 pauses, in case the awaited rank moved here.
+  const int cpu = sched_getcpu();
+  RankControl& own = segment_->control(rank_);
+  if (own.cpu.load(std::memory_order_relaxed) != cpu) own.cpu.store(cpu, std::memory_order_relaxed);
   const auto started = Clock::now();
-  for (int i = 1;; ++i) {
-    _mm_pause();
-    if (control.phase.load(std::memory_order_acquire) >= phase) return;
-    if (i % 64 == 0 && Clock::now() - started > kSpinFor) break;
+  if (control.cpu.load(std::memory_order_relaxed) != cpu) {
+    for (int i = 1;; ++i) {
+      _mm_pause();
+      if (control.phase.load(std::memory_order_acquire) >= phase) return;
+      if (i % 64 == 0 && (Clock::now() - started > spin_for_ ||
+                          control.cpu.load(std::memory_order_relaxed) == cpu)) {
+        break;
+      }
+    }
   }
   auto next_check = started;
-  const std::string what = std::string("shm ") + OpName(current_op_) + " (rank " +
-                           std::to_string(rank_) + " of " + std::to_string(size_) + ")";
+  const std::string what = What();
   while (control.phase.load(std::memory_order_acquire) < phase) {
     const auto now = Clock::now();
     if (now >= next_check) {
@@ -342,7 +428,7 @@ void ShmCommunicator::WaitForRank(uint32_t rank, uint64_t phase) {
                                           WhyNoAnswer(pid));
       }
     }
-    if (now - started < kSpinFor + kYieldFor) {
+    if (now - started < spin_for_ + kYieldFor) {
       sched_yield();
     } else {
       std::this_thread::sleep_for(kSleep);
@@ -356,8 +442,9 @@ void ShmCommunicator::BarrierPhase(bool check_signature) {
   for (uint32_t q = 1; q < size_; ++q) WaitForRank((rank_ + q) % size_, phase_);
   if (!check_signature) return;
   const Signature& mine = segment_->control(rank_).signature[(sequence_ - 1) % 2];
-  for (uint32_t q = 0; q < size_; ++q) {
-    const Signature& theirs = segment_->control(q).signature[(sequence_ - 1) % 2];
+  for (uint32_t q = 1; q < size_; ++q) {
+    const uint32_t other = (rank_ + q) % size_;
+    const Signature& theirs = segment_->control(other).signature[(sequence_ - 1) % 2];
     if (theirs == mine) continue;
     auto describe = [](const Signature& s) {
       std::string text = std::string(s.op == kAllReduce       ? "all_reduce"
@@ -373,7 +460,7 @@ void ShmCommunicator::BarrierPhase(bool check_signature) {
       return text;
     };
     Fail(CHORUS_INVALID_ARGUMENT, "shm: collective mismatch: rank ", rank_, " issues ",
-         describe(mine), " but rank ", q, " issues ", describe(theirs),
+         describe(mine), " but rank ", other, " issues ", describe(theirs),
          "; every rank must issue the same operations with the same sizes and dtypes");
   }
 }
@@ -386,9 +473,23 @@ void ShmCommunicator::AllReduce(const chorus_all_reduce_args& a) {
   Begin(kAllReduce, a.count, a.dtype, a.op, 0);
   const auto* send = static_cast<const unsigned char*>(a.send);
   auto* recv = static_cast<unsigned char*>(a.recv);
+  if (a.count == 0) return BarrierPhase(true);
+  const unsigned char* inputs[kMaxReduceInputs];
+  const size_t bytes = a.count * element;
+  if (bytes <= kOneBarrierBytes && bytes <= segment_->chunk_bytes() && size_ <= kMaxReduceInputs) {
+    const uint32_t which = round_ % 2;
+    std::memcpy(segment_->buffer(rank_, which), send, bytes);
+    BarrierPhase(true);
+    for (uint32_t q = 0; q < size_; ++q) inputs[q] = segment_->buffer(q, which);
+    ReduceMany(recv, {inputs, size_}, a.count, element, a.dtype, a.op);
+    ++round_;
+    return;
+  }
   const size_t per_round = segment_->chunk_bytes() / element;
+  // A result larger than the caches goes to memory with streaming stores: a plain store first
+  // reads every line of recv from memory, a third of the memory traffic of a large all_reduce.
+  const bool streaming = bytes >= kStreamingBytes;
   bool first = true;
-  if (a.count == 0) BarrierPhase(true);
   for (size_t offset = 0; offset < a.count; offset += per_round) {
     const size_t n = std::min(per_round, a.count - offset);
     const uint32_t which = round_ % 2;
@@ -401,23 +502,35 @@ void ShmCommunicator::AllReduce(const chorus_all_reduce_args& a) {
     std::memcpy(mine + end * element, input + end * element, (n - end) * element);
     BarrierPhase(first);
     first = false;
-    if (size_ == 1) std::memcpy(mine, input, n * element);
-    for (uint32_t q = 1; q < size_ && end > begin; ++q) {
-      const uint32_t other = (rank_ + q) % size_;
-      sdk::ReduceOnHost(
-          mine + begin * element, q == 1 ? input + begin * element : mine + begin * element,
-          segment_->buffer(other, which) + begin * element, end - begin, a.dtype, a.op);
+    if (end > begin) {
+      if (size_ <= kMaxReduceInputs) {
+        inputs[0] = input + begin * element;
+        for (uint32_t q = 1; q < size_; ++q) {
+          inputs[q] = segment_->buffer((rank_ + q) % size_, which) + begin * element;
+        }
+        // This rank's slice of the result goes to recv too while it is in the L1 cache.
+        ReduceMany(mine + begin * element, {inputs, size_}, end - begin, element, a.dtype, a.op,
+                   recv + (offset + begin) * element, streaming);
+      } else {
+        std::memcpy(mine + begin * element, input + begin * element, (end - begin) * element);
+        for (uint32_t q = 1; q < size_; ++q) {
+          sdk::ReduceOnHost(mine + begin * element, mine + begin * element,
+                            segment_->buffer((rank_ + q) % size_, which) + begin * element,
+                            end - begin, a.dtype, a.op);
+        }
+      }
     }
     if (size_ > 1) BarrierPhase(false);
     for (uint32_t q = 0; q < size_; ++q) {
       const auto [b, e] = SliceOf(q, size_, n);
-      if (e > b) {
-        std::memcpy(recv + (offset + b) * element, segment_->buffer(q, which) + b * element,
-                    (e - b) * element);
+      if (e > b && (q != rank_ || size_ > kMaxReduceInputs)) {
+        CopyOut(recv + (offset + b) * element, segment_->buffer(q, which) + b * element,
+                (e - b) * element, streaming);
       }
     }
     ++round_;
   }
+  if (streaming) StoreFence();
 }
 
 void ShmCommunicator::Broadcast(const chorus_collective_broadcast_args& a) {

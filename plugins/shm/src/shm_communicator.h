@@ -29,6 +29,10 @@
 namespace chorus::shm {
 
 inline constexpr size_t kDefaultChunkBytes = size_t{256} << 10;
+// An all_reduce of at most this many bytes takes one round with one barrier: every rank copies
+// its input in and then sums every rank's copy itself (in rank order, so every rank gets the same
+// bits). Small operations are bound by the barriers, not by the n-fold reading.
+inline constexpr size_t kOneBarrierBytes = size_t{16} << 10;
 
 class ShmCommunicator {
  public:
@@ -58,6 +62,8 @@ class ShmCommunicator {
   void WaitUntilEveryRankMapped();
   [[noreturn]] void FailOperation(chorus_status status, const std::string& message);
   const char* OpName(int64_t op) const;
+  // "shm <operation> (rank r of n)", for messages.
+  std::string What() const;
 
   uint32_t rank_;
   uint32_t size_;
@@ -68,6 +74,8 @@ class ShmCommunicator {
   uint64_t round_ = 0;     // rounds run, for the buffer parity
   Op current_op_ = kBarrier;
   std::chrono::steady_clock::time_point deadline_;
+  // How long a wait spins before it yields (shm_communicator.cc, kSpinFor).
+  std::chrono::steady_clock::duration spin_for_{};
   std::atomic<bool> aborted_{false};
   chorus_status broken_ = CHORUS_OK;  // after a failure every later call fails with it
   std::string broken_message_;

@@ -54,8 +54,11 @@ void CheckCollectiveBackends(const std::vector<std::string>& backends) {
       }
       continue;
     }
-    if (name != kCoreRingPairName &&
-        std::find(available.begin(), available.end(), name) == available.end()) {
+    // The registry's lookup, so every name a communicator takes (ring@tcp for core_ring, a
+    // plugin's name for its one collective) is taken here too.
+    try {
+      Registry::Global().FindCollective(name, "--backends");
+    } catch (const Error&) {
       throw UsageError("unknown backend '" + name +
                        "'; the collectives available are: " + JoinNames(available) +
                        " (plugins are searched in CHORUS_PLUGIN_PATH and the install's plugin "

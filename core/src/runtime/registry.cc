@@ -109,12 +109,6 @@ std::vector<std::string> Registry::CollectiveNames() const {
   return names;
 }
 
-std::vector<std::string> Registry::TransportNames() const {
-  std::vector<std::string> names;
-  for (const auto& entry : transports_) names.push_back(entry.api->name);
-  return names;
-}
-
 namespace {
 
 template <typename Entry>

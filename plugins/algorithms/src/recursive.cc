@@ -19,15 +19,22 @@ namespace {
 
 enum Phase : uint64_t { kFoldIn = 1, kHalving = 2, kDoubling = 3, kFoldOut = 4, kBarrier = 5 };
 
-}  // namespace
-
-void RunRhdAllReduce(RunContext& run) {
+// An all-reduce on the power-of-two new ranks of the fold: recv = send, the fold in, `schedule`
+// on the active ranks (with this rank's new rank), the fold out.
+template <typename Schedule>
+void FoldedAllReduce(RunContext& run, Schedule schedule) {
   run.CopySendToRecv();
   const size_t count = run.args().count;
   if (run.size() == 1 || count == 0) return;
   const Fold fold(run.size());
-  if (run.FoldIn(fold, count, run.Tag(kFoldIn))) {
-    const int me = fold.NewRank(run.rank());
+  if (run.FoldIn(fold, count, run.Tag(kFoldIn))) schedule(fold, fold.NewRank(run.rank()), count);
+  run.FoldOut(fold, count, run.Tag(kFoldOut));
+}
+
+}  // namespace
+
+void RunRhdAllReduce(RunContext& run) {
+  FoldedAllReduce(run, [&](const Fold& fold, int me, size_t count) {
     const size_t es = run.element_bytes();
     const sdk::BlockLayout layout{count, static_cast<size_t>(fold.pof2)};
     uint8_t* data = run.recv();
@@ -65,17 +72,11 @@ void RunRhdAllReduce(RunContext& run) {
       first = std::min(first, theirs);
       blocks *= 2;
     }
-  }
-  run.FoldOut(fold, count, run.Tag(kFoldOut));
+  });
 }
 
 void RunRecursiveDoublingAllReduce(RunContext& run) {
-  run.CopySendToRecv();
-  const size_t count = run.args().count;
-  if (run.size() == 1 || count == 0) return;
-  const Fold fold(run.size());
-  if (run.FoldIn(fold, count, run.Tag(kFoldIn))) {
-    const int me = fold.NewRank(run.rank());
+  FoldedAllReduce(run, [&](const Fold& fold, int me, size_t count) {
     const size_t bytes = count * run.element_bytes();
     uint8_t* data = run.recv();
     uint8_t* incoming = run.Scratch(bytes);
@@ -90,8 +91,7 @@ void RunRecursiveDoublingAllReduce(RunContext& run) {
         run.Reduce(data, incoming, data, count);
       }
     }
-  }
-  run.FoldOut(fold, count, run.Tag(kFoldOut));
+  });
 }
 
 void RunDisseminationBarrier(RunContext& run) {

@@ -67,10 +67,9 @@ class Registry {
   // What the registry left out and why (a name given twice).
   const std::vector<std::string>& notes() const { return notes_; }
 
-  // Names of every cross-device ops / collective / transport available (builtin first).
+  // Names of every cross-device ops / collective available (builtin first).
   std::vector<std::string> CrossDeviceOpsNames() const;
   std::vector<std::string> CollectiveNames() const;
-  std::vector<std::string> TransportNames() const;
   // The implementation called `name`: its own name, or its plugin's name when that plugin has
   // exactly one of the interface. Throws Error(INVALID_ARGUMENT) naming `what` (e.g.
   // "CHORUS_CROSS_DEVICE_OPS") and listing the available names, with the reason a file of that

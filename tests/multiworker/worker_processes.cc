@@ -1,10 +1,8 @@
 #include "worker_processes.h"
 
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,25 +14,11 @@
 #include <stdexcept>
 #include <thread>
 
+#include "chorus-launch/ports.h"
+
 extern char** environ;
 
 namespace chorus::test {
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  socklen_t length = sizeof(address);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    close(fd);
-    throw std::runtime_error("FreePort: cannot bind a socket");
-  }
-  close(fd);
-  return ntohs(address.sin_port);
-}
 
 WorkerProcesses::WorkerProcesses(int count, const std::string& program,
                                  const std::vector<std::string>& args,
@@ -44,8 +28,11 @@ WorkerProcesses::WorkerProcesses(int count, const std::string& program,
   if (mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
   scratch_ = pattern;
   std::string cluster;
+  // chorus-launch's choice: below the ephemeral range, where no program's bind(0) or connect()
+  // takes a port between this choice and the worker's bind.
+  const std::vector<int> free_ports = launch::PickFreePorts(count);
   for (int i = 0; i < count; ++i) {
-    ports_.push_back(i == 0 && leader_port != 0 ? leader_port : FreePort());
+    ports_.push_back(i == 0 && leader_port != 0 ? leader_port : free_ports[static_cast<size_t>(i)]);
     cluster += (i ? ",\"" : "\"") + host + ":" + std::to_string(ports_.back()) + "\"";
   }
   for (int i = 0; i < count; ++i) {

@@ -45,7 +45,4 @@ class WorkerProcesses {
   std::vector<bool> done_;
 };
 
-// A TCP port on 127.0.0.1 that was free a moment ago.
-int FreePort();
-
 }  // namespace chorus::test

@@ -1,6 +1,7 @@
 #include "builtin/collective_p2p.h"
 
 #include <chorus/plugin_sdk.hpp>
+#include <algorithm>
 #include <vector>
 
 namespace chorus::internal {
@@ -50,8 +51,7 @@ void CollectiveP2p::FreeLeftovers() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (live_.empty()) return;
-    leftovers.assign(live_.begin(), live_.end());
-    live_.clear();
+    leftovers.swap(live_);
   }
   // plugin.h allows freeing a request whose endpoint was aborted; abort first in case no
   // failure did (a destroy after a run that returned early).
@@ -89,7 +89,7 @@ chorus_status CollectiveP2p::Start(bool send, const chorus_p2p_args* args,
   if (status != CHORUS_OK) return Failed(status, send ? "isend" : "irecv");
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    live_.insert(request);
+    live_.push_back(request);
   }
   *out = reinterpret_cast<chorus_p2p_request*>(request);
   return CHORUS_OK;
@@ -121,7 +121,13 @@ void CollectiveP2p::Free(void* ctx, chorus_p2p_request* request) {
   CollectiveP2p& self = Self(ctx);
   {
     std::lock_guard<std::mutex> lock(self.mutex_);
-    self.live_.erase(AsRequest(request));
+    std::vector<chorus_request*>& live = self.live_;
+    // Few live at once (an algorithm's step, a window); the order does not matter.
+    const auto found = std::find(live.rbegin(), live.rend(), AsRequest(request));
+    if (found != live.rend()) {
+      *found = live.back();
+      live.pop_back();
+    }
   }
   self.plugin_.request_free(AsRequest(request));
 }

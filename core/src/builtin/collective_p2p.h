@@ -15,7 +15,7 @@
 
 #include <mutex>
 #include <string>
-#include <unordered_set>
+#include <vector>
 
 namespace chorus::internal {
 
@@ -56,7 +56,9 @@ class CollectiveP2p {
   chorus_transport_endpoint* const endpoint_;
   chorus_p2p p2p_{};
   mutable std::mutex mutex_;
-  std::unordered_set<chorus_request*> live_;
+  // Requests not freed yet: few at a time (an algorithm's step, a window); a vector, as a hash
+  // set allocated a node per request on the p2p path.
+  std::vector<chorus_request*> live_;
   chorus_status failure_status_ = CHORUS_OK;
   std::string failure_message_;
 };

@@ -574,6 +574,21 @@ void Endpoint::MarkPeerLost(int peer, const std::string& reason) {
   }
 }
 
+// libfabric's shm provider names a process's region in /dev/shm after its address (fi_getname:
+// "fi_shm://PID:DOMAIN:ENDPOINT") and unlinks it when the process closes it or exits normally; a
+// process killed with SIGKILL leaves it behind (16 MiB). A survivor that saw the process exit
+// removes it.
+void Endpoint::RemoveRegionOfDeadPeer(const std::string& address) {
+  std::string name(address.c_str());  // fi_getname's bytes end in NULs
+  constexpr std::string_view kScheme = "fi_shm://";
+  if (name.rfind(kScheme, 0) == 0) name.erase(0, kScheme.size());
+  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") return;
+  if (unlink(("/dev/shm/" + name).c_str()) == 0) {
+    chorus::sdk::Log(CHORUS_LOG_INFO, "ofi: removed /dev/shm/" + name +
+                                          ", the shared-memory region of a process that died");
+  }
+}
+
 void Endpoint::WatchPeers() {
   std::set<int> watched;  // the peers pending receives wait on
   {
@@ -592,6 +607,7 @@ void Endpoint::WatchPeers() {
     if (p.card.liveness_domain == mine.liveness_domain && p.card.pid != mine.pid &&
         chorus::ofi::ProcessExited(p.card.pid)) {
       reason = "its process has exited";
+      if (p.card.provider == "shm") RemoveRegionOfDeadPeer(p.card.address);
     } else {
       bool closed = false;
       try {

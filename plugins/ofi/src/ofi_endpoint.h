@@ -128,6 +128,7 @@ struct chorus_transport_endpoint {
   void FinishOperationLocked(chorus_request& request);
   void MarkPeerLost(int peer, const std::string& reason);
   void WatchPeers();
+  void RemoveRegionOfDeadPeer(const std::string& address);
   void ProgressLoop();
   std::string PeerName(int peer) const;
   void Close();

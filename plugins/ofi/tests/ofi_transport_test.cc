@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -179,6 +180,12 @@ TEST_P(OfiTest, PeerKilledWithSigkillFailsThePendingReceive) {
   int wstatus = 0;
   waitpid(peer, &wstatus, 0);
   EXPECT_TRUE(WIFSIGNALED(wstatus));
+  // A killed process cannot remove its shm region; the survivor that saw it die does.
+  const std::string prefix = std::to_string(peer) + ":";
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
+    EXPECT_NE(entry.path().filename().string().rfind(prefix, 0), 0u)
+        << entry.path() << ": the killed peer's shared-memory region was left behind";
+  }
   endpoint.reset();
   server->StopWaitingFor("peer");
 }

@@ -23,6 +23,14 @@ constexpr int64_t kSleepSliceMs = 50;
 constexpr auto kPeerCheckInterval = std::chrono::milliseconds(100);
 // How long destroy lets the endpoints flush and close before it tears the worker down.
 constexpr int64_t kCloseMs = 2000;
+// How long after a caller last progressed the worker the progress thread still stands back: a
+// caller between two waits of a loop is about to progress again.
+constexpr auto kHandOver = std::chrono::milliseconds(1);
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
 
 Clock::time_point DeadlineAfter(int64_t timeout_ms) {
   return Clock::now() +
@@ -92,9 +100,8 @@ Endpoint::Endpoint(const chorus_transport_create_args& args, const EndpointOptio
     StopProgressThread();
     if (worker_ != nullptr) ucp_worker_destroy(worker_);
     if (context_ != nullptr) ucp_cleanup(context_);
-    for (Request* r : in_ucx_) {
-      if (r->freed) delete r;
-    }
+    // Every handshake request was freed on the way out; those UCX still held are deleted here.
+    for (Request* r : LiveLocked([](const Request& q) { return q.freed; })) DeleteLocked(*r);
     throw;
   }
 }
@@ -262,9 +269,20 @@ void Endpoint::PublishClosed() {
   }
 }
 
+bool Endpoint::ProgressThreadStandsBackLocked() const {
+  if (spinning_.load(std::memory_order_relaxed) > 0) return true;
+  if (sleeping_.load() > 0) return false;
+  const int64_t since = NowNs() - caller_progressed_ns_.load(std::memory_order_relaxed);
+  return since < std::chrono::nanoseconds(kHandOver).count();
+}
+
 void Endpoint::ProgressLoop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
+    if (ProgressThreadStandsBackLocked()) {
+      progress_idle_.wait_for(lock, kHandOver);
+      continue;
+    }
     ProgressLocked();
     if (event_fd_ >= 0 && ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;  // more to do
     lock.unlock();
@@ -280,7 +298,11 @@ void Endpoint::ProgressLoop() {
 
 void Endpoint::StopProgressThread() {
   if (!progress_thread_.joinable()) return;
-  stopping_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    progress_idle_.notify_all();
+  }
   if (event_fd_ >= 0) ucp_worker_signal(worker_);
   progress_thread_.join();
 }
@@ -299,7 +321,7 @@ Endpoint::~Endpoint() {
   PublishClosed();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (Request* r : std::vector<Request*>(pending_.begin(), pending_.end())) {
+    for (Request* r : LiveLocked([](const Request& q) { return !q.done; })) {
       FinishLocked(*r, CHORUS_ABORTED,
                    "ucx: the endpoint of rank " + std::to_string(rank_) +
                        " was destroyed with this " + Transfer(*r) + " pending");
@@ -311,19 +333,21 @@ Endpoint::~Endpoint() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ProgressLocked();
-      if (in_ucx_.empty()) break;
+      if (in_ucx_ == 0) break;
     }
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   std::lock_guard<std::mutex> lock(mutex_);
   ucp_worker_destroy(worker_);  // releases what UCX still held
   ucp_cleanup(context_);
-  for (Request* r : in_ucx_) {
-    if (r->freed) delete r;
-  }
-  for (Request* r : handed_out_) {
-    r->endpoint = nullptr;  // request_free still deletes it; waits answer its final status
-    r->ucx = nullptr;
+  for (Request* r : LiveLocked([](const Request&) { return true; })) {
+    if (r->freed) {
+      DeleteLocked(*r);
+    } else {
+      UnlinkLocked(*r);
+      r->endpoint = nullptr;  // request_free still deletes it; waits answer its final status
+      r->ucx = nullptr;
+    }
   }
 }
 
@@ -368,8 +392,8 @@ Request* Endpoint::Start(bool receive, int32_t peer, uint64_t tag, void* data, s
   param.user_data = &r;
   // The callback may run inside the call (a message that is already here), so the request is
   // registered first.
-  pending_.insert(&r);
-  in_ucx_.insert(&r);
+  LinkLocked(r);
+  ++in_ucx_;
   ucs_status_ptr_t started;
   if (receive) {
     param.cb.recv = OnReceiveDone;
@@ -379,20 +403,47 @@ Request* Endpoint::Start(bool receive, int32_t peer, uint64_t tag, void* data, s
     started = ucp_tag_send_nbx(target.ep, data, bytes, ucp_tag, &param);
   }
   if (UCS_PTR_IS_ERR(started)) {
-    pending_.erase(&r);
-    in_ucx_.erase(&r);
+    UnlinkLocked(r);
+    --in_ucx_;
     Fail(receive ? CHORUS_INTERNAL : CHORUS_PEER_LOST, what, ": UCX refused the ", Transfer(r),
          ": ", ucs_status_string(UCS_PTR_STATUS(started)));
   }
   if (started == nullptr) {  // completed in place after all
-    in_ucx_.erase(&r);
+    --in_ucx_;
     r.ucx_done = true;
     if (!r.done) FinishLocked(r, CHORUS_OK, "");
   } else if (!r.ucx_done) {
     r.ucx = started;
   }
-  handed_out_.insert(&r);
   return request.release();
+}
+
+void Endpoint::LinkLocked(Request& r) {
+  r.live_prev = nullptr;
+  r.live_next = live_;
+  if (live_ != nullptr) live_->live_prev = &r;
+  live_ = &r;
+}
+
+void Endpoint::UnlinkLocked(Request& r) {
+  if (r.live_prev != nullptr) r.live_prev->live_next = r.live_next;
+  if (r.live_next != nullptr) r.live_next->live_prev = r.live_prev;
+  if (live_ == &r) live_ = r.live_next;
+  r.live_prev = r.live_next = nullptr;
+}
+
+void Endpoint::DeleteLocked(Request& r) {
+  UnlinkLocked(r);
+  delete &r;
+}
+
+template <typename Predicate>
+std::vector<Request*> Endpoint::LiveLocked(Predicate keep) const {
+  std::vector<Request*> selected;
+  for (Request* r = live_; r != nullptr; r = r->live_next) {
+    if (keep(*r)) selected.push_back(r);
+  }
+  return selected;
 }
 
 void Endpoint::ProgressLocked() {
@@ -412,8 +463,7 @@ void Endpoint::FinishLocked(Request& r, chorus_status status, std::string messag
   r.done = true;
   r.status = status;
   r.message = std::move(message);
-  pending_.erase(&r);
-  finished_.notify_all();
+  if (sleeping_.load() > 0) finished_.notify_all();
 }
 
 void Endpoint::CancelLocked(Request& r) {
@@ -424,8 +474,7 @@ void Endpoint::MarkPeerLostLocked(Peer& peer, const std::string& reason) {
   if (peer.lost) return;
   peer.lost = true;
   peer.lost_reason = reason;
-  for (Request* r : std::vector<Request*>(pending_.begin(), pending_.end())) {
-    if (r->peer != peer.rank) continue;
+  for (Request* r : LiveLocked([&](const Request& q) { return !q.done && q.peer == peer.rank; })) {
     FinishLocked(*r, CHORUS_PEER_LOST, "ucx: the " + Transfer(*r) + " failed: " + reason);
     CancelLocked(*r);  // a send ends through UCX's error handling, or at destroy
   }
@@ -447,7 +496,7 @@ void Endpoint::OnReceiveDone(void* ucx, ucs_status_t status, const ucp_tag_recv_
 }
 
 void Endpoint::UcxDoneLocked(Request& r, ucs_status_t status, size_t received) {
-  in_ucx_.erase(&r);
+  --in_ucx_;
   r.ucx = nullptr;
   r.ucx_done = true;
   const std::string sizes = "rank " + std::to_string(r.peer) + " sent " +
@@ -472,7 +521,7 @@ void Endpoint::UcxDoneLocked(Request& r, ucs_status_t status, size_t received) {
         r, CHORUS_PEER_LOST,
         "ucx: the " + Transfer(r) + " failed: UCX says \"" + ucs_status_string(status) + "\"");
   }
-  if (r.freed) delete &r;
+  if (r.freed) DeleteLocked(r);
 }
 
 void Endpoint::OnPeerError(void* arg, ucp_ep_h, ucs_status_t status) {
@@ -495,15 +544,10 @@ bool Endpoint::PeerGoneLocked(const Peer& peer) {
   }
 }
 
+// Looks at whether rank `rank` closed its endpoint or its process exited (called when its
+// peer check is due).
 void Endpoint::CheckPeer(int32_t rank) {
-  if (rank == rank_) return;
-  Peer& peer = peers_[static_cast<size_t>(rank)];
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const Clock::time_point now = Clock::now();
-    if (peer.lost || now < peer.next_check) return;
-    peer.next_check = now + kPeerCheckInterval;
-  }
+  const Peer& peer = peers_[static_cast<size_t>(rank)];
   const bool exited = peer.same_host && !ProcessAlive(peer.process);
   bool closed = false;
   try {
@@ -514,25 +558,71 @@ void Endpoint::CheckPeer(int32_t rank) {
   std::lock_guard<std::mutex> lock(mutex_);
   ProgressLocked();  // what the peer flushed before it closed is matched first
   MarkPeerLostLocked(
-      peer, exited ? "the process of rank " + std::to_string(rank) + " (pid " +
-                         std::to_string(peer.process.pid) + " on this host) exited"
-                   : "rank " + std::to_string(rank) + " closed its endpoint (destroy or abort)");
+      peers_[static_cast<size_t>(rank)],
+      exited ? "the process of rank " + std::to_string(rank) + " (pid " +
+                   std::to_string(peer.process.pid) + " on this host) exited"
+             : "rank " + std::to_string(rank) + " closed its endpoint (destroy or abort)");
 }
 
 bool Endpoint::Test(Request& r) {
+  const Clock::time_point now = Clock::now();
+  caller_progressed_ns_.store(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count(),
+      std::memory_order_relaxed);
+  bool check_peer = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ProgressLocked();
     if (r.done) return true;
+    if (r.peer != rank_) {
+      Peer& peer = peers_[static_cast<size_t>(r.peer)];
+      if (!peer.lost && now >= peer.next_check) {
+        peer.next_check = now + kPeerCheckInterval;
+        check_peer = true;
+      }
+    }
   }
+  if (!check_peer) return false;
   CheckPeer(r.peer);
   std::lock_guard<std::mutex> lock(mutex_);
   return r.done;
 }
 
+namespace {
+
+// Counts a wait among those spinning on the worker, until End() or the end of its scope.
+class SpinningWait {
+ public:
+  SpinningWait(std::atomic<int>& spinning, std::function<void()> on_last)
+      : spinning_(spinning), on_last_(std::move(on_last)) {
+    spinning_.fetch_add(1);
+  }
+  ~SpinningWait() { End(); }
+  SpinningWait(const SpinningWait&) = delete;
+  SpinningWait& operator=(const SpinningWait&) = delete;
+  void End() {
+    if (ended_) return;
+    ended_ = true;
+    if (spinning_.fetch_sub(1) == 1) on_last_();
+  }
+
+ private:
+  std::atomic<int>& spinning_;
+  std::function<void()> on_last_;
+  bool ended_ = false;
+};
+
+}  // namespace
+
 bool Endpoint::Wait(Request& r, int64_t timeout_ms) {
   const Clock::time_point deadline = DeadlineAfter(timeout_ms);
   const Clock::time_point spin_until = Clock::now() + std::chrono::microseconds(options_.spin_us);
+  // The last spinning wait to stop hands the worker to the progress thread when a wait sleeps.
+  SpinningWait spinning(spinning_, [this] {
+    if (sleeping_.load() == 0) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    progress_idle_.notify_all();
+  });
   for (;;) {
     if (Test(r)) return true;
     if (sdk::HostAbortRequested()) {
@@ -542,12 +632,16 @@ bool Endpoint::Wait(Request& r, int64_t timeout_ms) {
     const Clock::time_point now = Clock::now();
     if (now >= deadline) return false;
     if (now < spin_until) continue;
+    spinning.End();
     // Sleep until a completion (the progress thread's, another waiter's, abort's) or the slice
-    // ends, to look at the peer and the abort flag again.
+    // ends, to look at the peer and the abort flag again. The progress thread takes the worker.
     std::unique_lock<std::mutex> lock(mutex_);
     if (r.done) return true;
+    sleeping_.fetch_add(1);
+    progress_idle_.notify_all();
     finished_.wait_for(
         lock, std::chrono::milliseconds(std::min(MillisecondsUntil(deadline), kSleepSliceMs)));
+    sleeping_.fetch_sub(1);
     if (r.done) return true;
   }
 }
@@ -556,7 +650,7 @@ void Endpoint::Abort() {
   if (aborted_.exchange(true)) return;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (Request* r : std::vector<Request*>(pending_.begin(), pending_.end())) {
+    for (Request* r : LiveLocked([](const Request& q) { return !q.done; })) {
       FinishLocked(*r, CHORUS_ABORTED,
                    "ucx: the endpoint of rank " + std::to_string(rank_) +
                        " was aborted during the " + Transfer(*r));
@@ -564,6 +658,8 @@ void Endpoint::Abort() {
     }
     // Closing by force tells the peers (over tcp at once); their own waits see the closed key.
     CloseEndpointsLocked(true, closing_);
+    caller_progressed_ns_ = 0;  // the progress thread runs the closes now
+    progress_idle_.notify_all();
   }
   if (event_fd_ >= 0) ucp_worker_signal(worker_);  // the progress thread runs the closes now
   PublishClosed();
@@ -571,13 +667,12 @@ void Endpoint::Abort() {
 
 void Endpoint::Free(Request* r) {
   std::lock_guard<std::mutex> lock(mutex_);
-  handed_out_.erase(r);
   if (!r->done) {  // freed while live: only after abort, by plugin.h; be safe otherwise too
     FinishLocked(*r, CHORUS_ABORTED, "ucx: request freed while pending");
     CancelLocked(*r);
   }
   if (r->ucx_done) {
-    delete r;
+    DeleteLocked(*r);
   } else {
     r->freed = true;  // UCX still writes into it; its callback (or destroy) deletes it
   }

@@ -101,12 +101,19 @@ class Endpoint {
   void Handshake(std::chrono::steady_clock::time_point deadline);
   Request* Start(bool receive, int32_t peer, uint64_t tag, void* data, size_t bytes,
                  uint64_t ucp_tag);
-  void ProgressLocked();
-  bool TestAndProgress(Request& request);
+  // Progresses the worker until it has nothing to do (until_idle), or once.
+  void ProgressLocked(bool until_idle = true);
+  // After a progress that left `request` pending: records the caller's progress at `now`, looks
+  // at the request's peer when that is due; whether the request is done now.
+  bool CheckAfterProgress(Request& request, std::chrono::steady_clock::time_point now);
   void ProgressLoop();
   bool ProgressThreadStandsBackLocked() const;
   void LinkLocked(Request& request);
   void UnlinkLocked(Request& request);
+  // Requests come from and go back to a few spares (no allocation per message once warm).
+  std::unique_ptr<Request> NewRequestLocked();
+  void RecycleLocked(std::unique_ptr<Request> request);
+  // Unlinks a request neither the caller nor UCX holds any more, and recycles it.
   void DeleteLocked(Request& request);
   // The live requests that `keep` selects, copied: acting on one may delete it.
   template <typename Predicate>
@@ -144,6 +151,8 @@ class Endpoint {
   bool peer_errors_ = false;  // some Peer::ucx_error is waiting for ProgressLocked
   std::atomic<bool> aborted_{false};
   std::atomic<bool> closed_published_{false};
+  static constexpr size_t kSpareRequests = 64;
+  std::vector<std::unique_ptr<Request>> spare_;
   Request* live_ = nullptr;  // head of the list of requests not deleted yet
   size_t in_ucx_ = 0;        // how many of them UCX still holds
   std::vector<void*> closing_;  // ucp_ep_close_nbx requests of abort()

@@ -469,16 +469,21 @@ std::vector<Request*> Endpoint::LiveLocked(Predicate keep) const {
   return selected;
 }
 
-void Endpoint::ProgressLocked(bool until_idle) {
-  while (ucp_worker_progress(worker_) != 0 && until_idle) {
+unsigned Endpoint::ProgressLocked(bool until_idle) {
+  unsigned events = 0;
+  for (;;) {
+    const unsigned now = ucp_worker_progress(worker_);
+    events += now;
+    if (now == 0 || !until_idle) break;
   }
   // A peer's failure counts once everything it sent before is matched: a peer that sent its
   // messages and then closed its endpoint has not lost them.
-  if (!peer_errors_) return;
+  if (!peer_errors_) return events;
   peer_errors_ = false;
   for (Peer& peer : peers_) {
     if (!peer.ucx_error.empty()) MarkPeerLostLocked(peer, std::exchange(peer.ucx_error, ""));
   }
+  return events;
 }
 
 void Endpoint::FinishLocked(Request& r, chorus_status status, std::string message) {
@@ -647,6 +652,9 @@ class SpinningWait {
 bool Endpoint::Wait(Request& r, int64_t timeout_ms) {
   // Set at the first look at the clock: a request done within 16 spins reads it never.
   Clock::time_point deadline{}, spin_until{};
+  // The spin lasts while the worker moves: it ends spin_us after the last progress that did
+  // something (a long message streaming in keeps the wait on the core; a silent peer does not).
+  unsigned events = 0;
   // The last spinning wait to stop hands the worker to the progress thread when a wait sleeps.
   SpinningWait spinning(spinning_, [this] {
     if (sleeping_.load() == 0) return;
@@ -659,16 +667,17 @@ bool Endpoint::Wait(Request& r, int64_t timeout_ms) {
       // request that finished (a send done in place) needs none.
       std::lock_guard<std::mutex> lock(mutex_);
       if (r.done) return true;
-      ProgressLocked(/*until_idle=*/false);
+      events += ProgressLocked(/*until_idle=*/false);
       if (r.done) return true;
     }
     // The clock, the peer and the abort flag every 16th spin: reading the clock cost more than
     // progressing the worker.
     if (spins % 16 != 0) continue;
     const Clock::time_point now = Clock::now();
-    if (spins == 16) {
-      deadline = DeadlineAfter(timeout_ms);
+    if (spins == 16) deadline = DeadlineAfter(timeout_ms);
+    if (spins == 16 || events != 0) {
       spin_until = now + std::chrono::microseconds(options_.spin_us);
+      events = 0;
     }
     if (CheckAfterProgress(r, now)) return true;
     if (sdk::HostAbortRequested()) {

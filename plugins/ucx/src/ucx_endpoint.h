@@ -101,8 +101,9 @@ class Endpoint {
   void Handshake(std::chrono::steady_clock::time_point deadline);
   Request* Start(bool receive, int32_t peer, uint64_t tag, void* data, size_t bytes,
                  uint64_t ucp_tag);
-  // Progresses the worker until it has nothing to do (until_idle), or once.
-  void ProgressLocked(bool until_idle = true);
+  // Progresses the worker until it has nothing to do (until_idle), or once; how many events
+  // UCX handled.
+  unsigned ProgressLocked(bool until_idle = true);
   // After a progress that left `request` pending: records the caller's progress at `now`, looks
   // at the request's peer when that is due; whether the request is done now.
   bool CheckAfterProgress(Request& request, std::chrono::steady_clock::time_point now);

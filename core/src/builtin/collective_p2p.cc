@@ -1,7 +1,7 @@
 #include "builtin/collective_p2p.h"
 
-#include <chorus/plugin_sdk.hpp>
 #include <algorithm>
+#include <chorus/plugin_sdk.hpp>
 #include <vector>
 
 namespace chorus::internal {

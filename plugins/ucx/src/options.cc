@@ -12,7 +12,7 @@ namespace {
 constexpr std::pair<std::string_view, const char*> kUcxOptions[] = {{"tls", "TLS"},
                                                                     {"net_devices", "NET_DEVICES"}};
 
-constexpr const char* kKnownOptions = "tls, net_devices, spin_us, store_prefix";
+constexpr const char* kKnownOptions = "tls, net_devices, spin_us, yield_us, store_prefix";
 
 // "127.0.0.1:5000", "localhost:5000", "[::1]:5000".
 bool IsLoopback(std::string_view address) {
@@ -41,8 +41,8 @@ EndpointOptions ParseOptions(const chorus_option* options, size_t count, std::st
       known = true;
     }
     if (known) continue;
-    if (key == "spin_us") {
-      parsed.spin_us = static_cast<int64_t>(
+    if (key == "spin_us" || key == "yield_us") {
+      (key == "spin_us" ? parsed.spin_us : parsed.yield_us) = static_cast<int64_t>(
           std::min<uint64_t>(sdk::IntegerOption(&options[i], 1, key, 0), 1000000));
     } else if (key == "store_prefix") {
       parsed.store_prefix = value;

@@ -17,8 +17,11 @@ struct EndpointOptions {
   // UCP configuration variables (names without the UCX_ prefix) set for this endpoint only,
   // over what the UCX_* environment says: "tls" -> TLS, "net_devices" -> NET_DEVICES.
   std::vector<std::pair<std::string, std::string>> ucx_settings;
-  // How long a wait spins on the worker before it sleeps on the worker's event fd.
+  // How long a wait spins on the worker after the last event it handled, then how long it goes
+  // on spinning with sched_yield() between spins (a rank that shares its core lets the others
+  // run; alone on its core it keeps the core, as ucx_perftest and MPI do), before it sleeps.
   int64_t spin_us = 50;
+  int64_t yield_us = 1000;
   // Prefix of this endpoint's keys in the rendezvous store.
   std::string store_prefix;
 };

@@ -1,6 +1,7 @@
 #include "ucx_endpoint.h"
 
 #include <poll.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <functional>
@@ -651,7 +652,7 @@ class SpinningWait {
 
 bool Endpoint::Wait(Request& r, int64_t timeout_ms) {
   // Set at the first look at the clock: a request done within 16 spins reads it never.
-  Clock::time_point deadline{}, spin_until{};
+  Clock::time_point deadline{}, spin_until{}, yield_until{};
   // The spin lasts while the worker moves: it ends spin_us after the last progress that did
   // something (a long message streaming in keeps the wait on the core; a silent peer does not).
   unsigned events = 0;
@@ -677,6 +678,7 @@ bool Endpoint::Wait(Request& r, int64_t timeout_ms) {
     if (spins == 16) deadline = DeadlineAfter(timeout_ms);
     if (spins == 16 || events != 0) {
       spin_until = now + std::chrono::microseconds(options_.spin_us);
+      yield_until = spin_until + std::chrono::microseconds(options_.yield_us);
       events = 0;
     }
     if (CheckAfterProgress(r, now)) return true;
@@ -686,6 +688,10 @@ bool Endpoint::Wait(Request& r, int64_t timeout_ms) {
     }
     if (now >= deadline) return false;
     if (now < spin_until) continue;
+    if (now < yield_until) {
+      sched_yield();
+      continue;
+    }
     spinning.End();
     // Sleep until a completion (the progress thread's, another waiter's, abort's) or the slice
     // ends, to look at the peer and the abort flag again. The progress thread takes the worker.

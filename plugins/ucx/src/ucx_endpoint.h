@@ -154,14 +154,14 @@ class Endpoint {
   std::atomic<bool> closed_published_{false};
   static constexpr size_t kSpareRequests = 64;
   std::vector<std::unique_ptr<Request>> spare_;
-  Request* live_ = nullptr;  // head of the list of requests not deleted yet
-  size_t in_ucx_ = 0;        // how many of them UCX still holds
+  Request* live_ = nullptr;     // head of the list of requests not deleted yet
+  size_t in_ucx_ = 0;           // how many of them UCX still holds
   std::vector<void*> closing_;  // ucp_ep_close_nbx requests of abort()
 
   // The progress thread's hand-over (see the top of this file).
-  std::condition_variable progress_idle_;  // wakes the progress thread when it stands back
-  std::atomic<int> spinning_{0};           // waits spinning on the worker now
-  std::atomic<int> sleeping_{0};           // waits asleep on finished_
+  std::condition_variable progress_idle_;         // wakes the progress thread when it stands back
+  std::atomic<int> spinning_{0};                  // waits spinning on the worker now
+  std::atomic<int> sleeping_{0};                  // waits asleep on finished_
   std::atomic<int64_t> caller_progressed_ns_{0};  // when a caller last progressed (steady clock)
 };
 

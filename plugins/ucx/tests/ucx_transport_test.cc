@@ -69,10 +69,12 @@ TEST(UcxOptions, UnknownOptionIsRefusedNamingTheKnownOnes) {
   EXPECT_NE(message.find("tls, net_devices"), std::string::npos) << message;
 }
 
-TEST(UcxOptions, BadSpinIsRefused) {
-  const auto [status, message] = CreateAlone({{"spin_us", "soon"}});
-  EXPECT_EQ(status, CHORUS_INVALID_ARGUMENT) << message;
-  EXPECT_NE(message.find("spin_us"), std::string::npos) << message;
+TEST(UcxOptions, BadSpinOrYieldIsRefused) {
+  for (const char* key : {"spin_us", "yield_us"}) {
+    const auto [status, message] = CreateAlone({{key, "soon"}});
+    EXPECT_EQ(status, CHORUS_INVALID_ARGUMENT) << message;
+    EXPECT_NE(message.find(key), std::string::npos) << message;
+  }
 }
 
 // No InfiniBand here: UCX opens nothing for rc, and says so in its words.

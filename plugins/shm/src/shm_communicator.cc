@@ -6,12 +6,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chorus/plugin_sdk.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -32,8 +34,25 @@ constexpr auto kSpinFor = std::chrono::microseconds(2000);
 constexpr auto kYieldFor = std::chrono::milliseconds(2);
 constexpr auto kSleep = std::chrono::microseconds(50);
 constexpr auto kLivenessEvery = std::chrono::milliseconds(1);
-// An all_reduce of at least this many bytes writes its result with streaming stores (CopyOut).
-constexpr size_t kStreamingBytes = size_t{4} << 20;
+// The last-level cache, from sysfs (getconf's figure is the whole socket's on some VMs); 32 MiB
+// when sysfs does not say.
+size_t LastLevelCacheBytes() {
+  static const size_t bytes = [] {
+    size_t largest = 0;
+    for (int index = 0; index < 8; ++index) {
+      const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
+      std::ifstream size_file(dir + "/size");
+      size_t value = 0;
+      char unit = 0;
+      if (!(size_file >> value)) continue;
+      size_file >> unit;
+      value *= unit == 'K' ? size_t{1} << 10 : unit == 'M' ? size_t{1} << 20 : 1;
+      largest = std::max(largest, value);
+    }
+    return largest > 0 ? largest : size_t{32} << 20;
+  }();
+  return bytes;
+}
 // Ranks whose buffers one fused reduce takes (more ranks reduce pairwise).
 constexpr uint32_t kMaxReduceInputs = 64;
 
@@ -488,7 +507,9 @@ void ShmCommunicator::AllReduce(const chorus_all_reduce_args& a) {
   const size_t per_round = segment_->chunk_bytes() / element;
   // A result larger than the caches goes to memory with streaming stores: a plain store first
   // reads every line of recv from memory, a third of the memory traffic of a large all_reduce.
-  const bool streaming = bytes >= kStreamingBytes;
+  // While every rank's input and result fit in the last-level cache, plain stores keep them
+  // there (streaming them at 4 MiB with 2 ranks cost a third of the bandwidth).
+  const bool streaming = bytes * 2 * size_ > LastLevelCacheBytes();
   bool first = true;
   for (size_t offset = 0; offset < a.count; offset += per_round) {
     const size_t n = std::min(per_round, a.count - offset);

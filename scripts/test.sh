@@ -4,7 +4,8 @@
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build, every test but the 3- and 4-worker
 #      repeats of the multi-process collective sweep (the 2-worker sweep runs) and the
 #      out-of-tree template build (a packaging test; its plugin is not instrumented);
-#   3. ThreadSanitizer build, the threaded core tests (replica threads, stores, tcp transport,
+#   3. ThreadSanitizer build, the threaded tests (replica threads, stores, tcp transport, the ucx
+#      transport (its progress thread, four threads on one endpoint),
 #      ring collective, the hierarchical collective with ranks as threads).
 # The release build uses g++, the sanitizer builds Clang and lld (README: why).
 # CHORUS_TEST_QUICK=1 runs only the first.

@@ -23,6 +23,9 @@ mkdir -p "$out"
 lat_iters=${LAT_ITERS:-2000}  # ping-pongs at 8 B (chorus and ucx_perftest; fi_pingpong: a quarter)
 bw_iters=${BW_ITERS:-20}      # windows (chorus) per size; ucx_perftest: that many x WINDOW sends
 window=${WINDOW:-16}
+# ucx: rounds of chorus-bench and ucx_perftest alternating; each figure is the median over them
+# (one run of either swings 2-3x on a shared VM: a single pair of runs compares little).
+rounds=${ROUNDS:-3}
 # The chorus transports beside ucx_perftest and fi_pingpong (another name measures that one there,
 # e.g. UCX_NAME=tcp to try this script's native half without the plugins).
 ucx_name=${UCX_NAME:-ucx}
@@ -116,41 +119,63 @@ else
   # request does, so plain is the same setting there.
   urow() { printf "  %-8s %9s %11s %11s %11s %12s %12s %12s\n" "$@"; }
   urow "UCX_TLS" "size" "native lat" "native -e" "chorus lat" "native MB/s" "native -e" "chorus MB/s"
+  # The median of the figures given (failed runs left out); WRONG when any run had wrong bytes.
+  median() {
+    if printf '%s\n' "$@" | grep -qx WRONG; then
+      echo WRONG
+      return
+    fi
+    printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g |
+      awk '{ v[NR] = $1 } END { if (NR == 0) print "failed";
+             else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+  }
   for tls in tcp sm,self; do
     log="$out/transports_ucx_${tls//,/_}"
-    if ! UCX_TLS=$tls chorus_run "$ucx_name" "$log.csv"; then
-      echo "   UCX_TLS=$tls: chorus-bench --transports $ucx_name failed (see above)"
-      continue
-    fi
     modes=("")
     [ "$tls" = tcp ] && modes+=("-e")
-    declare -A native=()
-    for mode in "${modes[@]}"; do
-      native[lat$mode]=failed
-      # shellcheck disable=SC2086  # $mode is empty or one flag
-      if UCX_TLS=$tls native_pair "$log.tag_lat$mode" ucx_perftest -p PORT $mode -- \
-        ucx_perftest 127.0.0.1 -p PORT $mode -t tag_lat -s 8 -n "$lat_iters" -w 100 -f; then
-        native[lat$mode]=$(ucx_final "$log.tag_lat$mode" | awk '{ print $2 }')
+    declare -A native=() mine=()
+    chorus_failed=0
+    for ((round = 1; round <= rounds; ++round)); do
+      if ! UCX_TLS=$tls chorus_run "$ucx_name" "$log.csv"; then
+        echo "   UCX_TLS=$tls: chorus-bench --transports $ucx_name failed (see above)"
+        chorus_failed=1
+        break
       fi
+      mine[lat]+=" $(chorus_figure "$log.csv" 8 latency_us)"
       for size in 1048576 4194304 16777216; do
-        native[bw$size$mode]=failed
-        # shellcheck disable=SC2086
-        if UCX_TLS=$tls native_pair "$log.tag_bw_$size$mode" ucx_perftest -p PORT $mode -- \
-          ucx_perftest 127.0.0.1 -p PORT $mode -t tag_bw -s "$size" -n $((bw_iters * window)) \
-          -w "$window" -O "$window" -f; then
-          native[bw$size$mode]=$(ucx_final "$log.tag_bw_$size$mode" | awk '{ print $6 }')
+        mine[bw$size]+=" $(chorus_figure "$log.csv" "$size" bandwidth_MBps)"
+      done
+      for mode in "${modes[@]}"; do
+        # shellcheck disable=SC2086  # $mode is empty or one flag
+        if UCX_TLS=$tls native_pair "$log.tag_lat$mode" ucx_perftest -p PORT $mode -- \
+          ucx_perftest 127.0.0.1 -p PORT $mode -t tag_lat -s 8 -n "$lat_iters" -w 100 -f; then
+          native[lat$mode]+=" $(ucx_final "$log.tag_lat$mode" | awk '{ print $2 }')"
         fi
+        for size in 1048576 4194304 16777216; do
+          # shellcheck disable=SC2086
+          if UCX_TLS=$tls native_pair "$log.tag_bw_$size$mode" ucx_perftest -p PORT $mode -- \
+            ucx_perftest 127.0.0.1 -p PORT $mode -t tag_bw -s "$size" -n $((bw_iters * window)) \
+            -w "$window" -O "$window" -f; then
+            native[bw$size$mode]+=" $(ucx_final "$log.tag_bw_$size$mode" | awk '{ print $6 }')"
+          fi
+        done
       done
     done
-    same() { [ "$tls" = tcp ] && echo "${native[$1-e]}" || echo "(= plain)"; }
-    urow "$tls" 8 "${native[lat]}" "$(same lat)" "$(chorus_figure "$log.csv" 8 latency_us)" "" "" ""
-    for size in 1048576 4194304 16777216; do
-      urow "$tls" "$size" "" "" "$(chorus_figure "$log.csv" "$size" latency_us)" \
-        "${native[bw$size]}" "$(same "bw$size")" "$(chorus_figure "$log.csv" "$size" bandwidth_MBps)"
-    done
-    unset native
+    if [ $chorus_failed -eq 0 ]; then
+      # shellcheck disable=SC2086  # the figures are words
+      same() { [ "$tls" = tcp ] && median ${native[$1-e]:-} || echo "(= plain)"; }
+      # shellcheck disable=SC2086
+      urow "$tls" 8 "$(median ${native[lat]:-})" "$(same lat)" "$(median ${mine[lat]})" "" "" ""
+      for size in 1048576 4194304 16777216; do
+        # shellcheck disable=SC2086
+        urow "$tls" "$size" "" "" "" "$(median ${native[bw$size]:-})" "$(same "bw$size")" \
+          "$(median ${mine[bw$size]})"
+      done
+    fi
+    unset native mine
   done
-  echo "   lat in us: ucx_perftest's 50.0%ile, chorus's median of round trip / 2; MB/s:" \
+  echo "   medians over $rounds alternating rounds; lat in us: ucx_perftest's 50.0%ile, chorus's" \
+    "median of round trip / 2; MB/s:" \
     "ucx_perftest's 'overall' with -O $window sends in flight, chorus's window x size / median" \
     "window time; -e: ucx_perftest with peer error handling, as chorus's endpoints over tcp"
 fi

@@ -139,6 +139,13 @@ void Endpoint::Connect(int64_t timeout_ms) {
     peer.same_host = record.process.host == mine.process.host;
     ConnectPeer(peer, record);
   }
+  // More ranks on this host than cpus this process may run on: a wait that yields keeps a core
+  // a peer needs (sched_yield hands it over only sometimes), so waits sleep right after spin_us.
+  const auto here =
+      std::count_if(peers_.begin(), peers_.end(), [](const Peer& peer) { return peer.same_host; });
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  oversubscribed_ = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) < here;
   Handshake(deadline);
 }
 
@@ -493,6 +500,7 @@ void Endpoint::FinishLocked(Request& r, chorus_status status, std::string messag
   r.status = status;
   r.message = std::move(message);
   if (sleeping_.load() > 0) finished_.notify_all();
+  if (efd_sleepers_.load() > 0) ucp_worker_signal(worker_);
 }
 
 void Endpoint::CancelLocked(Request& r) {
@@ -678,7 +686,7 @@ bool Endpoint::Wait(Request& r, int64_t timeout_ms) {
     if (spins == 16) deadline = DeadlineAfter(timeout_ms);
     if (spins == 16 || events != 0) {
       spin_until = now + std::chrono::microseconds(options_.spin_us);
-      yield_until = spin_until + std::chrono::microseconds(options_.yield_us);
+      yield_until = spin_until + std::chrono::microseconds(oversubscribed_ ? 0 : options_.yield_us);
       events = 0;
     }
     if (CheckAfterProgress(r, now)) return true;
@@ -690,6 +698,26 @@ bool Endpoint::Wait(Request& r, int64_t timeout_ms) {
     if (now < spin_until) continue;
     if (now < yield_until) {
       sched_yield();
+      continue;
+    }
+    if (event_fd_ >= 0) {
+      // Sleep in poll() on the worker's event fd: the kernel wakes this wait itself when UCX has
+      // something, with no hop through the progress thread (on a shared core each hop cost a
+      // time slice). The wait still counts as spinning, so the progress thread stays back. A
+      // completion by another thread and abort() signal the worker.
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (r.done) return true;
+        ProgressLocked();
+        if (r.done) return true;
+        if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;  // more came meanwhile
+        efd_sleepers_.fetch_add(1);
+      }
+      pollfd fd{event_fd_, POLLIN, 0};
+      const int woken =
+          poll(&fd, 1, static_cast<int>(std::min(MillisecondsUntil(deadline), kSleepSliceMs)));
+      efd_sleepers_.fetch_sub(1);
+      if (woken > 0) events = 1;  // spin again (from the next look at the clock)
       continue;
     }
     spinning.End();

@@ -144,6 +144,7 @@ class Endpoint {
   ucp_worker_h worker_ = nullptr;
   int event_fd_ = -1;
   std::vector<Peer> peers_;
+  bool oversubscribed_ = false;  // more ranks on this host than cpus: waits do not yield
 
   std::mutex mutex_;
   std::condition_variable finished_;  // notified whenever a request finishes
@@ -162,6 +163,7 @@ class Endpoint {
   std::condition_variable progress_idle_;         // wakes the progress thread when it stands back
   std::atomic<int> spinning_{0};                  // waits spinning on the worker now
   std::atomic<int> sleeping_{0};                  // waits asleep on finished_
+  std::atomic<int> efd_sleepers_{0};              // waits asleep in poll() on the event fd
   std::atomic<int64_t> caller_progressed_ns_{0};  // when a caller last progressed (steady clock)
 };
 

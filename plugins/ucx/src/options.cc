@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chorus/plugin_sdk.hpp>
 #include <cstdlib>
+#include <iterator>
 #include <string_view>
 
 namespace chorus::ucx {
@@ -75,6 +76,31 @@ ucp_config_t* ReadConfig(const EndpointOptions& options) {
     }
   }
   return config;
+}
+
+bool SharedMemoryOnly(const EndpointOptions& options) {
+  std::string tls;
+  bool given = false;
+  for (const auto& [name, value] : options.ucx_settings) {
+    if (name == "TLS") tls = value, given = true;
+  }
+  if (!given) {
+    const char* env = std::getenv("UCX_TLS");
+    if (env == nullptr) return false;
+    tls = env;
+  }
+  // UCX's shared-memory and loopback transports and their aliases; a leading ^ excludes.
+  static const char* const kLocal[] = {"sm",    "shm",  "mm",  "posix", "sysv",
+                                       "xpmem", "knem", "cma", "self"};
+  if (tls.empty() || tls.front() == '^') return false;
+  size_t begin = 0;
+  while (begin <= tls.size()) {
+    const size_t end = std::min(tls.find(',', begin), tls.size());
+    const std::string name = tls.substr(begin, end - begin);
+    if (std::find(std::begin(kLocal), std::end(kLocal), name) == std::end(kLocal)) return false;
+    begin = end + 1;
+  }
+  return true;
 }
 
 std::string DescribeTransportSettings(const EndpointOptions& options) {

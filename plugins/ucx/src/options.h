@@ -37,6 +37,11 @@ EndpointOptions ParseOptions(const chorus_option* options, size_t count, std::st
 // ucp_config_release.
 ucp_config_t* ReadConfig(const EndpointOptions& options);
 
+// Whether the UCX_TLS in effect (option tls, else UCX_TLS) names shared-memory and loopback
+// transports only (sm, posix, sysv, cma, self, ...): UCX then refuses peer error handling to a
+// peer on this host, and logs an ERROR when asked.
+bool SharedMemoryOnly(const EndpointOptions& options);
+
 // "UCX_TLS=tcp UCX_NET_DEVICES=lo" as this endpoint's UCX sees them, for error messages.
 std::string DescribeTransportSettings(const EndpointOptions& options);
 

@@ -201,7 +201,9 @@ void Endpoint::ConnectPeer(Peer& peer, const PeerRecord& record) {
   // (CheckPeer). Only then: UCX 1.13's tcp asserts on a refused connection without PEER mode.
   // Which settings were refused is remembered, so UCX logs its refusal once per process.
   const std::string settings = DescribeTransportSettings(options_);
-  const bool refused_before = peer.same_host && PeerModeRefused(settings, false);
+  // Shared memory alone is known to refuse it: asking would only make UCX log an ERROR.
+  const bool refused_before =
+      peer.same_host && (SharedMemoryOnly(options_) || PeerModeRefused(settings, false));
   if (refused_before) {
     params.field_mask &= ~static_cast<uint64_t>(UCP_EP_PARAM_FIELD_ERR_HANDLER);
     params.err_mode = UCP_ERR_HANDLING_MODE_NONE;

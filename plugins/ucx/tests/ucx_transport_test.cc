@@ -15,9 +15,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -94,6 +97,42 @@ TEST(UcxUnavailable, UcxTlsVariableNamingNothingUsableIsUnavailable) {
   EXPECT_EQ(status, CHORUS_UNAVAILABLE) << message;
   EXPECT_NE(message.find("UCX_TLS=rc"), std::string::npos) << message;
   EXPECT_NE(message.find("No such device"), std::string::npos) << message;
+}
+
+// With shared memory alone UCX refuses peer error handling; the plugin connects the host's peers
+// without it at once instead of asking, which made UCX print "UCX  ERROR ... no peer failure
+// handler" at every job's start.
+TEST(UcxSharedMemory, ConnectsWithoutAnErrorFromUcx) {
+  auto plugin = LoadUcx();
+  TransportConfig config;
+  config.timeout_ms = kTimeoutMs;
+  config.options = {{"tls", "sm,self"}};
+  // UCX logs to stdout unless UCX_LOG_FILE says otherwise; both streams are caught.
+  char path[] = "/tmp/chorus_ucx_output_XXXXXX";
+  const int log = mkstemp(path);
+  ASSERT_GE(log, 0);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const int saved_out = dup(STDOUT_FILENO), saved_err = dup(STDERR_FILENO);
+  dup2(log, STDOUT_FILENO);
+  dup2(log, STDERR_FILENO);
+  std::string error;
+  {
+    EndpointGroup group(plugin, UcxApi(*plugin), 2, config);
+    error = group.CreateError();
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+  dup2(saved_out, STDOUT_FILENO);
+  dup2(saved_err, STDERR_FILENO);
+  close(saved_out);
+  close(saved_err);
+  close(log);
+  std::ifstream in(path);
+  const std::string printed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::remove(path);
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(printed.find("UCX  ERROR"), std::string::npos) << printed;
 }
 
 // Two ranks as threads, endpoints created (and destroyed) at once.

@@ -1,0 +1,133 @@
+// Shared by the parameter-server library's files: the host device, deadlines, the tensor codec,
+// gRPC status to chorus::Error, the client of the ps tasks, and what a closure is.
+#ifndef CHORUS_PARAMETER_SERVER_SRC_PS_INTERNAL_H_
+#define CHORUS_PARAMETER_SERVER_SRC_PS_INTERNAL_H_
+
+#include <chorus/base/error.h>
+#include <chorus/cluster_resolver/cluster_resolver.h>
+#include <chorus/parameter_server/parameter_server_strategy.h>
+#include <chorus/runtime/tensor.h>
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "parameter_server.grpc.pb.h"
+
+namespace chorus::ps_internal {
+
+using Milliseconds = std::chrono::milliseconds;
+
+// CPU:0, where values arriving from other tasks are put.
+Device HostDevice();
+// CHORUS_TIMEOUT_SECONDS, else 60 s.
+Milliseconds DefaultTimeout();
+
+// A channel to "host:port" that allows messages of any size.
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
+// Server-side limits to match.
+void AllowLargeMessages(grpc::ServerBuilder& builder);
+void SetDeadline(grpc::ClientContext& context, Milliseconds timeout);
+
+// A failed RPC as chorus::Error: UNAVAILABLE / DEADLINE_EXCEEDED become PEER_LOST / TIMEOUT
+// naming `who` ("ps 1 at 127.0.0.1:4000") and what to do.
+[[noreturn]] void ThrowRpcError(const grpc::Status& status, const std::string& who,
+                                const std::string& what);
+bool IsTransportFailure(const grpc::Status& status);
+
+void ToProto(const Tensor& tensor, rpc::TensorData* out);
+Tensor FromProto(const rpc::TensorData& data, const std::string& what);
+Shape ShapeOf(const google::protobuf::RepeatedField<int64_t>& dims);
+
+// A variable as every task sees it.
+struct VariableInfo {
+  std::string name;
+  chorus_dtype dtype = CHORUS_F32;
+  Shape shape;
+  bool trainable = true;
+  std::vector<ShardPlacement> shards;
+};
+
+// The variables the coordinator created, by name, with a version that bumps on every change.
+class Layout {
+ public:
+  uint64_t version = 0;
+  std::vector<std::shared_ptr<const VariableInfo>> variables;
+  void ToProto(rpc::Layout* out) const;
+  static std::shared_ptr<const Layout> FromProto(const rpc::Layout& layout);
+  std::shared_ptr<const VariableInfo> Find(const std::string& name) const;
+};
+
+// Stubs to every ps task, shared by the coordinator's and a worker's variables. Each call that
+// touches several ps tasks sends one RPC to each, in parallel, and waits for all. A ps that does
+// not answer raises PsUnavailable naming it ("ps 1 at host:port"); any other failure, Error.
+class PsClient {
+ public:
+  PsClient(std::vector<std::string> ps_addresses, Milliseconds timeout);
+  int num_ps() const { return static_cast<int>(addresses_.size()); }
+  const std::string& address(int ps) const { return addresses_.at(static_cast<size_t>(ps)); }
+  std::string TaskName(int ps) const;  // "ps 1 at 127.0.0.1:4000"
+  rpc::Task::Stub& stub(int ps) const { return *stubs_.at(static_cast<size_t>(ps)); }
+  Milliseconds timeout() const { return timeout_; }
+
+  // Waits until every ps answers a ping (or `timeout`).
+  void WaitForAll(Milliseconds timeout) const;
+  void SetOptimizer(const rpc::OptimizerConfig& config) const;
+  void CreateShards(const VariableInfo& info, const Tensor& initial) const;
+  // Values of these shards, in order.
+  std::vector<Tensor> Read(const std::vector<ShardPlacement>& shards) const;
+  // values[i] goes to shards[i].
+  void Update(rpc::UpdateRequest::Kind kind, const std::vector<ShardPlacement>& shards,
+              const std::vector<Tensor>& values) const;
+  std::vector<rpc::SlotState> ReadSlots(const std::vector<ShardPlacement>& shards) const;
+  void WriteSlots(const std::vector<ShardPlacement>& shards,
+                  const std::vector<rpc::SlotState>& states) const;
+  // Tells every ps to exit (best effort, short deadline).
+  void ShutdownAll() const;
+
+ private:
+  std::vector<std::string> addresses_;
+  std::vector<std::unique_ptr<rpc::Task::Stub>> stubs_;
+  Milliseconds timeout_;
+};
+
+// What PsClient throws when a ps does not answer (PEER_LOST, or TIMEOUT past the deadline).
+class PsUnavailable : public Error {
+ public:
+  PsUnavailable(chorus_status status, const std::string& message, int ps)
+      : Error(status, message), ps_(ps) {}
+  int ps() const { return ps_; }
+
+ private:
+  int ps_;
+};
+
+// A whole value split along axis 0 into the shards' rows, and back.
+std::vector<Tensor> SplitRows(const Tensor& whole, const std::vector<ShardPlacement>& shards);
+Tensor ConcatRows(const VariableInfo& info, const std::vector<Tensor>& parts);
+
+// The cluster's addresses of a job ("ps", "worker"), empty when absent.
+std::vector<std::string> JobAddresses(const ClusterResolver& resolver, const std::string& job);
+
+// One scheduled function, shared by the coordinator's queue and its RemoteValue.
+struct ClosureState {
+  uint64_t id = 0;
+  rpc::RunRequest request;  // all but the layout
+  std::mutex mutex;
+  std::condition_variable ready;
+  bool finished = false;
+  std::vector<Tensor> outputs;
+  std::optional<Error> error;
+  int worker = -1;
+  void Finish(std::vector<Tensor> results, std::optional<Error> failure, int by_worker);
+};
+
+}  // namespace chorus::ps_internal
+
+#endif  // CHORUS_PARAMETER_SERVER_SRC_PS_INTERNAL_H_

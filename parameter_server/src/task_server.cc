@@ -1,0 +1,371 @@
+// The worker and ps tasks' server (the gRPC service Task), the registries of functions and
+// dataset functions, and ServeIfServerTask.
+#include <chorus/parameter_server/functions.h>
+
+#include <atomic>
+#include <cstdio>
+#include <map>
+#include <random>
+
+#include "ps_internal.h"
+#include "variable_store.h"
+
+namespace chorus {
+namespace {
+
+using ps_internal::FromProto;
+using ps_internal::Layout;
+using ps_internal::PsClient;
+using ps_internal::PsUnavailable;
+using ps_internal::ToProto;
+
+struct Registries {
+  std::mutex mutex;
+  std::map<std::string, RemoteFunction> functions;
+  std::map<std::string, DatasetFunction> datasets;
+};
+
+Registries& GlobalRegistries() {
+  static Registries* registries = new Registries;  // never destroyed: used from static init
+  return *registries;
+}
+
+std::string KnownNames(const auto& map) {
+  std::string names;
+  for (const auto& [name, unused] : map) names += (names.empty() ? "" : ", ") + name;
+  return names.empty() ? "none" : names;
+}
+
+// A gRPC status carrying a chorus::Error's message.
+grpc::Status StatusOf(const Error& e) {
+  const grpc::StatusCode code = e.status() == CHORUS_NOT_FOUND ? grpc::StatusCode::NOT_FOUND
+                                : e.status() == CHORUS_INVALID_ARGUMENT
+                                    ? grpc::StatusCode::INVALID_ARGUMENT
+                                    : grpc::StatusCode::INTERNAL;
+  return grpc::Status(code, e.what());
+}
+
+template <typename Body>
+grpc::Status Guarded(Body&& body) {
+  try {
+    body();
+    return grpc::Status::OK;
+  } catch (const Error& e) {
+    return StatusOf(e);
+  } catch (const std::exception& e) {
+    return grpc::Status(grpc::StatusCode::INTERNAL, e.what());
+  }
+}
+
+// A per-worker dataset's position on this worker.
+struct WorkerIterator {
+  std::mutex mutex;
+  Dataset dataset;
+  int64_t next = 0;
+};
+
+class WorkerFunctionContext : public FunctionContext {
+ public:
+  WorkerFunctionContext(std::shared_ptr<const Layout> layout, std::shared_ptr<PsClient> client,
+                        std::shared_ptr<WorkerIterator> iterator, int worker, int workers)
+      : layout_(std::move(layout)),
+        client_(std::move(client)),
+        iterator_(std::move(iterator)),
+        worker_(worker),
+        workers_(workers) {}
+
+  ShardedVariable variable(const std::string& name) const override {
+    auto info = layout_->Find(name);
+    if (info == nullptr) {
+      std::string known;
+      for (const auto& v : layout_->variables) known += (known.empty() ? "" : ", ") + v->name;
+      throw Error(CHORUS_NOT_FOUND, "no variable '" + name + "' was created by the coordinator " +
+                                        "(it has: " + (known.empty() ? "none" : known) + ")");
+    }
+    return ShardedVariable(info, client_);
+  }
+
+  HostBatch next_batch() override {
+    if (iterator_ == nullptr) {
+      throw Error(CHORUS_INVALID_ARGUMENT,
+                  "next_batch(): this function was scheduled without a per-worker iterator; "
+                  "schedule it with create_per_worker_dataset(...).iterator()");
+    }
+    std::lock_guard lock(iterator_->mutex);
+    if (iterator_->dataset.num_batches() == 0) {
+      throw Error(CHORUS_INVALID_ARGUMENT, "next_batch(): this worker's dataset is empty");
+    }
+    if (iterator_->next >= iterator_->dataset.num_batches()) iterator_->next = 0;
+    return iterator_->dataset.GetBatch(iterator_->next++);
+  }
+
+  int worker_index() const override { return worker_; }
+  int num_workers() const override { return workers_; }
+
+ private:
+  std::shared_ptr<const Layout> layout_;
+  std::shared_ptr<PsClient> client_;
+  std::shared_ptr<WorkerIterator> iterator_;
+  int worker_, workers_;
+};
+
+class TaskService final : public ps_internal::rpc::Task::Service {
+ public:
+  TaskService(const ClusterResolver& resolver)
+      : role_(resolver.task_type()),
+        task_(resolver.task_type() + " " + std::to_string(resolver.task_id())),
+        task_id_(resolver.task_id()),
+        num_workers_(static_cast<int>(ps_internal::JobAddresses(resolver, "worker").size())),
+        incarnation_(std::random_device{}() | (uint64_t{std::random_device{}()} << 32)) {
+    if (role_ == "worker") {
+      client_ = std::make_shared<PsClient>(ps_internal::JobAddresses(resolver, "ps"),
+                                           ps_internal::DefaultTimeout());
+    }
+  }
+
+  bool WaitForShutdown(std::chrono::milliseconds period) {
+    std::unique_lock lock(mutex_);
+    return shutdown_cv_.wait_for(lock, period, [this] { return shutdown_; });
+  }
+
+  grpc::Status Ping(grpc::ServerContext*, const ps_internal::rpc::Empty*,
+                    ps_internal::rpc::PingReply* reply) override {
+    reply->set_task(task_);
+    reply->set_incarnation(incarnation_);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Shutdown(grpc::ServerContext*, const ps_internal::rpc::Empty*,
+                        ps_internal::rpc::Empty*) override {
+    std::lock_guard lock(mutex_);
+    shutdown_ = true;
+    shutdown_cv_.notify_all();
+    return grpc::Status::OK;
+  }
+
+  grpc::Status SetOptimizer(grpc::ServerContext*, const ps_internal::rpc::SetOptimizerRequest* r,
+                            ps_internal::rpc::Empty*) override {
+    if (auto refused = Refuse("ps", "SetOptimizer")) return *refused;
+    return Guarded([&] { store_.SetOptimizer(r->optimizer()); });
+  }
+
+  grpc::Status CreateShards(grpc::ServerContext*, const ps_internal::rpc::CreateShardsRequest* r,
+                            ps_internal::rpc::Empty*) override {
+    if (auto refused = Refuse("ps", "CreateShards")) return *refused;
+    return Guarded([&] {
+      for (int i = 0; i < r->ids_size(); ++i) store_.Create(r->ids(i), r->names(i), r->initial(i));
+    });
+  }
+
+  grpc::Status Read(grpc::ServerContext*, const ps_internal::rpc::ShardIds* r,
+                    ps_internal::rpc::ShardValues* reply) override {
+    if (auto refused = Refuse("ps", "Read")) return *refused;
+    return Guarded([&] {
+      for (uint64_t id : r->ids()) store_.Read(id, reply->add_values());
+    });
+  }
+
+  grpc::Status Update(grpc::ServerContext*, const ps_internal::rpc::UpdateRequest* r,
+                      ps_internal::rpc::Empty*) override {
+    if (auto refused = Refuse("ps", "Update")) return *refused;
+    return Guarded([&] {
+      for (int i = 0; i < r->ids_size(); ++i) store_.Update(r->kind(), r->ids(i), r->values(i));
+    });
+  }
+
+  grpc::Status ReadSlots(grpc::ServerContext*, const ps_internal::rpc::ShardIds* r,
+                         ps_internal::rpc::SlotStates* reply) override {
+    if (auto refused = Refuse("ps", "ReadSlots")) return *refused;
+    return Guarded([&] {
+      for (uint64_t id : r->ids()) store_.ReadSlots(id, reply->add_shards());
+    });
+  }
+
+  grpc::Status WriteSlots(grpc::ServerContext*, const ps_internal::rpc::SlotStates* r,
+                          ps_internal::rpc::Empty*) override {
+    if (auto refused = Refuse("ps", "WriteSlots")) return *refused;
+    return Guarded([&] {
+      for (const auto& state : r->shards()) store_.WriteSlots(state);
+    });
+  }
+
+  grpc::Status Run(grpc::ServerContext*, const ps_internal::rpc::RunRequest* request,
+                   ps_internal::rpc::RunReply* reply) override {
+    if (auto refused = Refuse("worker", "Run")) return *refused;
+    reply->set_worker(task_);
+    std::shared_ptr<const Layout> layout = LayoutFor(*request);
+    if (layout == nullptr) {
+      reply->set_outcome(ps_internal::rpc::RunReply::NEED_LAYOUT);
+      return grpc::Status::OK;
+    }
+    try {
+      RemoteFunction function;
+      {
+        Registries& registries = GlobalRegistries();
+        std::lock_guard lock(registries.mutex);
+        const auto it = registries.functions.find(request->function());
+        if (it == registries.functions.end()) {
+          throw Error(CHORUS_NOT_FOUND,
+                      "function '" + request->function() + "' is not registered in " + task_ +
+                          "'s program (it has: " + KnownNames(registries.functions) +
+                          "); register it with RegisterFunction in every role");
+        }
+        function = it->second;
+      }
+      std::vector<Tensor> args;
+      for (const auto& arg : request->args()) args.push_back(FromProto(arg, "an argument"));
+      WorkerFunctionContext context(layout, client_, IteratorFor(request->iterator()), task_id_,
+                                    num_workers_);
+      const std::vector<Tensor> outputs = function(context, args);
+      for (const Tensor& output : outputs) ToProto(output, reply->add_outputs());
+      reply->set_outcome(ps_internal::rpc::RunReply::OK);
+    } catch (const PsUnavailable& e) {
+      reply->Clear();
+      reply->set_worker(task_);
+      reply->set_outcome(ps_internal::rpc::RunReply::PS_UNAVAILABLE);
+      reply->set_failed_ps(e.ps());
+      reply->set_error(e.what());
+    } catch (const std::exception& e) {
+      reply->Clear();
+      reply->set_worker(task_);
+      reply->set_outcome(ps_internal::rpc::RunReply::FUNCTION_ERROR);
+      reply->set_error(e.what());
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status StreamIn(grpc::ServerContext*, grpc::ServerReader<ps_internal::rpc::Chunk>* reader,
+                        ps_internal::rpc::Empty*) override {
+    ps_internal::rpc::Chunk chunk;
+    while (reader->Read(&chunk)) {
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status StreamOut(grpc::ServerContext*, const ps_internal::rpc::StreamOutRequest* request,
+                         grpc::ServerWriter<ps_internal::rpc::Chunk>* writer) override {
+    const int64_t chunk_bytes = std::max<int64_t>(1, request->chunk_bytes());
+    ps_internal::rpc::Chunk chunk;
+    for (int64_t sent = 0; sent < request->bytes(); sent += chunk_bytes) {
+      chunk.mutable_data()->assign(
+          static_cast<size_t>(std::min(chunk_bytes, request->bytes() - sent)), 'x');
+      if (!writer->Write(chunk)) break;
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  std::optional<grpc::Status> Refuse(const std::string& role, const char* method) const {
+    if (role_ == role) return std::nullopt;
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        task_ + " is not a " + role + " task and does not serve " + method +
+                            "; check TF_CONFIG's addresses");
+  }
+
+  std::shared_ptr<const Layout> LayoutFor(const ps_internal::rpc::RunRequest& request) {
+    std::lock_guard lock(mutex_);
+    if (request.has_layout()) {
+      auto layout = Layout::FromProto(request.layout());
+      layout_ = layout;  // the coordinator's latest (one coordinator at a time)
+      return layout;
+    }
+    if (layout_ != nullptr && layout_->version == request.layout_version()) return layout_;
+    return nullptr;
+  }
+
+  std::shared_ptr<WorkerIterator> IteratorFor(const ps_internal::rpc::IteratorRef& ref) {
+    if (ref.id() == 0) return nullptr;
+    std::lock_guard lock(mutex_);
+    auto& iterator = iterators_[ref.id()];
+    if (iterator != nullptr) return iterator;
+    DatasetFunction dataset_function;
+    {
+      Registries& registries = GlobalRegistries();
+      std::lock_guard registry_lock(registries.mutex);
+      const auto it = registries.datasets.find(ref.dataset_function());
+      if (it == registries.datasets.end()) {
+        iterators_.erase(ref.id());
+        throw Error(CHORUS_NOT_FOUND, "dataset function '" + ref.dataset_function() +
+                                          "' is not registered in " + task_ +
+                                          "'s program (it has: " + KnownNames(registries.datasets) +
+                                          "); register it with RegisterDatasetFunction");
+      }
+      dataset_function = it->second;
+    }
+    auto created = std::make_shared<WorkerIterator>();
+    created->dataset = dataset_function(InputContext(num_workers_, task_id_, 1));
+    iterator = created;
+    return created;
+  }
+
+  const std::string role_;
+  const std::string task_;
+  const int task_id_;
+  const int num_workers_;
+  const uint64_t incarnation_;
+  std::shared_ptr<PsClient> client_;
+  ps_internal::VariableStore store_;
+  std::mutex mutex_;
+  std::condition_variable shutdown_cv_;
+  bool shutdown_ = false;
+  std::shared_ptr<const Layout> layout_;
+  std::map<uint64_t, std::shared_ptr<WorkerIterator>> iterators_;
+};
+
+}  // namespace
+
+void RegisterFunction(const std::string& name, RemoteFunction function) {
+  Registries& registries = GlobalRegistries();
+  std::lock_guard lock(registries.mutex);
+  if (!registries.functions.emplace(name, std::move(function)).second) {
+    throw Error(CHORUS_INVALID_ARGUMENT,
+                "RegisterFunction: '" + name + "' is registered already; give each a new name");
+  }
+}
+
+void RegisterDatasetFunction(const std::string& name, DatasetFunction function) {
+  Registries& registries = GlobalRegistries();
+  std::lock_guard lock(registries.mutex);
+  if (!registries.datasets.emplace(name, std::move(function)).second) {
+    throw Error(CHORUS_INVALID_ARGUMENT, "RegisterDatasetFunction: '" + name +
+                                             "' is registered already; give each a new name");
+  }
+}
+
+bool ServeIfServerTask(const ClusterResolver* resolver) {
+  std::unique_ptr<ClusterResolver> from_environment;
+  if (resolver == nullptr) {
+    from_environment = ResolveClusterFromEnvironment();
+    resolver = from_environment.get();
+  }
+  if (resolver == nullptr) return false;
+  const std::string& role = resolver->task_type();
+  // A job without ps tasks is not a parameter-server job (MultiWorkerMirroredStrategy's workers).
+  if (ps_internal::JobAddresses(*resolver, "ps").empty()) return false;
+  if (role != "worker" && role != "ps") return false;
+  const std::string task = role + " " + std::to_string(resolver->task_id());
+  const std::string address =
+      ps_internal::JobAddresses(*resolver, role).at(static_cast<size_t>(resolver->task_id()));
+
+  TaskService service(*resolver);
+  grpc::ServerBuilder builder;
+  ps_internal::AllowLargeMessages(builder);
+  int bound_port = 0;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound_port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || bound_port == 0) {
+    throw Error(CHORUS_UNAVAILABLE, task + " cannot serve at " + address +
+                                        " (TF_CONFIG's address for it): the port is in use or "
+                                        "the host is not this machine's; free the port or fix "
+                                        "TF_CONFIG");
+  }
+  std::fprintf(stderr, "chorus: %s serving at %s\n", task.c_str(), address.c_str());
+  while (!service.WaitForShutdown(std::chrono::seconds(1))) {
+  }
+  std::fprintf(stderr, "chorus: %s: the coordinator ended the job; stopping\n", task.c_str());
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  return true;
+}
+
+}  // namespace chorus

@@ -1,0 +1,322 @@
+// ParameterServerStrategy and ClusterCoordinator with real ps and worker processes on 127.0.0.1
+// (ps_test_task); this process is the chief.
+#include <chorus/base/error.h>
+#include <chorus/parameter_server/cluster_coordinator.h>
+#include <chorus/parameter_server/parameter_server_strategy.h>
+#include <chorus/runtime/registry.h>
+#include <chorus/training/checkpoint.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <thread>
+
+#include "ps_cluster.h"
+#include "regression_problem.h"
+
+namespace chorus {
+namespace {
+
+using test::PsCluster;
+
+Device Host() { return {Registry::Global().CpuDevices(), 0}; }
+
+ParameterServerOptions QuickOptions() {
+  ParameterServerOptions options;
+  options.rpc_timeout = std::chrono::seconds(10);
+  options.connect_timeout = std::chrono::seconds(20);
+  return options;
+}
+
+std::unique_ptr<ParameterServerStrategy> MakeStrategy(
+    const PsCluster& cluster, std::shared_ptr<const partitioners::Partitioner> partitioner = {}) {
+  return std::make_unique<ParameterServerStrategy>(cluster.resolver(), std::move(partitioner),
+                                                   QuickOptions());
+}
+
+Tensor Zeros(Shape shape) { return Tensor(Host(), CHORUS_F32, std::move(shape)); }
+
+Tensor Iota(Shape shape) {
+  std::vector<float> values(static_cast<size_t>(NumElements(shape)));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
+  return Tensor::FromVector(Host(), shape, values);
+}
+
+std::string Diagnostics(PsCluster& cluster, int num_ps, int num_workers) {
+  std::string out;
+  for (int i = 0; i < num_ps; ++i)
+    out += "--- ps " + std::to_string(i) + ":\n" + cluster.Output("ps", i);
+  for (int i = 0; i < num_workers; ++i) {
+    out += "--- worker " + std::to_string(i) + ":\n" + cluster.Output("worker", i);
+  }
+  return out;
+}
+
+// Trains the regression for `steps` steps, calling `during(completed)` while it runs; returns
+// the final loss over every example.
+double TrainRegression(ParameterServerStrategy& strategy, ClusterCoordinator& coordinator,
+                       const std::string& name, int steps, std::vector<RemoteValue>* values,
+                       const std::function<void(int64_t)>& during = {}, float pause_ms = 0) {
+  ShardedVariable w;
+  {
+    auto scope = strategy.scope();
+    w = ShardedVariable::Create(VariableSpec{name}, Zeros({test::kFeatures}));
+  }
+  const PerWorkerDataset dataset = coordinator.create_per_worker_dataset("regression");
+  (void)w;
+  for (int i = 0; i < steps; ++i) {
+    std::vector<Tensor> args;
+    if (pause_ms > 0) args.push_back(Tensor::FromVector(Host(), {1}, {pause_ms}));
+    values->push_back(coordinator.schedule("regression_step", dataset.iterator(), args));
+    if (during) during(coordinator.completed());
+  }
+  while (!coordinator.done()) {
+    if (during) during(coordinator.completed());
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  coordinator.join();
+  return test::RegressionLoss(test::RegressionRows(), w.read().ToVector());
+}
+
+TEST(ParameterServerStrategy, AConvexProblemConverges) {
+  PsCluster cluster(2, 2);
+  auto strategy = MakeStrategy(cluster, std::make_shared<partitioners::FixedShardsPartitioner>(2));
+  strategy->set_optimizer(ServerOptimizer::SGD(0.1f));
+  ClusterCoordinator coordinator(*strategy);
+  std::vector<RemoteValue> values;
+  // The variable must be named "w": the workers' function finds it by that name.
+  const double loss = TrainRegression(*strategy, coordinator, "w", 400, &values);
+  // Noise of standard deviation 0.1: the best loss is about 0.005.
+  EXPECT_LT(loss, 0.0075) << Diagnostics(cluster, 2, 2);
+  for (const RemoteValue& value : values) ASSERT_TRUE(value.is_ready());
+  const std::vector<ShardPlacement>& shards = strategy->variables().front().shards();
+  ASSERT_EQ(shards.size(), 2u);
+  EXPECT_EQ(shards[0].ps, 0);
+  EXPECT_EQ(shards[1].ps, 1);
+  EXPECT_EQ(coordinator.completed(), 400);
+  // Both workers took work.
+  int by_worker[2] = {0, 0};
+  for (const RemoteValue& value : values) by_worker[value.worker()] += 1;
+  EXPECT_GT(by_worker[0], 0);
+  EXPECT_GT(by_worker[1], 0);
+}
+
+TEST(ParameterServerStrategy, AKilledWorkersFunctionsRunElsewhereAndItTakesWorkWhenBack) {
+  PsCluster cluster(1, 2);
+  std::vector<RemoteValue> baseline_values;
+  double baseline = 0;
+  {
+    auto strategy = MakeStrategy(cluster);
+    strategy->set_optimizer(ServerOptimizer::SGD(0.1f));
+    ClusterCoordinator coordinator(*strategy);
+    coordinator.keep_servers_running();
+    baseline = TrainRegression(*strategy, coordinator, "w", 300, &baseline_values, {}, 10.0f);
+  }
+  // The same training by a new strategy on the same tasks, with worker 1 killed after 40 steps
+  // and started again after 80.
+  auto strategy = MakeStrategy(cluster);
+  strategy->set_optimizer(ServerOptimizer::SGD(0.1f));
+  ClusterCoordinator coordinator(*strategy);
+  std::vector<RemoteValue> values;
+  bool killed = false, restarted = false;
+  int64_t restarted_at = 0;
+  const double loss = TrainRegression(
+      *strategy, coordinator, "w", 300, &values,
+      [&](int64_t completed) {
+        if (!killed && completed >= 40) {
+          cluster.Kill("worker", 1, SIGKILL);
+          killed = true;
+        }
+        if (killed && !restarted && completed >= 80) {
+          cluster.Restart("worker", 1);
+          restarted = true;
+          restarted_at = completed;
+        }
+      },
+      10.0f);
+  ASSERT_TRUE(killed && restarted);
+  for (const RemoteValue& value : values) {
+    ASSERT_TRUE(value.is_ready());
+    EXPECT_NO_THROW(value.fetch());
+  }
+  EXPECT_EQ(coordinator.completed(), 300);
+  // The closures of worker 1 that were in flight when it died ran again.
+  EXPECT_GE(coordinator.retried(), 1);
+  // Worker 1 came back and took work: some function scheduled late ran there.
+  int late_on_worker_1 = 0;
+  for (size_t i = static_cast<size_t>(restarted_at); i < values.size(); ++i) {
+    late_on_worker_1 += values[i].worker() == 1 ? 1 : 0;
+  }
+  EXPECT_GT(late_on_worker_1, 0) << Diagnostics(cluster, 1, 2);
+  EXPECT_LT(std::abs(loss - baseline), 0.05 * baseline) << "loss " << loss
+                                                        << ", without a "
+                                                           "failure "
+                                                        << baseline;
+  (void)baseline_values;
+}
+
+TEST(ParameterServerStrategy, AKilledPsGivesOneErrorNamingIt) {
+  PsCluster cluster(2, 2);
+  auto strategy = MakeStrategy(cluster, std::make_shared<partitioners::FixedShardsPartitioner>(2));
+  strategy->set_optimizer(ServerOptimizer::SGD(0.1f));
+  ClusterCoordinator coordinator(*strategy);
+  {
+    auto scope = strategy->scope();
+    ShardedVariable::Create(VariableSpec{"w"}, Zeros({test::kFeatures}));
+  }
+  const PerWorkerDataset dataset = coordinator.create_per_worker_dataset("regression");
+  for (int i = 0; i < 20; ++i) coordinator.schedule("regression_step", dataset.iterator());
+  coordinator.join();
+  cluster.Kill("ps", 1, SIGKILL);
+  std::string message;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    for (int i = 0; i < 200; ++i) {
+      coordinator.schedule("regression_step", dataset.iterator(),
+                           {Tensor::FromVector(Host(), {1}, {1.0f})});
+    }
+    coordinator.join();
+  } catch (const Error& e) {
+    message = e.what();
+    EXPECT_EQ(e.status(), CHORUS_PEER_LOST);
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  EXPECT_NE(message.find("ps 1"), std::string::npos) << message;
+  EXPECT_NE(message.find("restart"), std::string::npos) << message;
+  // Raised once: what was in flight then fails quietly, and work that needs no ps goes on.
+  for (int i = 0; i < 500 && !coordinator.done(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(coordinator.done());
+  const RemoteValue value =
+      coordinator.schedule("add_one", {Tensor::FromVector(Host(), {1}, {1.0f})});
+  EXPECT_EQ(value.fetch().at(0).ToVector(), std::vector<float>{2.0f});
+  EXPECT_NO_THROW(coordinator.join());
+}
+
+TEST(ClusterCoordinator, AFunctionsErrorIsRaisedOnceAndLaterSchedulesWork) {
+  PsCluster cluster(1, 2);
+  auto strategy = MakeStrategy(cluster);
+  ClusterCoordinator coordinator(*strategy);
+  const RemoteValue failed = coordinator.schedule("throw");
+  std::string message;
+  try {
+    coordinator.join();
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("deliberate failure in 'throw'"), std::string::npos) << message;
+  EXPECT_THROW(failed.fetch(), Error);
+  EXPECT_TRUE(coordinator.done());  // raised once: not again
+  const RemoteValue value =
+      coordinator.schedule("add_one", {Tensor::FromVector(Host(), {3}, {1.0f, 2.0f, 3.0f})});
+  EXPECT_EQ(value.fetch().at(0).ToVector(), (std::vector<float>{2.0f, 3.0f, 4.0f}));
+  EXPECT_NO_THROW(coordinator.join());
+  // A name no worker registered is an error naming it.
+  coordinator.schedule("no_such_function");
+  try {
+    coordinator.join();
+    FAIL() << "an unregistered function ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'no_such_function' is not registered"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(ParameterServerStrategy, ThirteenRowsInFiveShardsAre33322OnPs01010) {
+  PsCluster cluster(2, 1);
+  auto strategy = MakeStrategy(cluster, std::make_shared<partitioners::FixedShardsPartitioner>(5));
+  ShardedVariable variable;
+  {
+    auto scope = strategy->scope();
+    variable = ShardedVariable::Create(VariableSpec{"embedding"}, Iota({13, 2}));
+  }
+  std::vector<int64_t> rows;
+  std::vector<int> ps;
+  for (const ShardPlacement& shard : variable.shards()) {
+    rows.push_back(shard.shape.at(0));
+    ps.push_back(shard.ps);
+  }
+  EXPECT_EQ(rows, (std::vector<int64_t>{3, 3, 3, 2, 2}));
+  EXPECT_EQ(ps, (std::vector<int>{0, 1, 0, 1, 0}));
+  EXPECT_EQ(variable.read().ToVector(), Iota({13, 2}).ToVector());
+  variable.assign_add(Iota({13, 2}));
+  std::vector<float> doubled = Iota({13, 2}).ToVector();
+  for (float& v : doubled) v *= 2;
+  EXPECT_EQ(variable.read().ToVector(), doubled);
+  EXPECT_THROW(variable.assign(Zeros({12, 2})), Error);
+}
+
+TEST(ShardedCheckpoint, RestoresIntoAnotherShardCountAndIntoAPlainVariable) {
+  PsCluster cluster(2, 1);
+  const std::string path = ::testing::TempDir() + "/ps_checkpoint_" + std::to_string(getpid());
+  std::vector<float> saved_m;
+  {
+    auto strategy =
+        MakeStrategy(cluster, std::make_shared<partitioners::FixedShardsPartitioner>(3));
+    strategy->set_optimizer(ServerOptimizer::Adam(0.01f));
+    ShardedVariable embedding = strategy->CreateVariable(VariableSpec{"embedding"}, Iota({13, 4}));
+    ApplyGradients({{Iota({13, 4}), embedding}});
+    ApplyGradients({{Iota({13, 4}), embedding}});
+    ShardedCheckpoint checkpoint;
+    checkpoint.Track("embedding", embedding).TrackOptimizer("optimizer");
+    checkpoint.Save(path);
+    ClusterCoordinator coordinator(*strategy);
+    coordinator.keep_servers_running();
+  }
+  // Another strategy (two shards) on the same ps tasks.
+  auto strategy = MakeStrategy(cluster, std::make_shared<partitioners::FixedShardsPartitioner>(2));
+  strategy->set_optimizer(ServerOptimizer::Adam(0.01f));
+  ShardedVariable embedding = strategy->CreateVariable(VariableSpec{"embedding"}, Zeros({13, 4}));
+  ASSERT_EQ(embedding.shards().size(), 2u);
+  ShardedCheckpoint checkpoint;
+  checkpoint.Track("embedding", embedding).TrackOptimizer("optimizer");
+  EXPECT_EQ(checkpoint.Restore(path), 2);  // the step to resume at
+
+  // Into a plain variable with no strategy, through chorus::Checkpoint.
+  Variable plain = Variable::Create(VariableSpec{"embedding"}, Zeros({13, 4}));
+  Variable plain_m = Variable::Create(VariableSpec{"embedding/m", false}, Zeros({13, 4}));
+  Checkpoint reader;
+  reader.Track("embedding", plain).Track("optimizer/embedding/m", plain_m);
+  reader.Restore(path);
+  EXPECT_EQ(embedding.read().ToVector(), plain.value().ToVector());
+  // Adam moved every weight away from its initial value.
+  EXPECT_NE(plain.value().ToVector(), Iota({13, 4}).ToVector());
+  // The first moment after two steps of gradient g: (1 - 0.9^2) g = 0.19 g.
+  const std::vector<float> m = plain_m.value().ToVector();
+  for (size_t i = 0; i < m.size(); ++i) {
+    ASSERT_NEAR(m[i], 0.19f * static_cast<float>(i), 1e-3f * (1.0f + static_cast<float>(i)));
+  }
+  // Saved again from two shards, it holds the same values.
+  const std::string again = path + "_again";
+  ShardedCheckpoint(checkpoint).Save(again);
+  Variable reread = Variable::Create(VariableSpec{"embedding"}, Zeros({13, 4}));
+  Checkpoint second;
+  second.Track("embedding", reread);
+  second.Restore(again);
+  EXPECT_EQ(reread.value().ToVector(), plain.value().ToVector());
+  std::filesystem::remove(path);
+  std::filesystem::remove(again);
+}
+
+TEST(ClusterCoordinator, EndsTheServersWhenDestroyed) {
+  PsCluster cluster(1, 2);
+  {
+    auto strategy = MakeStrategy(cluster);
+    ClusterCoordinator coordinator(*strategy);
+    coordinator.schedule("empty");
+    coordinator.join();
+  }
+  EXPECT_TRUE(cluster.WaitAll(10000)) << Diagnostics(cluster, 1, 2);
+  for (const auto& [type, index] :
+       std::vector<std::pair<std::string, int>>{{"ps", 0}, {"worker", 0}, {"worker", 1}}) {
+    int code = -1;
+    EXPECT_TRUE(cluster.Exited(type, index, &code));
+    EXPECT_EQ(code, 0) << type << " " << index;
+  }
+}
+
+}  // namespace
+}  // namespace chorus

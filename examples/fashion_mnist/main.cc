@@ -18,13 +18,16 @@
 #include "fashion_mnist_files.h"
 #include "synthetic_data.h"
 #include "trainer.h"
+#ifdef CHORUS_FASHION_MNIST_WITH_PARAMETER_SERVER
+#include "parameter_server_training.h"
+#endif
 
 namespace {
 
 using fashion_mnist::TrainAndTest;
 
 const std::vector<std::string> kStrategies = {"one_device", "mirrored", "central_storage",
-                                              "multi_worker_mirrored"};
+                                              "multi_worker_mirrored", "parameter_server"};
 
 struct Flags {
   std::string data_dir;
@@ -130,6 +133,47 @@ void PrintEpoch(const fashion_mnist::EpochResult& e) {
   std::fflush(stdout);
 }
 
+fashion_mnist::TrainerOptions OptionsFrom(const Flags& flags) {
+  fashion_mnist::TrainerOptions options;
+  options.global_batch_size = flags.global_batch;
+  options.epochs = flags.epochs;
+  options.max_steps = flags.steps;
+  options.seed = flags.seed;
+  options.checkpoint_dir = flags.checkpoint_dir;
+  return options;
+}
+
+// The parameter-server chief: the tutorial's loop with the training steps on the workers.
+void FitWithParameterServers(const Flags& flags, const TrainAndTest& data) {
+#ifdef CHORUS_FASHION_MNIST_WITH_PARAMETER_SERVER
+  if (!flags.save_weights.empty() || flags.replicas > 0 || !flags.cross_device_ops.empty()) {
+    Fail("--save-weights, --replicas and --cross-device-ops do not apply to --strategy "
+         "parameter_server");
+  }
+  const fashion_mnist::TrainerOptions options = OptionsFrom(flags);
+  std::cout << "Global batch: " << flags.global_batch << " (one worker's step), epochs: "
+            << flags.epochs << ", Adam lr " << options.learning_rate << ", checkpoints in "
+            << flags.checkpoint_dir << "\n";
+  const auto start = std::chrono::steady_clock::now();
+  int64_t steps = 0;
+  for (const auto& result : fashion_mnist::FitWithParameterServers(data, options, PrintEpoch)) {
+    steps += result.steps;
+  }
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  std::printf("Trained %lld steps in %.1f s (%.2f ms/step, evaluation included)\n",
+              static_cast<long long>(steps), elapsed.count(),
+              steps > 0 ? 1000.0 * elapsed.count() / static_cast<double>(steps) : 0.0);
+#else
+  (void)flags;
+  (void)data;
+  Fail("this fashion_mnist was built without gRPC, so without --strategy parameter_server; "
+       "install libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc and "
+       "rebuild");
+#endif
+}
+
+void RestoreIntoAModelWithNoStrategy(const Flags& flags, const TrainAndTest& data);
+
 int Run(const Flags& flags) {
   if (flags.global_batch <= 0) Fail("--global-batch must be positive");
   if (flags.epochs <= 0) Fail("--epochs must be positive");
@@ -137,15 +181,15 @@ int Run(const Flags& flags) {
   std::cout << "Data: " << data.source << "; using " << data.train.size() << " train and "
             << data.test.size() << " test images\n";
   if (data.train.size() == 0 || data.test.size() == 0) Fail("the train or test set is empty");
+  if (flags.strategy == "parameter_server") {
+    FitWithParameterServers(flags, data);
+    RestoreIntoAModelWithNoStrategy(flags, data);
+    return 0;
+  }
 
   const std::unique_ptr<chorus::Strategy> strategy = MakeStrategy(flags);
   PrintStrategy(*strategy);
-  fashion_mnist::TrainerOptions options;
-  options.global_batch_size = flags.global_batch;
-  options.epochs = flags.epochs;
-  options.max_steps = flags.steps;
-  options.seed = flags.seed;
-  options.checkpoint_dir = flags.checkpoint_dir;
+  const fashion_mnist::TrainerOptions options = OptionsFrom(flags);
   std::cout << "Global batch: " << flags.global_batch << " ("
             << (flags.global_batch + strategy->num_replicas_in_sync() - 1) /
                    strategy->num_replicas_in_sync()
@@ -172,7 +216,12 @@ int Run(const Flags& flags) {
                  "bias2 [10])\n";
   }
 
-  // As the tutorial: a new model, no strategy, restored from the latest checkpoint.
+  RestoreIntoAModelWithNoStrategy(flags, data);
+  return 0;
+}
+
+// As the tutorial: a new model, no strategy, restored from the latest checkpoint.
+void RestoreIntoAModelWithNoStrategy(const Flags& flags, const TrainAndTest& data) {
   const std::string latest = fashion_mnist::LatestCheckpoint(flags.checkpoint_dir);
   if (latest.empty()) Fail("no checkpoint was recorded in '" + flags.checkpoint_dir + "'");
   fashion_mnist::ModelConfig config;
@@ -185,7 +234,6 @@ int Run(const Flags& flags) {
       fashion_mnist::EvaluateWithoutStrategy(restored, data.test, flags.global_batch);
   std::printf("Restored %s into a model with no strategy: Test Loss: %.4f, Test Accuracy: %.2f\n",
               latest.c_str(), e.loss, e.accuracy);
-  return 0;
 }
 
 }  // namespace
@@ -198,8 +246,8 @@ int main(int argc, char** argv) {
                  "t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz]; synthetic data "
                  "when absent");
   app.add_option("--strategy", flags.strategy,
-                 "one_device, mirrored, central_storage or multi_worker_mirrored (under "
-                 "chorus-launch or TF_CONFIG)")
+                 "one_device, mirrored, central_storage, multi_worker_mirrored or "
+                 "parameter_server (the last two under chorus-launch or TF_CONFIG)")
       ->capture_default_str();
   app.add_option("--replicas", flags.replicas,
                  "virtual cpu devices (replicas); 0 = the default devices (CHORUS_CPU_DEVICES)")
@@ -226,6 +274,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
+#ifdef CHORUS_FASHION_MNIST_WITH_PARAMETER_SERVER
+    // A parameter-server job's worker and ps tasks run this same program: they serve here.
+    if (flags.strategy == "parameter_server" &&
+        fashion_mnist::ServeParameterServerTasks([&flags] { return LoadData(flags).train; },
+                                                 OptionsFrom(flags))) {
+      return 0;
+    }
+#endif
     return Run(flags);
   } catch (const chorus::Error& e) {
     std::cerr << "fashion_mnist: error (" << chorus::StatusName(e.status()) << "): " << e.what()

@@ -167,7 +167,11 @@ Evaluation EvaluateWithoutStrategy(const Model& model, const ImageSet& test, int
   if (chorus::CurrentStrategy() != nullptr) {
     Fail("EvaluateWithoutStrategy was called inside a strategy's scope");
   }
-  const HostWeights weights = model.ReadWeights();
+  return EvaluateWeights(model, model.ReadWeights(), test, batch_size);
+}
+
+Evaluation EvaluateWeights(const Model& model, const HostWeights& weights, const ImageSet& test,
+                           int64_t batch_size) {
   const chorus::Dataset batches = test.ToDataset().Batch(batch_size);
   EvalSums total;
   for (int64_t b = 0; b < batches.num_batches(); ++b) {
@@ -204,6 +208,12 @@ std::string SaveNumberedCheckpoint(const Trainer& trainer, const std::string& di
   trainer.SaveCheckpoint(path.string());
   // Multi-worker: every worker takes part in the save, the leader alone writes files.
   if (!trainer.strategy().should_checkpoint()) return {};
+  RecordLatestCheckpoint(dir, name);
+  return path.string();
+}
+
+void RecordLatestCheckpoint(const std::string& dir, const std::string& name) {
+  std::error_code error;
   // The index, written whole and renamed into place like the checkpoint itself.
   const std::filesystem::path index = std::filesystem::path(dir) / kIndexFile;
   const std::filesystem::path temporary = index.string() + ".tmp";
@@ -214,7 +224,6 @@ std::string SaveNumberedCheckpoint(const Trainer& trainer, const std::string& di
   }
   std::filesystem::rename(temporary, index, error);
   if (error) Fail("cannot rename '" + temporary.string() + "': " + error.message());
-  return path.string();
 }
 
 size_t WriteWeights(const std::string& path, const HostWeights& weights) {

@@ -91,6 +91,12 @@ void TrackModel(chorus::Checkpoint& checkpoint, const Model& model);
 // Evaluates `model` on `test` with no strategy (batches of batch_size).
 Evaluation EvaluateWithoutStrategy(const Model& model, const ImageSet& test, int64_t batch_size);
 
+// Evaluates `model`'s arithmetic with these weights on `test` (batches of batch_size).
+Evaluation EvaluateWeights(const Model& model, const HostWeights& weights, const ImageSet& test,
+                           int64_t batch_size);
+
+// Records dir/<name> as the latest checkpoint of `dir` (its "checkpoint" index file).
+void RecordLatestCheckpoint(const std::string& dir, const std::string& name);
 // The latest checkpoint recorded in `dir` (its "checkpoint" file, as tf.train.latest_checkpoint),
 // or empty when there is none.
 std::string LatestCheckpoint(const std::string& dir);

@@ -1,0 +1,32 @@
+// The tutorial under ParameterServerStrategy: the model's variables on the ps tasks (the kernels
+// split by a MinSizePartitioner, as TensorFlow's parameter-server tutorial does), each training
+// step a function the chief schedules on a worker, which reads the weights, computes the
+// gradients on its own dataset's next batch and has the ps tasks apply Adam. Asynchronous: the
+// workers' steps interleave, each on the weights it read.
+#ifndef CHORUS_EXAMPLES_FASHION_MNIST_PARAMETER_SERVER_TRAINING_H_
+#define CHORUS_EXAMPLES_FASHION_MNIST_PARAMETER_SERVER_TRAINING_H_
+
+#include <functional>
+#include <vector>
+
+#include "image_set.h"
+#include "trainer.h"
+
+namespace fashion_mnist {
+
+// Registers the functions every task of the job runs (the train step, the per-worker dataset),
+// then serves when this process is a worker or ps task: returns true when it did (exit then).
+// `load_train` gives the train set, `options` the batch and seed (the same flags in every role).
+bool ServeParameterServerTasks(const std::function<ImageSet()>& load_train,
+                               const TrainerOptions& options);
+
+// On the chief: trains options.epochs epochs of train.size() / global batch steps each,
+// evaluating the weights on `test` after each and saving ckpt-<epoch> every 2 epochs and after
+// the last (whole tensors: it restores into a model with no strategy).
+std::vector<EpochResult> FitWithParameterServers(const TrainAndTest& data,
+                                                 const TrainerOptions& options,
+                                                 const std::function<void(const EpochResult&)>& on_epoch);
+
+}  // namespace fashion_mnist
+
+#endif  // CHORUS_EXAMPLES_FASHION_MNIST_PARAMETER_SERVER_TRAINING_H_

@@ -1,5 +1,8 @@
 // PsClient: the calls of the coordinator and of workers' functions to the ps tasks. Shards on
 // one ps go in one RPC; RPCs to different ps tasks run in parallel (gRPC's callback API).
+#include <cstring>
+#include <exception>
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -144,7 +147,123 @@ void PsClient::CreateShards(const VariableInfo& info, const Tensor& initial) con
   calls.Wait();
 }
 
+// Bytes of a shard of `shards`, for choosing between one message and a stream (f32 assumed:
+// the choice only needs the order of magnitude).
+int64_t TotalElements(const std::vector<ShardPlacement>& shards) {
+  int64_t total = 0;
+  for (const ShardPlacement& shard : shards) total += NumElements(shard.shape);
+  return total;
+}
+
+// Runs body(ps, indices) on a thread per ps and rethrows the first failure.
+void OnThreadPerPs(const std::map<int, std::vector<size_t>>& groups,
+                   const std::function<void(int, const std::vector<size_t>&)>& body) {
+  std::vector<std::thread> threads;
+  std::vector<std::exception_ptr> failures(groups.size());
+  size_t k = 0;
+  for (const auto& [ps, indices] : groups) {
+    threads.emplace_back([&, ps = ps, k] {
+      try {
+        body(ps, groups.at(ps));
+      } catch (...) {
+        failures[k] = std::current_exception();
+      }
+    });
+    ++k;
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const std::exception_ptr& failure : failures) {
+    if (failure) std::rethrow_exception(failure);
+  }
+}
+
+std::vector<Tensor> PsClient::ReadStreamed(const std::vector<ShardPlacement>& shards) const {
+  std::vector<Tensor> values(shards.size());
+  OnThreadPerPs(ByPs(shards), [&](int ps, const std::vector<size_t>& indices) {
+    grpc::ClientContext context;
+    SetDeadline(context, timeout_);
+    rpc::ShardIds request;
+    for (size_t i : indices) request.add_ids(shards[i].id);
+    auto reader = stub(ps).ReadStream(&context, request);
+    rpc::ShardChunk chunk;
+    size_t next = 0;  // position in indices of the shard being received
+    std::vector<uint8_t> staging;
+    while (reader->Read(&chunk)) {
+      if (chunk.offset() == 0) {
+        if (next >= indices.size() || shards[indices[next]].id != chunk.id()) break;
+        values[indices[next]] = Tensor(HostDevice(), static_cast<chorus_dtype>(chunk.dtype()),
+                                       ShapeOf(chunk.shape()));
+        ++next;
+      }
+      const Tensor& value = values[indices[next - 1]];
+      if (chunk.offset() + static_cast<int64_t>(chunk.data().size()) >
+          static_cast<int64_t>(value.bytes())) {
+        break;
+      }
+      std::memcpy(static_cast<uint8_t*>(value.raw()) + chunk.offset(), chunk.data().data(),
+                  chunk.data().size());
+    }
+    const grpc::Status status = reader->Finish();
+    if (!status.ok()) {
+      try {
+        ThrowRpcError(status, TaskName(ps), "a read");
+      } catch (const Error& e) {
+        if (IsTransportFailure(status)) throw PsUnavailable(e.status(), e.what(), ps);
+        throw;
+      }
+    }
+    if (next != indices.size()) {
+      throw Error(CHORUS_INTERNAL, TaskName(ps) + " streamed a read out of order");
+    }
+  });
+  return values;
+}
+
+void PsClient::UpdateStreamed(rpc::UpdateRequest::Kind kind,
+                              const std::vector<ShardPlacement>& shards,
+                              const std::vector<Tensor>& values) const {
+  OnThreadPerPs(ByPs(shards), [&](int ps, const std::vector<size_t>& indices) {
+    grpc::ClientContext context;
+    SetDeadline(context, timeout_);
+    rpc::Empty reply;
+    auto writer = stub(ps).UpdateStream(&context, &reply);
+    rpc::ShardChunk chunk;
+    for (size_t i : indices) {
+      const Tensor& value = values[i];
+      const auto* bytes = static_cast<const char*>(value.raw());
+      const auto total = static_cast<int64_t>(value.bytes());
+      int64_t offset = 0;
+      do {
+        chunk.Clear();
+        chunk.set_id(shards[i].id);
+        chunk.set_offset(offset);
+        chunk.set_kind(kind);
+        if (offset == 0) {
+          chunk.set_total_bytes(total);
+          chunk.set_dtype(static_cast<int32_t>(value.dtype()));
+          chunk.mutable_shape()->Assign(value.shape().begin(), value.shape().end());
+        }
+        const int64_t size = std::min(kStreamChunkBytes, total - offset);
+        chunk.set_data(bytes + offset, static_cast<size_t>(size));
+        if (!writer->Write(chunk)) break;  // Finish says why
+        offset += size;
+      } while (offset < total);
+    }
+    writer->WritesDone();
+    const grpc::Status status = writer->Finish();
+    if (!status.ok()) {
+      try {
+        ThrowRpcError(status, TaskName(ps), "an assignment");
+      } catch (const Error& e) {
+        if (IsTransportFailure(status)) throw PsUnavailable(e.status(), e.what(), ps);
+        throw;
+      }
+    }
+  });
+}
+
 std::vector<Tensor> PsClient::Read(const std::vector<ShardPlacement>& shards) const {
+  if (TotalElements(shards) * 4 > kStreamChunkBytes) return ReadStreamed(shards);
   const auto groups = ByPs(shards);
   std::map<int, rpc::ShardIds> requests;
   std::map<int, rpc::ShardValues> replies;
@@ -177,6 +296,7 @@ std::vector<Tensor> PsClient::Read(const std::vector<ShardPlacement>& shards) co
 
 void PsClient::Update(rpc::UpdateRequest::Kind kind, const std::vector<ShardPlacement>& shards,
                       const std::vector<Tensor>& values) const {
+  if (TotalElements(shards) * 4 > kStreamChunkBytes) return UpdateStreamed(kind, shards, values);
   const auto groups = ByPs(shards);
   std::map<int, rpc::UpdateRequest> requests;
   std::map<int, rpc::Empty> replies;

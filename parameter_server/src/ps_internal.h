@@ -24,6 +24,9 @@ namespace chorus::ps_internal {
 
 using Milliseconds = std::chrono::milliseconds;
 
+// Reads and writes of more bytes than this to one ps are streamed in chunks of this size.
+inline constexpr int64_t kStreamChunkBytes = 1 << 22;
+
 // CPU:0, where values arriving from other tasks are put.
 Device HostDevice();
 // CHORUS_TIMEOUT_SECONDS, else 60 s.
@@ -92,6 +95,11 @@ class PsClient {
   void ShutdownAll() const;
 
  private:
+  // The streamed forms of Read and Update, one thread per ps.
+  std::vector<Tensor> ReadStreamed(const std::vector<ShardPlacement>& shards) const;
+  void UpdateStreamed(rpc::UpdateRequest::Kind kind, const std::vector<ShardPlacement>& shards,
+                      const std::vector<Tensor>& values) const;
+
   std::vector<std::string> addresses_;
   std::vector<std::unique_ptr<rpc::Task::Stub>> stubs_;
   Milliseconds timeout_;

@@ -169,7 +169,76 @@ class TaskService final : public ps_internal::rpc::Task::Service {
                       ps_internal::rpc::Empty*) override {
     if (auto refused = Refuse("ps", "Update")) return *refused;
     return Guarded([&] {
-      for (int i = 0; i < r->ids_size(); ++i) store_.Update(r->kind(), r->ids(i), r->values(i));
+      for (int i = 0; i < r->ids_size(); ++i) {
+        ps_internal::rpc::TensorData value = r->values(i);
+        store_.Update(r->kind(), r->ids(i), value);
+      }
+    });
+  }
+
+  grpc::Status ReadStream(grpc::ServerContext*, const ps_internal::rpc::ShardIds* r,
+                          grpc::ServerWriter<ps_internal::rpc::ShardChunk>* writer) override {
+    if (auto refused = Refuse("ps", "ReadStream")) return *refused;
+    return Guarded([&] {
+      ps_internal::rpc::TensorData value;
+      ps_internal::rpc::ShardChunk chunk;
+      for (uint64_t id : r->ids()) {
+        // The value as it is now; writes meanwhile go to another buffer.
+        const std::shared_ptr<const std::string> bytes = store_.Snapshot(id, &value);
+        const int64_t total = static_cast<int64_t>(bytes->size());
+        int64_t offset = 0;
+        do {
+          chunk.Clear();
+          chunk.set_id(id);
+          chunk.set_offset(offset);
+          if (offset == 0) {
+            chunk.set_total_bytes(total);
+            chunk.set_dtype(value.dtype());
+            *chunk.mutable_shape() = value.shape();
+          }
+          const int64_t size = std::min(ps_internal::kStreamChunkBytes, total - offset);
+          chunk.set_data(bytes->data() + offset, static_cast<size_t>(size));
+          if (!writer->Write(chunk)) throw Error(CHORUS_PEER_LOST, "the reader went away");
+          offset += size;
+        } while (offset < total);
+      }
+    });
+  }
+
+  grpc::Status UpdateStream(grpc::ServerContext*,
+                            grpc::ServerReader<ps_internal::rpc::ShardChunk>* reader,
+                            ps_internal::rpc::Empty*) override {
+    if (auto refused = Refuse("ps", "UpdateStream")) return *refused;
+    return Guarded([&] {
+      // Each shard's value is gathered whole, then applied under its lock like Update's.
+      struct Pending {
+        uint64_t id;
+        ps_internal::rpc::UpdateRequest::Kind kind;
+        ps_internal::rpc::TensorData value;
+        int64_t total;
+      };
+      std::vector<Pending> pending;
+      ps_internal::rpc::ShardChunk chunk;
+      while (reader->Read(&chunk)) {
+        if (chunk.offset() == 0) {
+          Pending next{chunk.id(), chunk.kind(), {}, chunk.total_bytes()};
+          next.value.set_dtype(chunk.dtype());
+          *next.value.mutable_shape() = chunk.shape();
+          next.value.mutable_data()->reserve(static_cast<size_t>(chunk.total_bytes()));
+          pending.push_back(std::move(next));
+        }
+        if (pending.empty() || pending.back().id != chunk.id() ||
+            static_cast<int64_t>(pending.back().value.data().size()) != chunk.offset()) {
+          throw Error(CHORUS_INVALID_ARGUMENT, "UpdateStream: chunks out of order");
+        }
+        pending.back().value.mutable_data()->append(chunk.data());
+      }
+      for (Pending& update : pending) {
+        if (static_cast<int64_t>(update.value.data().size()) != update.total) {
+          throw Error(CHORUS_INVALID_ARGUMENT, "UpdateStream: a shard's value arrived short");
+        }
+        store_.Update(update.kind, update.id, update.value);
+      }
     });
   }
 

@@ -48,7 +48,7 @@ void VariableStore::Create(uint64_t id, const std::string& name, const rpc::Tens
                                              std::to_string(initial.data().size()) +
                                              " bytes does not match its shape");
   }
-  shard->bytes = initial.data();
+  shard->bytes = std::make_shared<std::string>(initial.data());
   std::unique_lock lock(mutex_);
   if (!shards_.emplace(id, std::move(shard)).second) {
     throw Error(CHORUS_INVALID_ARGUMENT, Describe(name, id) + " exists already on this ps");
@@ -71,15 +71,24 @@ void VariableStore::Read(uint64_t id, rpc::TensorData* out) const {
   std::lock_guard lock(shard.mutex);
   out->set_dtype(shard.dtype);
   out->mutable_shape()->Assign(shard.shape.begin(), shard.shape.end());
-  *out->mutable_data() = shard.bytes;
+  *out->mutable_data() = *shard.bytes;
 }
 
-void VariableStore::Update(rpc::UpdateRequest::Kind kind, uint64_t id,
-                           const rpc::TensorData& value) {
+std::shared_ptr<const std::string> VariableStore::Snapshot(uint64_t id,
+                                                           rpc::TensorData* dtype_and_shape) const {
   Shard& shard = Find(id);
-  if (value.data().size() != shard.bytes.size() || value.dtype() != shard.dtype) {
+  std::lock_guard lock(shard.mutex);
+  dtype_and_shape->set_dtype(shard.dtype);
+  dtype_and_shape->mutable_shape()->Assign(shard.shape.begin(), shard.shape.end());
+  return shard.bytes;
+}
+
+void VariableStore::Update(rpc::UpdateRequest::Kind kind, uint64_t id, rpc::TensorData& value) {
+  Shard& shard = Find(id);
+  const size_t size = ExpectedBytes(shard.dtype, shard.shape);
+  if (value.data().size() != size || value.dtype() != shard.dtype) {
     throw Error(CHORUS_INVALID_ARGUMENT,
-                Describe(shard.name, id) + " holds " + std::to_string(shard.bytes.size()) +
+                Describe(shard.name, id) + " holds " + std::to_string(size) +
                     " bytes of dtype " + std::to_string(shard.dtype) + ", the update has " +
                     std::to_string(value.data().size()) + " of dtype " +
                     std::to_string(value.dtype()) + "; give a value of the variable's shape");
@@ -89,13 +98,17 @@ void VariableStore::Update(rpc::UpdateRequest::Kind kind, uint64_t id,
                                         ": only f32 variables take additions and optimizer "
                                         "updates on a ps");
   }
-  std::lock_guard lock(shard.mutex);
   if (kind == rpc::UpdateRequest::ASSIGN) {
-    shard.bytes = value.data();
+    auto bytes = std::make_shared<std::string>(std::move(*value.mutable_data()));
+    std::lock_guard lock(shard.mutex);
+    shard.bytes = std::move(bytes);
     return;
   }
-  const size_t count = shard.bytes.size() / sizeof(float);
-  auto* w = reinterpret_cast<float*>(shard.bytes.data());
+  std::lock_guard lock(shard.mutex);
+  // A reader still streams the current buffer: write a copy (copy on write).
+  if (shard.bytes.use_count() > 1) shard.bytes = std::make_shared<std::string>(*shard.bytes);
+  const size_t count = shard.bytes->size() / sizeof(float);
+  auto* w = reinterpret_cast<float*>(shard.bytes->data());
   const auto* d = reinterpret_cast<const float*>(value.data().data());
   if (kind == rpc::UpdateRequest::ASSIGN_ADD) {
     for (size_t i = 0; i < count; ++i) w[i] += d[i];
@@ -122,7 +135,7 @@ void VariableStore::ApplyGradient(Shard& shard, const float* g, size_t count) {
   if (shard.slots.size() != slot_count) {
     shard.slots.assign(slot_count, std::vector<float>(count, 0.0f));
   }
-  auto* w = reinterpret_cast<float*>(shard.bytes.data());
+  auto* w = reinterpret_cast<float*>(shard.bytes->data());
   const int64_t step = ++shard.step;
   const float lr = config.learning_rate();
   if (config.kind() == "adam") {
@@ -170,7 +183,7 @@ void VariableStore::ReadSlots(uint64_t id, rpc::SlotState* out) const {
     data->set_dtype(CHORUS_F32);
     data->mutable_shape()->Assign(shard.shape.begin(), shard.shape.end());
     std::string* bytes = data->mutable_data();
-    bytes->assign(shard.bytes.size(), '\0');  // zeros before the first update
+    bytes->assign(shard.bytes->size(), '\0');  // zeros before the first update
     if (s < shard.slots.size()) std::memcpy(bytes->data(), shard.slots[s].data(), bytes->size());
   }
 }
@@ -181,7 +194,7 @@ void VariableStore::WriteSlots(const rpc::SlotState& state) {
   shard.step = state.step();
   shard.slots.clear();
   for (const rpc::TensorData& slot : state.slots()) {
-    if (slot.data().size() != shard.bytes.size()) {
+    if (slot.data().size() != shard.bytes->size()) {
       throw Error(CHORUS_INVALID_ARGUMENT,
                   Describe(shard.name, state.id()) + ": a slot of the wrong size");
     }

@@ -22,7 +22,11 @@ class VariableStore {
   void SetOptimizer(const rpc::OptimizerConfig& config);
   void Create(uint64_t id, const std::string& name, const rpc::TensorData& initial);
   void Read(uint64_t id, rpc::TensorData* out) const;
-  void Update(rpc::UpdateRequest::Kind kind, uint64_t id, const rpc::TensorData& value);
+  // The value as it is now, without a copy: writes after this replace the buffer (or copy it
+  // first) rather than change what a reader streams.
+  std::shared_ptr<const std::string> Snapshot(uint64_t id, rpc::TensorData* dtype_and_shape) const;
+  // `value`'s bytes may be taken (an assignment keeps them as the new value).
+  void Update(rpc::UpdateRequest::Kind kind, uint64_t id, rpc::TensorData& value);
   void ReadSlots(uint64_t id, rpc::SlotState* out) const;
   void WriteSlots(const rpc::SlotState& state);
 
@@ -32,7 +36,7 @@ class VariableStore {
     std::string name;
     int32_t dtype = 0;
     std::vector<int64_t> shape;
-    std::string bytes;  // the value, little-endian elements
+    std::shared_ptr<std::string> bytes;  // the value, little-endian elements (shared: Snapshot)
     int64_t step = 0;   // optimizer updates applied
     std::vector<std::vector<float>> slots;
   };

@@ -29,8 +29,15 @@ Tensor::Tensor(Device device, chorus_dtype dtype, Shape shape)
     throw Error(CHORUS_INVALID_ARGUMENT, "tensor: unknown dtype " + std::to_string(dtype));
   }
   storage_ = std::make_shared<DeviceBuffer>(std::move(device), bytes());
+  if (bytes() == 0) return;
+  // Host memory is zeroed in place: a zero-filled staging copy doubled the cost of allocating
+  // (75 ms instead of 35 for 64 MiB here, most of it first-touch page faults).
+  if (host_accessible()) {
+    std::memset(raw(), 0, bytes());
+    return;
+  }
   std::vector<char> zeros(bytes(), 0);
-  if (!zeros.empty()) storage_->CopyFromHost(zeros.data(), zeros.size());
+  storage_->CopyFromHost(zeros.data(), zeros.size());
 }
 
 Tensor Tensor::FromVector(Device device, Shape shape, const std::vector<float>& values) {

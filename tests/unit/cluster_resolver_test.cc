@@ -713,7 +713,7 @@ TEST(ValidateParameterServerCluster, NamesTheProblemAndTheFix) {
                   resolver({{"chief", {"c:1"}}, {"worker", {"w:1"}}}, "chief"));
             }),
             what +
-                "the cluster has no 'ps' job (its jobs: chief 1, worker 1), and a "
+                "the cluster has no \"ps\" job (its jobs: chief 1, worker 1), and a "
                 "parameter-server cluster needs at least one ps task; add one, e.g. \"ps\": "
                 "[\"host:2222\"] in TF_CONFIG's cluster");
   EXPECT_EQ(ResolverError([&] {
@@ -721,7 +721,7 @@ TEST(ValidateParameterServerCluster, NamesTheProblemAndTheFix) {
                   resolver({{"chief", {"c:1"}}, {"worker", {"w:1"}}, {"ps", {}}}, "chief"));
             }),
             what +
-                "the cluster has an empty 'ps' job (its jobs: chief 1, ps 0, worker 1), and a "
+                "the cluster has an empty \"ps\" job (its jobs: chief 1, ps 0, worker 1), and a "
                 "parameter-server cluster needs at least one ps task; add one, e.g. \"ps\": "
                 "[\"host:2222\"] in TF_CONFIG's cluster");
   EXPECT_EQ(
@@ -729,7 +729,7 @@ TEST(ValidateParameterServerCluster, NamesTheProblemAndTheFix) {
         ValidateParameterServerCluster(resolver({{"chief", {"c:1"}}, {"ps", {"p:1"}}}, "chief"));
       }),
       what +
-          "the cluster has no 'worker' job (its jobs: chief 1, ps 1), and a "
+          "the cluster has no \"worker\" job (its jobs: chief 1, ps 1), and a "
           "parameter-server cluster needs at least one worker task; add one, e.g. "
           "\"worker\": [\"host:2222\"] in TF_CONFIG's cluster");
   // More than one chief and unknown jobs, which a resolver of another kind might hand over.

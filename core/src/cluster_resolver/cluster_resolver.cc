@@ -242,8 +242,8 @@ void ValidateParameterServerCluster(const ClusterResolver& resolver) {
   for (const char* job : {kWorker, "ps"}) {
     if (JobSize(spec, job) > 0) continue;
     Fail(what + "the cluster has " +
-         (spec.count(job) ? "an empty '" + std::string(job) + "' job"
-                          : "no '" + std::string(job) + "' job") +
+         (spec.count(job) ? "an empty \"" + std::string(job) + "\" job"
+                          : "no \"" + std::string(job) + "\" job") +
          " (its jobs: " + JobCounts(spec) +
          "), and a parameter-server cluster needs at least one " + job + " task; add one, e.g. \"" +
          job + "\": [\"host:2222\"] in TF_CONFIG's cluster");

@@ -339,6 +339,130 @@ TEST(ChorusLaunch, AProgramThatCannotStart) {
             "directory\n");
 }
 
+// --- parameter-server jobs (--ps P --workers W) ---------------------------------------------
+
+// The "task=... address=... ps_cluster=... tf_config=..." lines of launch_probe's print-task, by
+// their prefix's task name; a line whose prefix and task disagree fails the test.
+std::map<std::string, std::smatch> TaskLines(const std::vector<std::string>& lines) {
+  static const std::regex line(
+      R"(\[(\w+ \d)\] task=(\w+ \d) address=(127\.0\.0\.1:\d+) ps_cluster=(.*) tf_config=(.*))");
+  std::map<std::string, std::smatch> by_task;
+  for (const std::string& text : lines) {
+    std::smatch match;
+    EXPECT_TRUE(std::regex_match(text, match, line)) << text;
+    EXPECT_EQ(match[1], match[2]) << "the prefix names the task whose line it is";
+    by_task[match[2]] = match;
+  }
+  return by_task;
+}
+
+TEST(ChorusLaunch, ParameterServerJobGivesEveryRoleItsTask) {
+  TempDir dir;
+  Launch launch(dir, {"--ps", "2", "--workers", "2", "--timeout", "60", "--", LAUNCH_PROBE_PATH,
+                      "print-task"});
+  ASSERT_EQ(launch.Wait(), 0) << launch.err();
+  const auto by_task = TaskLines(Lines(launch.out()));
+  const std::vector<std::string> tasks = {"chief 0", "worker 0", "worker 1", "ps 0", "ps 1"};
+  ASSERT_EQ(by_task.size(), tasks.size()) << launch.out();
+  std::vector<std::string> addresses;
+  for (const std::string& task : tasks) {
+    ASSERT_TRUE(by_task.count(task)) << task << " printed nothing: " << launch.out();
+    EXPECT_EQ(by_task.at(task)[4], "ok") << task;
+    addresses.push_back(by_task.at(task)[3]);
+  }
+  EXPECT_EQ(std::set<std::string>(addresses.begin(), addresses.end()).size(), tasks.size());
+  const std::string cluster = "{\"cluster\":{\"chief\":[\"" + addresses[0] + "\"],\"worker\":[\"" +
+                              addresses[1] + "\",\"" + addresses[2] + "\"],\"ps\":[\"" +
+                              addresses[3] + "\",\"" + addresses[4] + "\"]},";
+  EXPECT_EQ(by_task.at("ps 1")[5], cluster + "\"task\":{\"type\":\"ps\",\"index\":1}}");
+  EXPECT_EQ(by_task.at("chief 0")[5], cluster + "\"task\":{\"type\":\"chief\",\"index\":0}}");
+  EXPECT_EQ(launch.err(), "");
+}
+
+TEST(ChorusLaunch, ParameterServerJobWithEvaluatorAndPortBase) {
+  TempDir dir;
+  Launch launch(dir, {"--ps", "1", "--workers", "1", "--evaluator", "--port-base", "23470",
+                      LAUNCH_PROBE_PATH, "print-task"});
+  ASSERT_EQ(launch.Wait(), 0) << launch.err();
+  const auto by_task = TaskLines(Lines(launch.out()));
+  ASSERT_EQ(by_task.size(), 4u) << launch.out();
+  EXPECT_EQ(by_task.at("chief 0")[3], "127.0.0.1:23470");
+  EXPECT_EQ(by_task.at("worker 0")[3], "127.0.0.1:23471");
+  EXPECT_EQ(by_task.at("ps 0")[3], "127.0.0.1:23472");
+  EXPECT_EQ(by_task.at("evaluator 0")[3], "127.0.0.1:23473");
+  EXPECT_EQ(by_task.at("evaluator 0")[5],
+            "{\"cluster\":{\"chief\":[\"127.0.0.1:23470\"],\"worker\":[\"127.0.0.1:23471\"],"
+            "\"ps\":[\"127.0.0.1:23472\"],\"evaluator\":[\"127.0.0.1:23473\"]},"
+            "\"task\":{\"type\":\"evaluator\",\"index\":0}}");
+}
+
+// A parameter-server job tolerates its workers' failures: the chief's exit code is the job's.
+TEST(ChorusLaunch, AFailingWorkerIsReportedButTheChiefDecides) {
+  TempDir dir;
+  Launch launch(dir, {"--ps", "2", "--workers", "2", "--timeout", "60", LAUNCH_PROBE_PATH,
+                      "print-task", "exit=1@worker:1"});
+  EXPECT_EQ(launch.Wait(), 0) << launch.err();
+  EXPECT_EQ(launch.err(),
+            "chorus-launch: worker 1 exited with code 1; the chief decides what happens\n");
+  EXPECT_EQ(TaskLines(Lines(launch.out())).size(), 5u) << launch.out();
+}
+
+// Worker 0 is killed while the chief waits for it: the others go on, and the chief ends the job.
+TEST(ChorusLaunch, AKilledWorkerDoesNotStopTheOthers) {
+  TempDir dir;
+  const std::string pids = "pid-dir=" + dir.path().string();
+  Launch launch(dir, {"--ps", "1", "--workers", "2", "--timeout", "60", LAUNCH_PROBE_PATH, pids,
+                      "wait-files=4", "crash=" + std::to_string(SIGKILL) + "@worker:0",
+                      "wait-gone=worker0@chief", "print-task"});
+  EXPECT_EQ(launch.Wait(), 0) << launch.err();
+  EXPECT_EQ(launch.err(),
+            "chorus-launch: worker 0 died (signal 9, SIGKILL); the chief decides what happens\n");
+  const auto by_task = TaskLines(Lines(launch.out()));
+  EXPECT_EQ(by_task.size(), 3u) << launch.out();
+  EXPECT_TRUE(by_task.count("chief 0")) << launch.out();
+  ExpectAllGone(dir.path(), 4);
+}
+
+TEST(ChorusLaunch, AFailingChiefStopsTheOthersWithItsCode) {
+  TempDir dir;
+  const std::string pids = "pid-dir=" + dir.path().string();
+  Launch launch(dir, {"--ps", "1", "--workers", "1", "--timeout", "60", LAUNCH_PROBE_PATH, pids,
+                      "grandchild", "wait-files=6", "exit=3@chief", "sleep=forever"});
+  EXPECT_EQ(launch.Wait(), 3) << launch.err();
+  EXPECT_LT(launch.seconds(), 10.0);
+  EXPECT_EQ(launch.err(), "chorus-launch: chief 0 exited with code 3; stopping the others\n");
+  ExpectAllGone(dir.path(), 6);
+}
+
+// The chief exited 0 but a ps task does not stop: after the grace it gets SIGTERM.
+TEST(ChorusLaunch, TasksThatOutliveTheChiefAreStoppedAfterTheGrace) {
+  TempDir dir;
+  const std::string pids = "pid-dir=" + dir.path().string();
+  Launch launch(dir, {"--ps", "1", "--workers", "1", "--timeout", "60", LAUNCH_PROBE_PATH, pids,
+                      "grandchild", "wait-files=6", "sleep=forever@ps"});
+  EXPECT_EQ(launch.Wait(), 0) << launch.err();
+  EXPECT_GE(launch.seconds(), 10.0);
+  EXPECT_LT(launch.seconds(), 20.0);
+  EXPECT_EQ(launch.err(),
+            "chorus-launch: tasks still running 10 s after the chief exited; stopping them\n");
+  ExpectAllGone(dir.path(), 6);
+}
+
+TEST(ChorusLaunch, ParameterServerUsageErrors) {
+  TempDir dir;
+  Launch both(dir, {"-n", "2", "--ps", "1", "--workers", "1", LAUNCH_PROBE_PATH});
+  EXPECT_NE(both.Wait(), 0);
+  EXPECT_TRUE(Contains(both.err(), "excludes")) << both.err();
+  Launch no_workers(dir, {"--ps", "1", LAUNCH_PROBE_PATH});
+  EXPECT_NE(no_workers.Wait(), 0);
+  EXPECT_TRUE(Contains(no_workers.err(), "--workers")) << no_workers.err();
+  Launch high_port(dir, {"--ps", "1", "--workers", "2", "--port-base", "65533", LAUNCH_PROBE_PATH});
+  EXPECT_EQ(high_port.Wait(), 2);
+  EXPECT_EQ(high_port.err(),
+            "chorus-launch: --port-base 65533 leaves no room for 4 tasks below port 65536; "
+            "choose a lower port base\n");
+}
+
 TEST(ChorusLaunch, UsageErrors) {
   TempDir dir;
   Launch no_program(dir, {"-n", "2"});

@@ -25,7 +25,10 @@ const char* const kLauncherVariables[] = {"TF_CONFIG",
                                           "SLURM_NODELIST",
                                           "SLURM_JOB_NODELIST",
                                           "SLURM_TASKS_PER_NODE",
-                                          "SLURM_NTASKS_PER_NODE"};
+                                          "SLURM_NTASKS_PER_NODE",
+                                          "SLURM_STEP_NUM_TASKS",
+                                          "SLURM_STEP_NODELIST",
+                                          "SLURM_STEP_TASKS_PER_NODE"};
 
 // Unsets every variable a resolver reads, and puts back what was there after the test.
 class ClusterEnvironment : public ::testing::Test {
@@ -506,6 +509,263 @@ TEST_F(ClusterEnvironment, SlurmVariableErrorsNameTheVariable) {
   EXPECT_EQ(ResolverError([] { SlurmClusterResolver resolver(65535); }),
             "2 tasks on node a need ports up to 65536 from port base 65535; use a lower port "
             "base");
+}
+
+// --- Slurm: jobs, step variables, tasks_per_node, master() ------------------------------------
+
+using Jobs = SlurmClusterResolver::Jobs;
+using Addresses = std::vector<std::string>;
+
+TEST_F(ClusterEnvironment, SlurmJobsTakeTheTasksInOrder) {
+  Set("SLURM_STEP_NODELIST", "n[1-2]");
+  Set("SLURM_STEP_NUM_TASKS", "3");
+  Set("SLURM_STEP_TASKS_PER_NODE", "2,1");
+  const std::vector<std::pair<std::string, int>> expected = {
+      {"ps", 0}, {"worker", 0}, {"worker", 1}};
+  for (int rank = 0; rank < 3; ++rank) {
+    Set("SLURM_PROCID", std::to_string(rank));
+    SlurmClusterResolver resolver({{"ps", 1}, {"worker", 2}}, 9000);
+    EXPECT_EQ(resolver.cluster_spec().at("ps"), Addresses{"n1:9000"});
+    EXPECT_EQ(resolver.cluster_spec().at("worker"), (Addresses{"n1:9001", "n2:9000"}));
+    EXPECT_EQ(resolver.task_type(), expected[rank].first) << "rank " << rank;
+    EXPECT_EQ(resolver.task_id(), expected[rank].second) << "rank " << rank;
+    EXPECT_EQ(resolver.rpc_layer(), "grpc");  // TensorFlow's default
+  }
+  // As TensorFlow (which sorts its dict), the jobs go in order of their names, whatever order
+  // they are given in.
+  Set("SLURM_PROCID", "0");
+  SlurmClusterResolver reversed({{"worker", 2}, {"ps", 1}}, 9000);
+  EXPECT_EQ(reversed.task_name(), "ps 0");
+  EXPECT_EQ(reversed.cluster_spec().at("worker"), (Addresses{"n1:9001", "n2:9000"}));
+  ValidateParameterServerCluster(reversed);
+  // Jobs with a chief: chief < ps < worker.
+  Set("SLURM_PROCID", "2");
+  SlurmClusterResolver with_chief({{"worker", 1}, {"ps", 1}, {"chief", 1}}, 9000);
+  EXPECT_EQ(with_chief.cluster_spec(),
+            (ClusterSpec{{"chief", {"n1:9000"}}, {"ps", {"n1:9001"}}, {"worker", {"n2:9000"}}}));
+  EXPECT_EQ(with_chief.task_name(), "worker 0");
+  EXPECT_EQ(with_chief.id_in_cluster(), 1);
+}
+
+TEST_F(ClusterEnvironment, SlurmStepVariablesWinOverTheJobs) {
+  // The job has 4 tasks on 3 nodes; this srun step runs 3 of them on 2.
+  Set("SLURM_NODELIST", "a,b,c");
+  Set("SLURM_NTASKS", "4");
+  Set("SLURM_TASKS_PER_NODE", "2,1,1");
+  Set("SLURM_STEP_NODELIST", "b,c");
+  Set("SLURM_STEP_NUM_TASKS", "3");
+  Set("SLURM_STEP_TASKS_PER_NODE", "1,2");
+  Set("SLURM_PROCID", "2");
+  SlurmClusterResolver resolver(100);
+  EXPECT_EQ(resolver.cluster_spec().at("worker"), (Addresses{"b:100", "c:100", "c:101"}));
+  EXPECT_EQ(resolver.task_name(), "worker 2");
+  EXPECT_EQ(resolver.rpc_layer(), "");  // the port-base constructor keeps chorus's default
+  // Without the step's variables, the job's.
+  unsetenv("SLURM_STEP_NODELIST");
+  unsetenv("SLURM_STEP_NUM_TASKS");
+  unsetenv("SLURM_STEP_TASKS_PER_NODE");
+  EXPECT_EQ(SlurmClusterResolver(100).cluster_spec().at("worker"),
+            (Addresses{"a:100", "a:101", "b:100", "c:100"}));
+}
+
+TEST_F(ClusterEnvironment, SlurmTasksPerNodeArgumentOverridesTheEnvironment) {
+  Set("SLURM_STEP_NODELIST", "n[1-2]");
+  Set("SLURM_STEP_NUM_TASKS", "4");
+  Set("SLURM_STEP_TASKS_PER_NODE", "3,1");
+  Set("SLURM_PROCID", "1");
+  SlurmClusterResolver resolver({{"ps", 2}, {"worker", 2}}, 7000, 2, "");
+  EXPECT_EQ(resolver.cluster_spec().at("ps"), (Addresses{"n1:7000", "n1:7001"}));
+  EXPECT_EQ(resolver.cluster_spec().at("worker"), (Addresses{"n2:7000", "n2:7001"}));
+  EXPECT_EQ(resolver.task_name(), "ps 1");
+  EXPECT_EQ(ResolverError([] {
+              SlurmClusterResolver({{"worker", 4}}, 7000, 0);
+            }),
+            "SlurmClusterResolver's tasks_per_node 0 is not in 1..65535; pass how many tasks run "
+            "on each node, or leave it unset to read Slurm's variables");
+  Set("SLURM_PROCID", "3");
+  EXPECT_EQ(ResolverError([] {
+              SlurmClusterResolver({{"worker", 2}}, 7000, 1);
+            }),
+            "SLURM_PROCID=3 is not one of the 2 tasks (2 nodes in SLURM_STEP_NODELIST, tasks per "
+            "node from tasks_per_node=1); make tasks_per_node match the step's layout");
+}
+
+TEST_F(ClusterEnvironment, SlurmJobsThatDoNotAddUpAreRejected) {
+  Set("SLURM_STEP_NODELIST", "n[1-2]");
+  Set("SLURM_STEP_NUM_TASKS", "3");
+  Set("SLURM_STEP_TASKS_PER_NODE", "2,1");
+  Set("SLURM_PROCID", "0");
+  EXPECT_EQ(ResolverError([] {
+              SlurmClusterResolver({{"ps", 1}, {"worker", 3}});
+            }),
+            "SlurmClusterResolver's jobs ask for 4 tasks (ps 1, worker 3), but the Slurm step has "
+            "3 (2 nodes in SLURM_STEP_NODELIST, tasks per node from SLURM_STEP_TASKS_PER_NODE); "
+            "make the jobs' counts add up to 3");
+  EXPECT_EQ(ResolverError([] {
+              SlurmClusterResolver({{"ps", 1}, {"ps", 2}});
+            }),
+            "SlurmClusterResolver's jobs name 'ps' twice; give each job once with its number of "
+            "tasks");
+  EXPECT_EQ(ResolverError([] {
+              SlurmClusterResolver({{"ps", -1}, {"worker", 4}});
+            }),
+            "SlurmClusterResolver's job 'ps' has -1 tasks; give every job a count of 0 or more");
+  EXPECT_EQ(ResolverError([] {
+              SlurmClusterResolver({{"master", 1}, {"worker", 2}});
+            }),
+            "unknown task type 'master' in the cluster; TensorFlow 2 calls the coordinating task "
+            "'chief': rename 'master' to 'chief'");
+  Set("SLURM_STEP_TASKS_PER_NODE", "2,x");
+  EXPECT_EQ(ResolverError([] {
+              SlurmClusterResolver({{"worker", 3}});
+            }),
+            "SLURM_STEP_TASKS_PER_NODE='2,x' has an item 'x' that is not N or N(xM); write it as "
+            "Slurm does, e.g. \"2(x3),1\"");
+}
+
+TEST_F(ClusterEnvironment, SlurmMasterIsTheTaskWithItsRpcLayer) {
+  Set("SLURM_STEP_NODELIST", "n[1-2]");
+  Set("SLURM_STEP_NUM_TASKS", "3");
+  Set("SLURM_STEP_TASKS_PER_NODE", "2,1");
+  Set("SLURM_PROCID", "1");
+  SlurmClusterResolver resolver({{"ps", 1}, {"worker", 2}}, 9000);
+  EXPECT_EQ(resolver.master(), "grpc://n1:9001");
+  EXPECT_EQ(resolver.master("ps", 0), "grpc://n1:9000");
+  EXPECT_EQ(resolver.master("worker", 1, "ucx"), "ucx://n2:9000");
+  resolver.set_rpc_layer("");
+  EXPECT_EQ(resolver.master(), "n1:9001");
+  EXPECT_EQ(ResolverError([&] { resolver.master("worker", 2); }),
+            "master(): the cluster has no task worker 2 (its jobs: ps 1, worker 2); ask for a "
+            "task type and index it has");
+  EXPECT_EQ(FormatMasterUrl("h:1", "grpc"), "grpc://h:1");
+  EXPECT_EQ(FormatMasterUrl("h:1", ""), "h:1");
+}
+
+// --- task overrides, "{}", ValidateParameterServerCluster -----------------------------------
+
+TEST_F(ClusterEnvironment, TaskTypeAndIdOverrides) {
+  Set("SLURM_STEP_NODELIST", "n1");
+  Set("SLURM_STEP_NUM_TASKS", "3");
+  Set("SLURM_PROCID", "0");
+  SlurmClusterResolver resolver({{"ps", 1}, {"worker", 2}});
+  resolver.SetTask("worker", 1);
+  EXPECT_EQ(resolver.task_name(), "worker 1");
+  EXPECT_EQ(resolver.master(), "grpc://n1:8890");
+  EXPECT_EQ(ResolverError([&] { resolver.SetTask("ps", 1); }),
+            "task index 1 is out of range: the cluster has 1 ps task (indices 0..0); set the task "
+            "index within it");
+  EXPECT_EQ(resolver.task_name(), "worker 1") << "a rejected override changes nothing";
+
+  const std::string tf_config = R"({"cluster": {"chief": ["c:1"], "worker": ["w:1", "w:2"],
+                                    "ps": ["p:1"]}, "task": {"type": "worker", "index": 1}})";
+  const auto as_ps = TFConfigClusterResolver::Parse(tf_config, {"ps", 0, "grpc"});
+  EXPECT_EQ(as_ps.task_name(), "ps 0");
+  EXPECT_EQ(as_ps.master(), "grpc://p:1");
+  EXPECT_EQ(TFConfigClusterResolver::Parse(tf_config, {std::nullopt, 0, std::nullopt}).task_name(),
+            "worker 0");
+  // Only the type overridden: the index is still TF_CONFIG's, 1, which the chief job lacks.
+  EXPECT_EQ(ResolverError([&] {
+              TFConfigClusterResolver::Parse(tf_config, {"chief", std::nullopt, std::nullopt});
+            }),
+            "TF_CONFIG: task index 1 is out of range: the cluster has 1 chief task (indices "
+            "0..0); set the task index within it");
+}
+
+TEST(TFConfigClusterResolver, MasterAsTensorFlow) {
+  const auto chief = ChiefAndWorkers("chief", 0);
+  EXPECT_EQ(chief.master(), "c:2222");
+  EXPECT_EQ(chief.master("worker", 1, "grpc"), "grpc://w1:2222");
+  // One task, or none: nothing to connect to.
+  EXPECT_EQ(TFConfigClusterResolver::Parse(R"({"cluster": {"worker": ["a:1"]}})").master(), "");
+  EXPECT_EQ(TFConfigClusterResolver::Parse(
+                R"({"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker",
+                    "index": 1}, "session_master": "grpc://s:9"})")
+                .master("worker", 0),
+            "grpc://s:9");
+}
+
+TEST_F(ClusterEnvironment, EmptyTFConfigIsASingleLocalProcess) {
+  const auto alone = TFConfigClusterResolver::Parse("{}");
+  EXPECT_TRUE(alone.cluster_spec().empty());
+  EXPECT_EQ(alone.task_type(), "");
+  EXPECT_EQ(alone.num_workers(), 0);
+  EXPECT_EQ(alone.master(), "");
+  EXPECT_EQ(TFConfigClusterResolver::Parse(R"({"rpc_layer": "grpc"})").rpc_layer(), "grpc");
+  Set("TF_CONFIG", "{}");
+  EXPECT_EQ(ResolveClusterFromEnvironment(), nullptr);
+  EXPECT_TRUE(TFConfigClusterResolver().cluster_spec().empty());
+  // An explicit, empty cluster is still a mistake.
+  EXPECT_EQ(ParseError(R"({"cluster": {}})"),
+            "TF_CONFIG: the cluster has no tasks; list at least one address, " + kExample);
+}
+
+TEST(ValidateParameterServerCluster, NamesTheProblemAndTheFix) {
+  const std::string what = "ParameterServerStrategy: ";
+  const auto resolver = [](ClusterSpec spec, const std::string& type) {
+    return SimpleClusterResolver(std::move(spec), type, 0);
+  };
+  ValidateParameterServerCluster(
+      resolver({{"chief", {"c:1"}}, {"worker", {"w:1"}}, {"ps", {"p:1"}}}, "chief"));
+  ValidateParameterServerCluster(
+      resolver({{"worker", {"w:1"}}, {"ps", {"p:1"}}, {"evaluator", {"e:1"}}}, "ps"));
+  EXPECT_EQ(ResolverError([&] {
+              ValidateParameterServerCluster(
+                  resolver({{"chief", {"c:1"}}, {"worker", {"w:1"}}}, "chief"));
+            }),
+            what +
+                "the cluster has no \"ps\" job (its jobs: chief 1, worker 1), and a "
+                "parameter-server cluster needs at least one ps task; add one, e.g. \"ps\": "
+                "[\"host:2222\"] in TF_CONFIG's cluster");
+  EXPECT_EQ(ResolverError([&] {
+              ValidateParameterServerCluster(
+                  resolver({{"chief", {"c:1"}}, {"worker", {"w:1"}}, {"ps", {}}}, "chief"));
+            }),
+            what +
+                "the cluster has an empty \"ps\" job (its jobs: chief 1, ps 0, worker 1), and a "
+                "parameter-server cluster needs at least one ps task; add one, e.g. \"ps\": "
+                "[\"host:2222\"] in TF_CONFIG's cluster");
+  EXPECT_EQ(
+      ResolverError([&] {
+        ValidateParameterServerCluster(resolver({{"chief", {"c:1"}}, {"ps", {"p:1"}}}, "chief"));
+      }),
+      what +
+          "the cluster has no \"worker\" job (its jobs: chief 1, ps 1), and a "
+          "parameter-server cluster needs at least one worker task; add one, e.g. "
+          "\"worker\": [\"host:2222\"] in TF_CONFIG's cluster");
+  // More than one chief and unknown jobs, which a resolver of another kind might hand over.
+  class Unchecked : public ClusterResolver {
+   public:
+    explicit Unchecked(ClusterSpec spec) : spec_(std::move(spec)) {}
+    const ClusterSpec& cluster_spec() const override { return spec_; }
+    const std::string& task_type() const override { return type_; }
+    int task_id() const override { return 0; }
+    std::string name() const override { return "Unchecked"; }
+
+   private:
+    ClusterSpec spec_;
+    std::string type_ = "chief";
+  };
+  EXPECT_EQ(ResolverError([] {
+              ValidateParameterServerCluster(
+                  Unchecked({{"chief", {"c:1", "c:2"}}, {"worker", {"w:1"}}, {"ps", {"p:1"}}}));
+            }),
+            what +
+                "the cluster has 2 chief tasks; there must be at most one, the coordinator: make "
+                "the others workers");
+  EXPECT_EQ(ResolverError([] {
+              ValidateParameterServerCluster(
+                  Unchecked({{"chief", {"c:1"}}, {"trainer", {"t:1"}}, {"ps", {"p:1"}}}));
+            }),
+            what +
+                "unknown task type 'trainer' in the cluster; the task types are chief, worker, "
+                "ps and evaluator");
+  EXPECT_EQ(ResolverError([] {
+              ValidateParameterServerCluster(
+                  Unchecked({{"master", {"c:1"}}, {"worker", {"w:1"}}, {"ps", {"p:1"}}}));
+            }),
+            what +
+                "unknown task type 'master' in the cluster; TensorFlow 2 calls the coordinating "
+                "task 'chief': rename 'master' to 'chief'");
 }
 
 // --- torchrun and Open MPI ------------------------------------------------------------------

@@ -1,5 +1,6 @@
-// chorus-launch: runs N copies of a program on this machine as the workers of one cluster, each
-// with its own TF_CONFIG, and prints their output line by line, prefixed with "[worker i] ".
+// chorus-launch: runs copies of a program on this machine as the tasks of one cluster, each with
+// its own TF_CONFIG, and prints their output line by line, prefixed with "[worker i] " (or
+// "[chief 0] ", "[ps i] ", "[evaluator 0] " in a parameter-server job).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -7,6 +8,8 @@
 #include <iostream>
 #include <optional>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "ports.h"
 #include "supervisor.h"
@@ -25,21 +28,48 @@ void EnsureStandardFdsOpen() {
 
 int main(int argc, char** argv) {
   EnsureStandardFdsOpen();
+  const char* const kUsage =
+      "usage: chorus-launch -n N [--port-base P] [--timeout SECONDS] [--] program args...\n"
+      "       chorus-launch --ps P --workers W [--evaluator] [--port-base P] [--timeout SECONDS] "
+      "[--] program args...";
   CLI::App app{
-      "chorus-launch: runs N workers of a program on 127.0.0.1, each with TF_CONFIG naming the "
-      "cluster and its index; stops all when one fails"};
-  app.footer("usage: chorus-launch -n N [--port-base P] [--timeout SECONDS] [--] program args...");
+      "chorus-launch: runs the tasks of a job on 127.0.0.1, each with TF_CONFIG naming the "
+      "cluster and its task, and prefixes their output with \"[worker i] \" (\"[chief 0] \", "
+      "\"[ps i] \", ...).\n"
+      "-n N: N workers; the first that fails stops the others, and its exit code is the job's.\n"
+      "--ps P --workers W: a parameter-server job of chief 0, W workers, P ps tasks (and with "
+      "--evaluator one evaluator). A worker or ps that fails is reported and the others go on; "
+      "the chief's exit code is the job's. After the chief exits the others get " +
+      std::to_string(chorus::launch::kChiefGraceSeconds) +
+      " s to exit, then SIGTERM, then SIGKILL."};
+  app.footer(kUsage);
   int num_workers = 0;
+  int num_ps = 0;
+  int num_ps_workers = 0;
+  bool evaluator = false;
   std::optional<int> port_base;
   std::optional<double> timeout_seconds;
-  app.add_option("-n,--num-workers", num_workers, "number of workers")
-      ->required()
-      ->check(CLI::Range(1, 1024));
+  CLI::Option* n_option =
+      app.add_option("-n,--num-workers", num_workers, "number of workers of a multi-worker job")
+          ->check(CLI::Range(1, 1024));
+  CLI::Option* ps_option =
+      app.add_option("--ps", num_ps, "number of ps tasks of a parameter-server job")
+          ->check(CLI::Range(1, 1024));
+  CLI::Option* workers_option =
+      app.add_option("--workers", num_ps_workers, "number of workers of a parameter-server job")
+          ->check(CLI::Range(1, 1024));
+  CLI::Option* evaluator_option =
+      app.add_flag("--evaluator", evaluator, "a parameter-server job also gets an evaluator task");
+  ps_option->needs(workers_option);
+  workers_option->needs(ps_option);
+  evaluator_option->needs(ps_option);
+  n_option->excludes(ps_option)->excludes(workers_option)->excludes(evaluator_option);
   app.add_option("--port-base", port_base,
-                 "worker i listens on port P + i (default: free ports the system picks)")
+                 "task i listens on port P + i, counting chief, workers, ps, evaluator in that "
+                 "order (default: free ports the system picks)")
       ->check(CLI::Range(1, 65535));
   app.add_option("--timeout", timeout_seconds,
-                 "stop every worker after this many seconds and exit with code 124")
+                 "stop every task after this many seconds and exit with code 124")
       ->check(CLI::PositiveNumber & CLI::Range(0.0, 1.0e9));
   // Everything from the program's name on belongs to the program, flags included.
   app.prefix_command();
@@ -54,26 +84,47 @@ int main(int argc, char** argv) {
               << "'; put '--' before the program if it starts with '-'\n";
     return 2;
   }
-  if (options.command.empty()) {
-    std::cerr << "chorus-launch: no program given; usage: chorus-launch -n N [--port-base P] "
-                 "[--timeout SECONDS] [--] program args...\n";
+  if (n_option->count() == 0 && ps_option->count() == 0) {
+    std::cerr << "chorus-launch: give -n N for a multi-worker job or --ps P --workers W for a "
+                 "parameter-server job; "
+              << kUsage << "\n";
     return 2;
   }
+  if (options.command.empty()) {
+    std::cerr << "chorus-launch: no program given; " << kUsage << "\n";
+    return 2;
+  }
+  options.parameter_server = ps_option->count() > 0;
+  const int num_tasks =
+      options.parameter_server ? 1 + num_ps_workers + num_ps + (evaluator ? 1 : 0) : num_workers;
+  const char* const tasks_word = options.parameter_server ? " tasks" : " workers";
+  std::vector<int> ports;
   if (port_base) {
-    if (*port_base + num_workers - 1 > 65535) {
+    if (*port_base + num_tasks - 1 > 65535) {
       std::cerr << "chorus-launch: --port-base " << *port_base << " leaves no room for "
-                << num_workers << " workers below port 65536; choose a lower port base\n";
+                << num_tasks << tasks_word << " below port 65536; choose a lower port base\n";
       return 2;
     }
-    for (int i = 0; i < num_workers; ++i) options.ports.push_back(*port_base + i);
+    for (int i = 0; i < num_tasks; ++i) ports.push_back(*port_base + i);
   } else {
     try {
-      options.ports = chorus::launch::PickFreePorts(num_workers);
+      ports = chorus::launch::PickFreePorts(num_tasks);
     } catch (const std::runtime_error& e) {
       std::cerr << "chorus-launch: " << e.what() << "\n";
       return 1;
     }
   }
+  if (options.parameter_server) {
+    // TF_CONFIG's cluster lists chief, worker, ps and evaluator in this order.
+    chorus::launch::AddTasks("chief", 1, ports, 0, &options.tasks);
+    chorus::launch::AddTasks("worker", num_ps_workers, ports, 1, &options.tasks);
+    chorus::launch::AddTasks("ps", num_ps, ports, 1 + num_ps_workers, &options.tasks);
+    if (evaluator) {
+      chorus::launch::AddTasks("evaluator", 1, ports, 1 + num_ps_workers + num_ps, &options.tasks);
+    }
+  } else {
+    chorus::launch::AddTasks("worker", num_workers, ports, 0, &options.tasks);
+  }
   options.timeout_seconds = timeout_seconds;
-  return chorus::launch::RunWorkers(options);
+  return chorus::launch::RunTasks(options);
 }

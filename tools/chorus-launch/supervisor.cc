@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string_view>
@@ -95,7 +96,9 @@ bool InstallSignalHandlers() {
 }
 
 struct Worker {
+  std::string type;
   int index = 0;
+  std::string name() const { return type + " " + std::to_string(index); }
   pid_t pid = -1;  // also its process group's id
   bool running = false;
   std::unique_ptr<LineStream> out;
@@ -121,8 +124,12 @@ class Supervisor {
   bool CheckDeadlines();
   void PollOnce();
   void KillLeftovers();
+  void OnChiefExit(int code, const std::string& how);
   bool AnyRunning() const;
   bool AnyStreamOpen() const;
+  // How messages name the processes: "workers" in a multi-worker job, "tasks" in a
+  // parameter-server one.
+  std::string tasks_word() const { return options_.parameter_server ? "tasks" : "workers"; }
 
   const LaunchOptions& options_;
   // The read end every worker inherits (CHORUS_LAUNCHER_FD); only we hold the write end, so when
@@ -134,6 +141,9 @@ class Supervisor {
   std::optional<int> exit_code_;  // set by the first failure, the time-out or a signal
   bool stopping_ = false;
   bool killed_all_ = false;
+  // A parameter-server job: the chief has exited, and its exit code is the job's.
+  bool chief_exited_ = false;
+  std::optional<Clock::time_point> grace_until_;  // then the tasks still running are stopped
   std::optional<Clock::time_point> timeout_at_;
   std::optional<Clock::time_point> kill_at_;
   std::optional<Clock::time_point> drain_until_;
@@ -178,9 +188,10 @@ bool Supervisor::CreateDeathPipe() {
 }
 
 void Supervisor::StartAll() {
-  workers_.resize(options_.ports.size());
+  workers_.resize(options_.tasks.size());
   for (size_t i = 0; i < workers_.size(); ++i) {
-    workers_[i].index = static_cast<int>(i);
+    workers_[i].type = options_.tasks[i].type;
+    workers_[i].index = options_.tasks[i].index;
     if (!Start(workers_[i])) {
       exit_code_ = 127;
       Stop(SIGTERM);
@@ -210,7 +221,8 @@ bool Supervisor::Start(Worker& worker) {
       env_strings.emplace_back(*entry);
     }
   }
-  env_strings.push_back("TF_CONFIG=" + WorkerTfConfig(options_.ports, worker.index));
+  env_strings.push_back(
+      "TF_CONFIG=" + TaskTfConfig(options_.tasks, static_cast<size_t>(&worker - workers_.data())));
   if (const std::string secret = JobSecretVariable(); !secret.empty()) {
     env_strings.push_back(secret);
   }
@@ -231,13 +243,13 @@ bool Supervisor::Start(Worker& worker) {
   if (pid < 0) {
     close(out[0]);
     close(err[0]);
-    Note("cannot start '" + options_.command[0] + "' for worker " + std::to_string(worker.index) +
-         ": " + strerror(error));
+    Note("cannot start '" + options_.command[0] + "' for " + worker.name() + ": " +
+         strerror(error));
     return false;
   }
   fcntl(out[0], F_SETFL, fcntl(out[0], F_GETFL) | O_NONBLOCK);
   fcntl(err[0], F_SETFL, fcntl(err[0], F_GETFL) | O_NONBLOCK);
-  const std::string prefix = "[worker " + std::to_string(worker.index) + "] ";
+  const std::string prefix = "[" + worker.name() + "] ";
   worker.pid = pid;
   worker.running = true;
   worker.out = std::make_unique<LineStream>(out[0], STDOUT_FILENO, prefix);
@@ -261,25 +273,53 @@ void Supervisor::Reap() {
 void Supervisor::OnWorkerExit(Worker& worker, int status) {
   worker.running = false;
   const int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
-  if (code == 0 || stopping_) return;
-  std::string text =
-      "worker " + std::to_string(worker.index) + " exited with code " + std::to_string(code);
+  std::string text = worker.name() + " exited with code " + std::to_string(code);
   if (WIFSIGNALED(status)) {
     text +=
         " (killed by " + SignalName(WTERMSIG(status)) + ": " + strsignal(WTERMSIG(status)) + ")";
   }
+  if (options_.parameter_server) {
+    if (stopping_) return;  // we stopped it; exit_code_ already says why
+    if (worker.type == "chief") {
+      OnChiefExit(code, text);
+    } else if (code != 0) {
+      // A parameter-server job outlives its workers: the chief's coordinator reschedules their
+      // work, or gives up and exits, which ends the job.
+      Note(worker.name() +
+           (WIFSIGNALED(status) ? " died (signal " + std::to_string(WTERMSIG(status)) + ", " +
+                                      SignalName(WTERMSIG(status)) + ")"
+                                : " exited with code " + std::to_string(code)) +
+           "; the chief decides what happens");
+    }
+    return;
+  }
+  if (code == 0 || stopping_) return;
   Note(text + (AnyRunning() ? "; stopping the others" : ""));
   exit_code_ = code;
   Stop(SIGTERM);
 }
 
+void Supervisor::OnChiefExit(int code, const std::string& how) {
+  chief_exited_ = true;
+  exit_code_ = code;
+  if (!AnyRunning()) return;
+  if (code != 0) {
+    // A failed chief tells no one to shut down: waiting for the others would be in vain.
+    Note(how + "; stopping the others");
+    Stop(SIGTERM);
+    return;
+  }
+  // The chief normally tells the workers and ps tasks to shut down; they get time to do so.
+  grace_until_ = Clock::now() + std::chrono::seconds(kChiefGraceSeconds);
+}
+
 void Supervisor::OnLaunchSignal(int signal) {
   if (!stopping_) {
-    Note("got " + SignalName(signal) + "; passing it to the workers");
-    exit_code_ = 128 + signal;
+    Note("got " + SignalName(signal) + "; passing it to the " + tasks_word());
+    if (!chief_exited_) exit_code_ = 128 + signal;
     Stop(signal);
   } else if (!killed_all_) {
-    Note("got " + SignalName(signal) + " while stopping; killing the workers");
+    Note("got " + SignalName(signal) + " while stopping; killing the " + tasks_word());
     SignalGroups(SIGKILL);
   }
 }
@@ -308,15 +348,23 @@ bool Supervisor::CheckDeadlines() {
     if (!stopping_) {
       std::ostringstream seconds;
       seconds << *options_.timeout_seconds;
-      Note("timed out after " + seconds.str() + " s; stopping the workers");
-      exit_code_ = 124;
+      Note("timed out after " + seconds.str() + " s; stopping the " + tasks_word());
+      if (!chief_exited_) exit_code_ = 124;
+      Stop(SIGTERM);
+    }
+  }
+  if (grace_until_ && now >= *grace_until_) {
+    grace_until_.reset();
+    if (AnyRunning() && !stopping_) {
+      Note("tasks still running " + std::to_string(kChiefGraceSeconds) +
+           " s after the chief exited; stopping them");
       Stop(SIGTERM);
     }
   }
   if (kill_at_ && now >= *kill_at_) {
     kill_at_.reset();
     if (AnyRunning() && !killed_all_) {
-      Note("workers still running " + std::to_string(kKillGrace.count()) +
+      Note(tasks_word() + " still running " + std::to_string(kKillGrace.count()) +
            " s after they were asked to stop; killing them");
       SignalGroups(SIGKILL);
     }
@@ -328,7 +376,9 @@ bool Supervisor::CheckDeadlines() {
     drain_until_ = now + kDrainGrace;
   } else if (now >= *drain_until_) {
     if (drain_killed_) return false;
-    if (!killed_all_) Note("killing processes the workers left behind, which hold their output");
+    if (!killed_all_) {
+      Note("killing processes the " + tasks_word() + " left behind, which hold their output");
+    }
     SignalGroups(SIGKILL);
     drain_killed_ = true;
     drain_until_ = now + kDrainGrace;
@@ -348,7 +398,7 @@ void Supervisor::PollOnce() {
     }
   }
   Clock::time_point wake = Clock::now() + std::chrono::seconds(1);
-  for (const auto& deadline : {timeout_at_, kill_at_, drain_until_}) {
+  for (const auto& deadline : {timeout_at_, kill_at_, drain_until_, grace_until_}) {
     if (deadline && *deadline < wake) wake = *deadline;
   }
   const auto wait = std::chrono::ceil<std::chrono::milliseconds>(wake - Clock::now());
@@ -375,7 +425,7 @@ void Supervisor::KillLeftovers() {
     if (worker.err) worker.err->Close();
     if (worker.pid <= 0 || kill(-worker.pid, 0) != 0) continue;
     if (!killed_all_) {
-      Note("killing the processes worker " + std::to_string(worker.index) + " left behind");
+      Note("killing the processes " + worker.name() + " left behind");
     }
     kill(-worker.pid, SIGKILL);
   }
@@ -404,15 +454,27 @@ bool Supervisor::AnyStreamOpen() const {
 
 }  // namespace
 
-std::string WorkerTfConfig(const std::vector<int>& ports, int index) {
-  std::string workers;
-  for (size_t i = 0; i < ports.size(); ++i) {
-    workers += (i ? ",\"127.0.0.1:" : "\"127.0.0.1:") + std::to_string(ports[i]) + "\"";
-  }
-  return "{\"cluster\":{\"worker\":[" + workers +
-         "]},\"task\":{\"type\":\"worker\",\"index\":" + std::to_string(index) + "}}";
+void AddTasks(const std::string& type, int count, const std::vector<int>& ports, size_t first,
+              std::vector<LaunchTask>* tasks) {
+  for (int i = 0; i < count; ++i) tasks->push_back({type, i, ports.at(first + i)});
 }
 
-int RunWorkers(const LaunchOptions& options) { return Supervisor(options).Run(); }
+std::string TaskTfConfig(const std::vector<LaunchTask>& tasks, size_t i) {
+  std::vector<std::string> jobs;  // in order of first appearance
+  std::map<std::string, std::string> addresses;
+  for (const LaunchTask& task : tasks) {
+    std::string& list = addresses[task.type];
+    if (list.empty()) jobs.push_back(task.type);
+    list += (list.empty() ? "\"127.0.0.1:" : ",\"127.0.0.1:") + std::to_string(task.port) + "\"";
+  }
+  std::string cluster;
+  for (const std::string& job : jobs) {
+    cluster += (cluster.empty() ? "\"" : ",\"") + job + "\":[" + addresses[job] + "]";
+  }
+  return "{\"cluster\":{" + cluster + "},\"task\":{\"type\":\"" + tasks[i].type +
+         "\",\"index\":" + std::to_string(tasks[i].index) + "}}";
+}
+
+int RunTasks(const LaunchOptions& options) { return Supervisor(options).Run(); }
 
 }  // namespace chorus::launch

@@ -40,19 +40,33 @@ std::string AddressProblem(const std::string& address) {
 
 using cluster_internal::Fail;
 
+bool IsTaskType(const std::string& type) {
+  static const std::set<std::string> kTaskTypes = {"chief", "worker", "ps", "evaluator"};
+  return kTaskTypes.count(type) > 0;
+}
+
+std::string UnknownTaskType(const std::string& type, const std::string& where) {
+  if (type == "master") {
+    return "unknown task type 'master' " + where +
+           "; TensorFlow 2 calls the coordinating task 'chief': rename 'master' to 'chief'";
+  }
+  return "unknown task type " + Quoted(type) + " " + where +
+         "; the task types are chief, worker, ps and evaluator";
+}
+
+// The size of every job: "chief 1, ps 2, worker 3".
+std::string JobCounts(const ClusterSpec& spec) {
+  std::string counts;
+  for (const auto& [job, addresses] : spec) {
+    counts += (counts.empty() ? "" : ", ") + job + " " + std::to_string(addresses.size());
+  }
+  return counts.empty() ? "no jobs" : counts;
+}
+
 // The checks of multi_worker_util.validate_cluster_spec, plus well-formed, distinct addresses.
 void ValidateCluster(const ClusterSpec& spec, const std::string& task_type, int task_id) {
-  static const std::set<std::string> kTaskTypes = {"chief", "worker", "ps", "evaluator"};
-  auto unknown_type = [](const std::string& type, const std::string& where) {
-    if (type == "master") {
-      return "unknown task type 'master' " + where +
-             "; TensorFlow 2 calls the coordinating task 'chief': rename 'master' to 'chief'";
-    }
-    return "unknown task type " + Quoted(type) + " " + where +
-           "; the task types are chief, worker, ps and evaluator";
-  };
   for (const auto& [job, addresses] : spec) {
-    if (!kTaskTypes.count(job)) Fail(unknown_type(job, "in the cluster"));
+    if (!IsTaskType(job)) Fail(UnknownTaskType(job, "in the cluster"));
   }
   std::map<std::string, std::string> owner_of_address;
   for (const auto& [job, addresses] : spec) {
@@ -79,7 +93,7 @@ void ValidateCluster(const ClusterSpec& spec, const std::string& task_type, int 
     Fail("the cluster has " + std::to_string(JobSize(spec, "evaluator")) +
          " evaluator tasks; there must be at most one");
   }
-  if (!kTaskTypes.count(task_type)) Fail(unknown_type(task_type, "for this task"));
+  if (!IsTaskType(task_type)) Fail(UnknownTaskType(task_type, "for this task"));
   auto job = spec.find(task_type);
   // As in TensorFlow, a side-car evaluator need not be listed: it joins no collective.
   if (job == spec.end() && task_type == "evaluator") {
@@ -195,6 +209,55 @@ std::string ClusterResolver::AddressOf(int id) const {
   return cluster_spec().at(kWorker)[has_chief ? id - 1 : id];
 }
 
+std::string ClusterResolver::master(const std::optional<std::string>& task_type,
+                                    std::optional<int> task_id,
+                                    const std::string& rpc_layer) const {
+  if (std::string preset = preset_master(); !preset.empty()) return preset;
+  if (runs_alone()) return "";
+  const std::string type = task_type.value_or(this->task_type());
+  const int id = task_id.value_or(this->task_id());
+  const ClusterSpec& spec = cluster_spec();
+  auto job = spec.find(type);
+  if (job == spec.end() || id < 0 || id >= static_cast<int>(job->second.size())) {
+    Fail("master(): the cluster has no task " + type + " " + std::to_string(id) +
+         " (its jobs: " + JobCounts(spec) + "); ask for a task type and index it has");
+  }
+  return FormatMasterUrl(job->second[id], rpc_layer.empty() ? this->rpc_layer() : rpc_layer);
+}
+
+std::string FormatMasterUrl(const std::string& address, const std::string& rpc_layer) {
+  return rpc_layer.empty() ? address : rpc_layer + "://" + address;
+}
+
+void ValidateParameterServerCluster(const ClusterResolver& resolver) {
+  const ClusterSpec& spec = resolver.cluster_spec();
+  const std::string what = "ParameterServerStrategy: ";
+  for (const auto& [job, addresses] : spec) {
+    if (!IsTaskType(job)) Fail(what + UnknownTaskType(job, "in the cluster"));
+  }
+  if (JobSize(spec, kChief) > 1) {
+    Fail(what + "the cluster has " + std::to_string(JobSize(spec, kChief)) +
+         " chief tasks; there must be at most one, the coordinator: make the others workers");
+  }
+  for (const char* job : {kWorker, "ps"}) {
+    if (JobSize(spec, job) > 0) continue;
+    Fail(what + "the cluster has " +
+         (spec.count(job) ? "an empty \"" + std::string(job) + "\" job"
+                          : "no \"" + std::string(job) + "\" job") +
+         " (its jobs: " + JobCounts(spec) +
+         "), and a parameter-server cluster needs at least one " + job + " task; add one, e.g. \"" +
+         job + "\": [\"host:2222\"] in TF_CONFIG's cluster");
+  }
+}
+
+SimpleClusterResolver::SimpleClusterResolver(SingleLocalProcess) : task_id_(0) {}
+
+void SimpleClusterResolver::SetTask(std::string task_type, int task_id) {
+  ValidateCluster(spec_, task_type, task_id);
+  task_type_ = std::move(task_type);
+  task_id_ = task_id;
+}
+
 SimpleClusterResolver::SimpleClusterResolver(ClusterSpec spec, std::string task_type, int task_id,
                                              std::string rpc_layer)
     : spec_(std::move(spec)),
@@ -205,7 +268,11 @@ SimpleClusterResolver::SimpleClusterResolver(ClusterSpec spec, std::string task_
 }
 
 std::unique_ptr<ClusterResolver> ResolveClusterFromEnvironment() {
-  if (GetEnv("TF_CONFIG")) return std::make_unique<TFConfigClusterResolver>();
+  if (std::optional<std::string> tf_config = GetEnv("TF_CONFIG")) {
+    // "{}" is TensorFlow's single local process: no cluster to resolve.
+    if (TFConfigClusterResolver::Parse(*tf_config).cluster_spec().empty()) return nullptr;
+    return std::make_unique<TFConfigClusterResolver>();
+  }
   for (const char* name : {"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}) {
     if (GetEnv(name)) return std::make_unique<LauncherClusterResolver>();
   }

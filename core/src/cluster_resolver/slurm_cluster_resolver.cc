@@ -1,9 +1,12 @@
-// SlurmClusterResolver: the workers of a Slurm step from SLURM_* variables, with the node list
-// expanded here (no scontrol) and tasks laid out on the nodes in block order, as srun does.
+// SlurmClusterResolver: the tasks of a Slurm step from SLURM_* variables, with the node list
+// expanded here (no scontrol) and tasks laid out on the nodes in block order, as srun does, then
+// split among the jobs as TensorFlow's SlurmClusterResolver splits them.
 #include <chorus/base/environment.h>
 #include <chorus/base/error.h>
 #include <chorus/cluster_resolver/cluster_resolver.h>
 
+#include <algorithm>
+#include <initializer_list>
 #include <limits>
 
 #include "base/socket_util.h"
@@ -100,10 +103,10 @@ void ExpandHost(const std::string& list, const std::string& pattern,
   hosts->insert(hosts->end(), names.begin(), names.end());
 }
 
-// SLURM_TASKS_PER_NODE, e.g. "2(x3),1" -> {2, 2, 2, 1}.
-std::vector<int> ExpandTasksPerNode(const std::string& text) {
-  const auto fail = [&text](const std::string& item) {
-    Fail("SLURM_TASKS_PER_NODE='" + text + "' has an item '" + item +
+// SLURM_TASKS_PER_NODE (or SLURM_STEP_TASKS_PER_NODE, `name`), e.g. "2(x3),1" -> {2, 2, 2, 1}.
+std::vector<int> ExpandTasksPerNode(const char* name, const std::string& text) {
+  const auto fail = [name, &text](const std::string& item) {
+    Fail(std::string(name) + "='" + text + "' has an item '" + item +
          "' that is not N or N(xM); write it as Slurm does, e.g. \"2(x3),1\"");
   };
   std::vector<int> counts;
@@ -131,52 +134,106 @@ std::vector<int> ExpandTasksPerNode(const std::string& text) {
   return counts;
 }
 
-// How many tasks run on each node: SLURM_TASKS_PER_NODE, else SLURM_NTASKS_PER_NODE on every
-// node, else an even split of SLURM_NTASKS.
-std::vector<int> TasksPerNode(size_t nodes, long long tasks) {
-  if (std::optional<std::string> text = GetEnv("SLURM_TASKS_PER_NODE")) {
-    return ExpandTasksPerNode(*text);
+// The first of `names` that is set, or nullptr.
+const char* FirstSet(std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    if (GetEnv(name)) return name;
+  }
+  return nullptr;
+}
+
+// How many tasks run on each node and where that came from: the `tasks_per_node` argument, else
+// SLURM_STEP_TASKS_PER_NODE, else SLURM_TASKS_PER_NODE, else SLURM_NTASKS_PER_NODE on every
+// node, else an even split of the tasks (variable `tasks_name`).
+std::vector<int> TasksPerNode(size_t nodes, long long tasks, const char* tasks_name,
+                              std::optional<int> tasks_per_node, std::string* source) {
+  if (tasks_per_node) {
+    *source = "tasks_per_node=" + std::to_string(*tasks_per_node);
+    if (*tasks_per_node < 1 || *tasks_per_node > 65535) {
+      Fail("SlurmClusterResolver's tasks_per_node " + std::to_string(*tasks_per_node) +
+           " is not in 1..65535; pass how many tasks run on each node, or leave it unset to "
+           "read Slurm's variables");
+    }
+    return std::vector<int>(nodes, *tasks_per_node);
+  }
+  if (const char* name = FirstSet({"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"})) {
+    *source = name;
+    return ExpandTasksPerNode(name, *GetEnv(name));
   }
   if (GetEnv("SLURM_NTASKS_PER_NODE")) {
+    *source = "SLURM_NTASKS_PER_NODE";
     const auto per_node =
         cluster_internal::RequiredEnvInteger("SLURM_NTASKS_PER_NODE", 1, 65535, kResolver);
     return std::vector<int>(nodes, static_cast<int>(per_node));
   }
+  *source = tasks_name;
   if (tasks % static_cast<long long>(nodes) != 0) {
-    Fail("SLURM_NTASKS=" + std::to_string(tasks) + " tasks do not split evenly over " +
-         std::to_string(nodes) +
+    Fail(std::string(tasks_name) + "=" + std::to_string(tasks) +
+         " tasks do not split evenly over " + std::to_string(nodes) +
          " nodes, and neither SLURM_TASKS_PER_NODE nor SLURM_NTASKS_PER_NODE is set; set "
          "SLURM_TASKS_PER_NODE, e.g. \"2(x3),1\"");
   }
   return std::vector<int>(nodes, static_cast<int>(tasks / static_cast<long long>(nodes)));
 }
 
-SimpleClusterResolver SlurmFromEnvironment(uint16_t port_base) {
+// The jobs in TensorFlow's order (sorted by name), checked; empty `jobs` is `tasks` workers.
+SlurmClusterResolver::Jobs SortedJobs(SlurmClusterResolver::Jobs jobs, size_t tasks,
+                                      const std::string& layout) {
+  if (jobs.empty()) return {{"worker", static_cast<int>(tasks)}};
+  std::sort(jobs.begin(), jobs.end());
+  long long requested = 0;
+  std::string listed;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const auto& [job, count] = jobs[i];
+    if (i > 0 && jobs[i - 1].first == job) {
+      Fail("SlurmClusterResolver's jobs name '" + job + "' twice; give each job once with its " +
+           "number of tasks");
+    }
+    if (count < 0) {
+      Fail("SlurmClusterResolver's job '" + job + "' has " + std::to_string(count) +
+           " tasks; give every job a count of 0 or more");
+    }
+    requested += count;
+    listed += (listed.empty() ? "" : ", ") + job + " " + std::to_string(count);
+  }
+  if (requested != static_cast<long long>(tasks)) {
+    Fail("SlurmClusterResolver's jobs ask for " + std::to_string(requested) + " tasks (" + listed +
+         "), but the Slurm step has " + std::to_string(tasks) + " (" + layout +
+         "); make the jobs' counts add up to " + std::to_string(tasks));
+  }
+  return jobs;
+}
+
+SimpleClusterResolver SlurmFromEnvironment(SlurmClusterResolver::Jobs jobs, uint16_t port_base,
+                                           std::optional<int> tasks_per_node,
+                                           std::string rpc_layer) {
   if (port_base == 0) Fail("SlurmClusterResolver's port base 0 is not a port; use 1..65535");
   const int max_tasks = std::numeric_limits<int>::max();
-  const long long tasks =
-      cluster_internal::RequiredEnvInteger("SLURM_NTASKS", 1, max_tasks, kResolver);
+  // A step's own variables describe the tasks of this srun; the job's, the whole allocation.
+  const char* tasks_name = FirstSet({"SLURM_STEP_NUM_TASKS"});
+  if (!tasks_name) tasks_name = "SLURM_NTASKS";
+  const long long tasks = cluster_internal::RequiredEnvInteger(tasks_name, 1, max_tasks, kResolver);
   const long long rank =
       cluster_internal::RequiredEnvInteger("SLURM_PROCID", 0, tasks - 1, kResolver);
-  std::optional<std::string> node_list = GetEnv("SLURM_NODELIST");
-  const char* node_list_name = "SLURM_NODELIST";
-  if (!node_list) {
-    node_list = GetEnv("SLURM_JOB_NODELIST");
-    node_list_name = "SLURM_JOB_NODELIST";
-  }
-  if (!node_list) {
+  const char* node_list_name =
+      FirstSet({"SLURM_STEP_NODELIST", "SLURM_NODELIST", "SLURM_JOB_NODELIST"});
+  if (!node_list_name) {
     Fail(
         "SLURM_NODELIST is not set, and SlurmClusterResolver needs it; start the process with "
         "srun or set the variable");
   }
-  const std::vector<std::string> nodes = ExpandSlurmHostList(*node_list);
-  const std::vector<int> per_node = TasksPerNode(nodes.size(), tasks);
+  const std::string node_list = *GetEnv(node_list_name);
+  const std::vector<std::string> nodes = ExpandSlurmHostList(node_list);
+  std::string per_node_source;
+  const std::vector<int> per_node =
+      TasksPerNode(nodes.size(), tasks, tasks_name, tasks_per_node, &per_node_source);
   if (per_node.size() != nodes.size()) {
-    Fail("SLURM_TASKS_PER_NODE='" + *GetEnv("SLURM_TASKS_PER_NODE") + "' gives counts for " +
-         std::to_string(per_node.size()) + " nodes, but " + node_list_name + "='" + *node_list +
+    Fail(per_node_source + "='" + *GetEnv(per_node_source.c_str()) + "' gives counts for " +
+         std::to_string(per_node.size()) + " nodes, but " + node_list_name + "='" + node_list +
          "' has " + std::to_string(nodes.size()) + "; make them describe the same nodes");
   }
-  std::vector<std::string> workers;
+  // As srun's block distribution: a node's tasks are consecutive, in node-list order.
+  std::vector<std::string> task_addresses;
   for (size_t node = 0; node < nodes.size(); ++node) {
     if (port_base + per_node[node] - 1 > 65535) {
       Fail(std::to_string(per_node[node]) + " tasks on node " + nodes[node] + " need ports up to " +
@@ -184,15 +241,37 @@ SimpleClusterResolver SlurmFromEnvironment(uint16_t port_base) {
            std::to_string(port_base) + "; use a lower port base");
     }
     for (int local = 0; local < per_node[node]; ++local) {
-      workers.push_back(JoinHostPort(nodes[node], static_cast<uint16_t>(port_base + local)));
+      task_addresses.push_back(JoinHostPort(nodes[node], static_cast<uint16_t>(port_base + local)));
     }
   }
-  if (static_cast<long long>(workers.size()) != tasks) {
-    Fail("the Slurm tasks per node add up to " + std::to_string(workers.size()) +
-         " tasks, but SLURM_NTASKS=" + std::to_string(tasks) +
-         "; make SLURM_TASKS_PER_NODE and SLURM_NTASKS agree");
+  const std::string layout = std::to_string(nodes.size()) + " node" +
+                             (nodes.size() == 1 ? "" : "s") + " in " + node_list_name +
+                             ", tasks per node from " + per_node_source;
+  if (!tasks_per_node && static_cast<long long>(task_addresses.size()) != tasks) {
+    Fail("the Slurm tasks per node add up to " + std::to_string(task_addresses.size()) +
+         " tasks, but " + tasks_name + "=" + std::to_string(tasks) + "; make " + per_node_source +
+         " and " + tasks_name + " agree");
   }
-  return SimpleClusterResolver({{"worker", std::move(workers)}}, "worker", static_cast<int>(rank));
+  if (rank >= static_cast<long long>(task_addresses.size())) {
+    Fail("SLURM_PROCID=" + std::to_string(rank) + " is not one of the " +
+         std::to_string(task_addresses.size()) + " tasks (" + layout +
+         "); make tasks_per_node match the step's layout");
+  }
+  ClusterSpec spec;
+  std::string task_type;
+  int task_id = 0;
+  size_t first = 0;
+  for (const auto& [job, count] : SortedJobs(std::move(jobs), task_addresses.size(), layout)) {
+    const size_t end = first + static_cast<size_t>(count);
+    spec[job].assign(task_addresses.begin() + static_cast<std::ptrdiff_t>(first),
+                     task_addresses.begin() + static_cast<std::ptrdiff_t>(end));
+    if (static_cast<size_t>(rank) >= first && static_cast<size_t>(rank) < end) {
+      task_type = job;
+      task_id = static_cast<int>(rank - static_cast<long long>(first));
+    }
+    first = end;
+  }
+  return SimpleClusterResolver(std::move(spec), task_type, task_id, std::move(rpc_layer));
 }
 
 }  // namespace
@@ -214,6 +293,11 @@ std::vector<std::string> ExpandSlurmHostList(const std::string& list) {
 }
 
 SlurmClusterResolver::SlurmClusterResolver(uint16_t port_base)
-    : SimpleClusterResolver(SlurmFromEnvironment(port_base)) {}
+    : SimpleClusterResolver(SlurmFromEnvironment({}, port_base, std::nullopt, "")) {}
+
+SlurmClusterResolver::SlurmClusterResolver(Jobs jobs, uint16_t port_base,
+                                           std::optional<int> tasks_per_node, std::string rpc_layer)
+    : SimpleClusterResolver(
+          SlurmFromEnvironment(std::move(jobs), port_base, tasks_per_node, std::move(rpc_layer))) {}
 
 }  // namespace chorus

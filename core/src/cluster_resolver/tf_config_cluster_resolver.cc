@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "base/launcher_watch.h"
 #include "cluster_resolver/cluster_resolver_internal.h"
@@ -121,24 +122,36 @@ std::pair<std::string, int> ParseTask(const json& config, const ClusterSpec& spe
 
 }  // namespace
 
-TFConfigClusterResolver::TFConfigClusterResolver(SimpleClusterResolver base)
-    : SimpleClusterResolver(std::move(base)) {}
+TFConfigClusterResolver::TFConfigClusterResolver(SimpleClusterResolver base,
+                                                 std::string session_master)
+    : SimpleClusterResolver(std::move(base)), session_master_(std::move(session_master)) {}
 
-TFConfigClusterResolver::TFConfigClusterResolver()
-    : TFConfigClusterResolver([] {
+TFConfigClusterResolver::TFConfigClusterResolver(SingleLocalProcess, std::string session_master)
+    : SimpleClusterResolver(SingleLocalProcess{}), session_master_(std::move(session_master)) {}
+
+TFConfigClusterResolver::TFConfigClusterResolver() : TFConfigClusterResolver(TaskOverrides{}) {}
+
+TFConfigClusterResolver::TFConfigClusterResolver(const TaskOverrides& overrides)
+    : TFConfigClusterResolver([&overrides] {
         std::optional<std::string> text = GetEnv("TF_CONFIG");
         if (!text) {
           throw Error(CHORUS_INVALID_ARGUMENT,
                       "TF_CONFIG is not set; set it to the cluster and this task as JSON, " +
                           std::string(kExample));
         }
-        return Parse(*text);
+        return Parse(*text, overrides);
       }()) {
   // A worker chorus-launch started (it sets TF_CONFIG) stops when chorus-launch dies.
   WatchLauncher();
 }
 
-TFConfigClusterResolver TFConfigClusterResolver::Parse(const std::string& tf_config) {
+bool TFConfigClusterResolver::runs_alone() const {
+  const ClusterSpec& spec = cluster_spec();
+  return spec.empty() || (spec.size() == 1 && spec.begin()->second.size() == 1);
+}
+
+TFConfigClusterResolver TFConfigClusterResolver::Parse(const std::string& tf_config,
+                                                       const TaskOverrides& overrides) {
   json config;
   try {
     config = json::parse(tf_config);
@@ -155,8 +168,6 @@ TFConfigClusterResolver TFConfigClusterResolver::Parse(const std::string& tf_con
     FailTfConfig("must be a JSON object with \"cluster\" and \"task\", not " + Shown(config) +
                  "; " + kExample);
   }
-  ClusterSpec spec = ParseCluster(config);
-  auto [task_type, task_id] = ParseTask(config, spec);
   std::string rpc_layer;
   if (auto rpc = config.find("rpc_layer"); rpc != config.end() && !rpc->is_null()) {
     if (!rpc->is_string()) {
@@ -164,9 +175,37 @@ TFConfigClusterResolver TFConfigClusterResolver::Parse(const std::string& tf_con
     }
     rpc_layer = rpc->get<std::string>();
   }
+  if (overrides.rpc_layer) rpc_layer = *overrides.rpc_layer;
+  std::string session_master;
+  if (auto master = config.find("session_master"); master != config.end() && !master->is_null()) {
+    if (!master->is_string()) {
+      FailTfConfig("\"session_master\" must be a string such as \"grpc://host:2222\", not " +
+                   Shown(*master));
+    }
+    session_master = master->get<std::string>();
+  }
+  // TensorFlow reads "{}" (no cluster, no task) as a single local process: an empty cluster.
+  if (!config.contains("cluster") && !config.contains("task") && !overrides.task_type &&
+      !overrides.task_id) {
+    TFConfigClusterResolver alone(SingleLocalProcess{}, std::move(session_master));
+    alone.set_rpc_layer(std::move(rpc_layer));
+    return alone;
+  }
+  ClusterSpec spec = ParseCluster(config);
+  std::string task_type;
+  int task_id = 0;
+  if (overrides.task_type && overrides.task_id) {
+    task_type = *overrides.task_type;
+    task_id = *overrides.task_id;
+  } else {
+    std::tie(task_type, task_id) = ParseTask(config, spec);
+    task_type = overrides.task_type.value_or(task_type);
+    task_id = overrides.task_id.value_or(task_id);
+  }
   try {
     return TFConfigClusterResolver(
-        SimpleClusterResolver(std::move(spec), task_type, task_id, std::move(rpc_layer)));
+        SimpleClusterResolver(std::move(spec), task_type, task_id, std::move(rpc_layer)),
+        std::move(session_master));
   } catch (const Error& e) {
     FailTfConfig(e.what());
   }

@@ -41,7 +41,31 @@ class ClusterResolver {
   std::string TaskNameOf(int id) const;
   // The address of the worker with collective id `id`.
   std::string AddressOf(int id) const;
+
+  // As TensorFlow's ClusterResolver.master(): the address of task (task_type, task_id), this
+  // task's where one is not given, as "<rpc_layer>://host:port" ("host:port" when the rpc layer is
+  // empty); `rpc_layer` overrides rpc_layer() when not empty. "" when the process runs alone
+  // (see runs_alone()), or the preset master when there is one. Throws Error(INVALID_ARGUMENT) for
+  // a task the cluster does not have.
+  std::string master(const std::optional<std::string>& task_type = std::nullopt,
+                     std::optional<int> task_id = std::nullopt,
+                     const std::string& rpc_layer = "") const;
+
+ protected:
+  // True when there is no cluster to connect to, so master() is "": an empty cluster spec
+  // (TF_CONFIG "{}", a single local process).
+  virtual bool runs_alone() const { return cluster_spec().empty(); }
+  // What master() returns whatever the task, when not "" (TF_CONFIG's "session_master").
+  virtual std::string preset_master() const { return ""; }
 };
+
+// As TensorFlow's format_master_url: "<rpc_layer>://<address>", or `address` when rpc_layer is "".
+std::string FormatMasterUrl(const std::string& address, const std::string& rpc_layer);
+
+// The checks ParameterServerStrategy makes of its cluster: only the jobs chief, worker, ps and
+// evaluator; at most one chief; at least one worker and at least one ps task. Throws
+// Error(INVALID_ARGUMENT) naming the problem and the fix.
+void ValidateParameterServerCluster(const ClusterResolver& resolver);
 
 // A resolver over a spec given in code.
 class SimpleClusterResolver : public ClusterResolver {
@@ -55,6 +79,16 @@ class SimpleClusterResolver : public ClusterResolver {
   std::string rpc_layer() const override { return rpc_layer_; }
   std::string name() const override { return "SimpleClusterResolver"; }
 
+  // Overrides which task this process is, as TensorFlow's task_type/task_id setters; checked as
+  // the constructor checks them (throws Error(INVALID_ARGUMENT), leaving the task unchanged).
+  void SetTask(std::string task_type, int task_id);
+  void set_rpc_layer(std::string rpc_layer) { rpc_layer_ = std::move(rpc_layer); }
+
+ protected:
+  // An empty cluster with no task: a single local process (TF_CONFIG "{}").
+  struct SingleLocalProcess {};
+  explicit SimpleClusterResolver(SingleLocalProcess);
+
  private:
   ClusterSpec spec_;
   std::string task_type_;
@@ -62,29 +96,65 @@ class SimpleClusterResolver : public ClusterResolver {
   std::string rpc_layer_;
 };
 
+// What a program may set in place of what the launcher says (TensorFlow's resolvers take
+// task_type, task_id and rpc_layer arguments); unset fields keep the launcher's value.
+struct TaskOverrides {
+  std::optional<std::string> task_type;
+  std::optional<int> task_id;
+  std::optional<std::string> rpc_layer;
+};
+
 // TF_CONFIG = {"cluster": {"chief": [...], "worker": [...], "ps": [...], "evaluator": [...]},
 //              "task": {"type": "worker", "index": 0}, "rpc_layer": "grpc"}.
+// As in TensorFlow, "{}" (no "cluster" and no "task") is a single local process: an empty
+// cluster spec, task type "" and master() "".
 class TFConfigClusterResolver : public SimpleClusterResolver {
  public:
   // From the TF_CONFIG variable; throws Error(INVALID_ARGUMENT) when it is unset or malformed.
   TFConfigClusterResolver();
+  explicit TFConfigClusterResolver(const TaskOverrides& overrides);
   // From a TF_CONFIG string. Each malformed case throws Error(INVALID_ARGUMENT) whose message
   // names the problem and the fix: bad JSON, a cluster that is not an object of lists of
   // "host:port" strings, an unknown task type (e.g. "master"), more than one chief, a task
   // index out of range, a duplicate address, a missing task.
-  static TFConfigClusterResolver Parse(const std::string& tf_config);
+  static TFConfigClusterResolver Parse(const std::string& tf_config,
+                                       const TaskOverrides& overrides = {});
   std::string name() const override { return "TFConfigClusterResolver"; }
+  // TF_CONFIG's "session_master", which master() returns when set.
+  const std::string& session_master() const { return session_master_; }
+
+ protected:
+  // As TensorFlow's: also a cluster of one task needs no master.
+  bool runs_alone() const override;
+  std::string preset_master() const override { return session_master_; }
 
  private:
-  TFConfigClusterResolver(SimpleClusterResolver base);
+  TFConfigClusterResolver(SimpleClusterResolver base, std::string session_master);
+  TFConfigClusterResolver(SingleLocalProcess, std::string session_master);
+  std::string session_master_;
 };
 
-// Slurm: SLURM_PROCID, SLURM_NTASKS, SLURM_NODELIST (expanded here, without scontrol, e.g.
-// "node[01-03,07],gpu5"), SLURM_TASKS_PER_NODE (e.g. "2(x3),1") or SLURM_NTASKS_PER_NODE.
-// Every task becomes a worker at <node>:<port_base + local task index>.
+// Slurm, as TensorFlow's SlurmClusterResolver: SLURM_PROCID picks this task among the step's
+// tasks (SLURM_STEP_NUM_TASKS, else SLURM_NTASKS) on its nodes (SLURM_STEP_NODELIST, else
+// SLURM_NODELIST or SLURM_JOB_NODELIST, expanded here without scontrol, e.g.
+// "node[01-03,07],gpu5"), laid out in node-list order with the tasks per node from the
+// `tasks_per_node` argument, else SLURM_STEP_TASKS_PER_NODE, else SLURM_TASKS_PER_NODE (e.g.
+// "2(x3),1"), else SLURM_NTASKS_PER_NODE, else an even split. The task with local index i on
+// its node listens at <node>:<port_base + i>.
+//
+// The jobs map splits that task list: as TensorFlow, the jobs in order of their names (TF sorts
+// its dict), each taking the next `count` tasks, e.g. {{"ps", 1}, {"worker", 2}}: task 0 is
+// ps 0, tasks 1 and 2 are workers 0 and 1. The counts must add up to the step's tasks.
 class SlurmClusterResolver : public SimpleClusterResolver {
  public:
+  using Jobs = std::vector<std::pair<std::string, int>>;
+  // Every task a worker, rpc_layer "".
   explicit SlurmClusterResolver(uint16_t port_base = 8888);
+  // TensorFlow's constructor (jobs, port_base, tasks_per_node, rpc_layer); empty `jobs` is every
+  // task a worker. Throws Error(INVALID_ARGUMENT) naming the variable or argument that is wrong.
+  SlurmClusterResolver(Jobs jobs, uint16_t port_base = 8888,
+                       std::optional<int> tasks_per_node = std::nullopt,
+                       std::string rpc_layer = "grpc");
   std::string name() const override { return "SlurmClusterResolver"; }
 };
 
@@ -105,7 +175,7 @@ class LauncherClusterResolver : public SimpleClusterResolver {
 };
 
 // The resolver the environment describes: TF_CONFIG, else torchrun's or Open MPI's variables,
-// else Slurm's; nullptr when none is set (a single worker).
+// else Slurm's; nullptr when none is set or TF_CONFIG is "{}" (a single local process).
 std::unique_ptr<ClusterResolver> ResolveClusterFromEnvironment();
 
 }  // namespace chorus

@@ -2,6 +2,7 @@
 // classifier trained with a custom loop under OneDevice, Mirrored or CentralStorage strategy,
 // checkpointed every 2 epochs, and finally restored into a model with no strategy.
 #include <chorus/base/error.h>
+#include <chorus/cluster_resolver/cluster_resolver.h>
 #include <chorus/distribute/multi_worker_mirrored_strategy.h>
 #include <chorus/distribute/strategies.h>
 #include <chorus/runtime/registry.h>
@@ -20,6 +21,7 @@
 #include "trainer.h"
 #ifdef CHORUS_FASHION_MNIST_WITH_PARAMETER_SERVER
 #include "parameter_server_training.h"
+#include "sidecar_evaluator.h"
 #endif
 
 namespace {
@@ -275,7 +277,19 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
 #ifdef CHORUS_FASHION_MNIST_WITH_PARAMETER_SERVER
-    // A parameter-server job's worker and ps tasks run this same program: they serve here.
+    // A parameter-server job's evaluator follows the chief's checkpoints.
+    if (flags.strategy == "parameter_server") {
+      const auto resolver = chorus::ResolveClusterFromEnvironment();
+      if (resolver != nullptr && resolver->task_type() == "evaluator") {
+        fashion_mnist::SidecarOptions options;
+        options.checkpoint_dir = flags.checkpoint_dir;
+        options.batch_size = flags.global_batch;
+        options.final_epoch = flags.epochs;
+        fashion_mnist::RunSidecarEvaluator(LoadData(flags).test, options);
+        return 0;
+      }
+    }
+    // Its worker and ps tasks run this same program too: they serve here.
     if (flags.strategy == "parameter_server" &&
         fashion_mnist::ServeParameterServerTasks([&flags] { return LoadData(flags).train; },
                                                  OptionsFrom(flags))) {

@@ -36,31 +36,13 @@ std::unique_ptr<ClusterResolver> ResolverOrEnvironment(std::unique_ptr<ClusterRe
   return resolver;
 }
 
-// The cluster must have ps and workers, and this process must be the chief.
+// The cluster must have ps and workers (ValidateParameterServerCluster), a chief, and this
+// process must be it.
 void CheckCluster(const ClusterResolver& resolver) {
-  const std::vector<std::string> ps = JobAddresses(resolver, "ps");
-  const std::vector<std::string> workers = JobAddresses(resolver, "worker");
-  const std::vector<std::string> chiefs = JobAddresses(resolver, "chief");
-  if (ps.empty()) {
-    Invalid(
-        "the cluster has no \"ps\" job; a parameter-server job needs at least one ps task "
-        "(TF_CONFIG \"cluster\": {\"ps\": [\"host:port\"], ...})");
-  }
-  if (workers.empty()) {
-    Invalid("the cluster has no \"worker\" job; add at least one worker task to TF_CONFIG");
-  }
-  if (chiefs.size() != 1) {
-    Invalid(
-        "the cluster needs exactly one \"chief\" (the coordinator that runs the training "
-        "program), it has " +
-        std::to_string(chiefs.size()));
-  }
-  for (const auto& [job, addresses] : resolver.cluster_spec()) {
-    if (job != "chief" && job != "worker" && job != "ps" && job != "evaluator") {
-      Invalid("unknown job \"" + job +
-              "\" in the cluster; the jobs are chief, worker, ps and "
-              "evaluator");
-    }
+  ValidateParameterServerCluster(resolver);
+  if (JobAddresses(resolver, "chief").empty()) {
+    Invalid("the cluster has no \"chief\", the coordinator that runs the training program; "
+            "add \"chief\": [\"host:port\"] to TF_CONFIG's cluster and run the program there");
   }
   const std::string& role = resolver.task_type();
   if (role == "ps" || role == "worker") {

@@ -1,0 +1,52 @@
+#include "sidecar_evaluator.h"
+
+#include <chorus/base/error.h>
+#include <chorus/training/checkpoint.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "model.h"
+#include "trainer.h"
+
+namespace fashion_mnist {
+
+int RunSidecarEvaluator(const ImageSet& test, const SidecarOptions& options) {
+  using Clock = std::chrono::steady_clock;
+  // A checkpoint recorded before this evaluator started belongs to an earlier run.
+  std::string seen = LatestCheckpoint(options.checkpoint_dir);
+  const std::string final_name = "ckpt-" + std::to_string(options.final_epoch);
+  std::printf("Evaluator: following %s for new checkpoints, until %s\n",
+              options.checkpoint_dir.c_str(), final_name.c_str());
+  std::fflush(stdout);
+  int evaluated = 0;
+  auto last_new = Clock::now();
+  while (true) {
+    const std::string latest = LatestCheckpoint(options.checkpoint_dir);
+    if (!latest.empty() && latest != seen) {
+      seen = latest;
+      last_new = Clock::now();
+      const Model model;  // no strategy: plain variables, replaced by the restore
+      chorus::Checkpoint checkpoint;
+      TrackModel(checkpoint, model);
+      checkpoint.Restore(latest);
+      const Evaluation e = EvaluateWithoutStrategy(model, test, options.batch_size);
+      std::printf("Evaluator: %s: Test Loss: %.4f, Test Accuracy: %.2f\n", latest.c_str(), e.loss,
+                  e.accuracy);
+      std::fflush(stdout);
+      ++evaluated;
+      if (std::filesystem::path(latest).filename() == final_name) return evaluated;
+    }
+    if (Clock::now() - last_new > options.idle_timeout) {
+      throw chorus::Error(
+          CHORUS_TIMEOUT,
+          "the evaluator saw no new checkpoint in '" + options.checkpoint_dir + "' for " +
+              std::to_string(options.idle_timeout.count() / 1000) +
+              " s; is the chief running and saving there (--checkpoint-dir)?");
+    }
+    std::this_thread::sleep_for(options.poll);
+  }
+}
+
+}  // namespace fashion_mnist

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: install what is missing, build, show what chorus finds, train the Fashion-MNIST
-# example on 4 virtual CPU replicas (and on 2 workers), and compare the backends with
-# chorus-bench (figures in build/release/bench/: CSV and SVG).
+# example on 4 virtual CPU replicas (on 2 workers, and with parameter servers), and compare the
+# backends with chorus-bench (figures in build/release/bench/: CSV and SVG).
 # FASHION_MNIST_DIR=<dir with the four IDX files> trains on the real data set; without it the
 # example generates data of the same shapes and says so.
 set -euo pipefail
@@ -29,6 +29,18 @@ echo "== multi-worker: chorus-launch -n 2, MultiWorkerMirroredStrategy, 2 cpu re
 build/release/bin/chorus-launch -n 2 --timeout 600 -- build/release/bin/fashion_mnist \
   --strategy multi_worker_mirrored --replicas 2 --epochs 1 --steps 200 --global-batch 64 \
   --data-dir "${FASHION_MNIST_DIR:-}" --checkpoint-dir build/release/fashion_mnist_mwms_ckpt
+
+echo
+echo "== parameter servers: chorus-launch --ps 2 --workers 2 --evaluator, ParameterServerStrategy"
+echo "   (asynchronous steps on the workers, variables and Adam on the ps tasks)"
+build/release/bin/chorus-launch --ps 2 --workers 2 --evaluator --timeout 600 -- \
+  build/release/bin/fashion_mnist --strategy parameter_server --epochs 2 --global-batch 64 \
+  --data-dir "${FASHION_MNIST_DIR:-}" --checkpoint-dir build/release/fashion_mnist_ps_ckpt
+
+echo
+echo "== chorus-ps-bench: the coordinator with 4 workers, push-pull beside raw gRPC streaming"
+build/release/bin/chorus-launch --ps 2 --workers 4 --timeout 300 -- \
+  build/release/bin/chorus-ps-bench --rounds 3
 
 echo
 echo "== one batch of gradient all-reduces through every cross-device ops backend"

@@ -149,13 +149,14 @@ fashion_mnist::TrainerOptions OptionsFrom(const Flags& flags) {
 void FitWithParameterServers(const Flags& flags, const TrainAndTest& data) {
 #ifdef CHORUS_FASHION_MNIST_WITH_PARAMETER_SERVER
   if (!flags.save_weights.empty() || flags.replicas > 0 || !flags.cross_device_ops.empty()) {
-    Fail("--save-weights, --replicas and --cross-device-ops do not apply to --strategy "
-         "parameter_server");
+    Fail(
+        "--save-weights, --replicas and --cross-device-ops do not apply to --strategy "
+        "parameter_server");
   }
   const fashion_mnist::TrainerOptions options = OptionsFrom(flags);
-  std::cout << "Global batch: " << flags.global_batch << " (one worker's step), epochs: "
-            << flags.epochs << ", Adam lr " << options.learning_rate << ", checkpoints in "
-            << flags.checkpoint_dir << "\n";
+  std::cout << "Global batch: " << flags.global_batch
+            << " (one worker's step), epochs: " << flags.epochs << ", Adam lr "
+            << options.learning_rate << ", checkpoints in " << flags.checkpoint_dir << "\n";
   const auto start = std::chrono::steady_clock::now();
   int64_t steps = 0;
   for (const auto& result : fashion_mnist::FitWithParameterServers(data, options, PrintEpoch)) {
@@ -168,9 +169,10 @@ void FitWithParameterServers(const Flags& flags, const TrainAndTest& data) {
 #else
   (void)flags;
   (void)data;
-  Fail("this fashion_mnist was built without gRPC, so without --strategy parameter_server; "
-       "install libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc and "
-       "rebuild");
+  Fail(
+      "this fashion_mnist was built without gRPC, so without --strategy parameter_server; "
+      "install libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc and "
+      "rebuild");
 #endif
 }
 

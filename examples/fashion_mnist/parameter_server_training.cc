@@ -47,14 +47,14 @@ HostWeights ToWeights(const std::vector<chorus::Tensor>& values) {
 
 bool ServeParameterServerTasks(const std::function<ImageSet()>& load_train,
                                const TrainerOptions& options) {
-  chorus::RegisterDatasetFunction(kTrainDataset, [load_train, options](
-                                                     const chorus::InputContext& input) {
-    return load_train()
-        .ToDataset()
-        .Shard(input.num_input_pipelines(), input.input_pipeline_id())
-        .Shuffle(options.seed + static_cast<uint64_t>(input.input_pipeline_id()))
-        .Batch(options.global_batch_size, true);
-  });
+  chorus::RegisterDatasetFunction(
+      kTrainDataset, [load_train, options](const chorus::InputContext& input) {
+        return load_train()
+            .ToDataset()
+            .Shard(input.num_input_pipelines(), input.input_pipeline_id())
+            .Shuffle(options.seed + static_cast<uint64_t>(input.input_pipeline_id()))
+            .Batch(options.global_batch_size, true);
+      });
   chorus::RegisterFunction(kTrainStep, [options](chorus::FunctionContext& context,
                                                  const std::vector<chorus::Tensor>&) {
     const Model& model = WorkerModel(options);
@@ -67,7 +67,8 @@ bool ServeParameterServerTasks(const std::function<ImageSet()>& load_train,
     std::vector<std::pair<chorus::Tensor, chorus::ShardedVariable>> gradients;
     for (size_t i = 0; i < variables.size(); ++i) {
       gradients.emplace_back(
-          chorus::Tensor::FromVector(Host(), variables[i].shape(), step.gradients[i]), variables[i]);
+          chorus::Tensor::FromVector(Host(), variables[i].shape(), step.gradients[i]),
+          variables[i]);
     }
     chorus::ApplyGradients(gradients);
     return std::vector<chorus::Tensor>{chorus::Tensor::FromVector(
@@ -82,9 +83,10 @@ std::vector<EpochResult> FitWithParameterServers(
     const std::function<void(const EpochResult&)>& on_epoch) {
   chorus::ParameterServerStrategy strategy(
       nullptr, std::make_shared<chorus::partitioners::MinSizePartitioner>(256 << 10, 2));
-  std::printf("Strategy: ParameterServerStrategy, %d workers, %d ps tasks, variables split by "
-              "MinSizePartitioner(256 KiB, at most 2 shards), Adam on the ps tasks\n",
-              strategy.num_workers(), strategy.num_ps());
+  std::printf(
+      "Strategy: ParameterServerStrategy, %d workers, %d ps tasks, variables split by "
+      "MinSizePartitioner(256 KiB, at most 2 shards), Adam on the ps tasks\n",
+      strategy.num_workers(), strategy.num_ps());
   strategy.set_optimizer(chorus::ServerOptimizer::Adam(options.learning_rate));
   // The initial weights: the same Glorot draw as the other strategies' model with this seed.
   const Model initial(ConfigFor(options));
@@ -92,8 +94,8 @@ std::vector<EpochResult> FitWithParameterServers(
   {
     auto scope = strategy.scope();
     for (size_t i = 0; i < kVariableNames.size(); ++i) {
-      variables.push_back(chorus::ShardedVariable::Create(
-          chorus::VariableSpec{kVariableNames[i]}, initial.variables()[i].value()));
+      variables.push_back(chorus::ShardedVariable::Create(chorus::VariableSpec{kVariableNames[i]},
+                                                          initial.variables()[i].value()));
     }
   }
   for (const chorus::ShardedVariable& variable : variables) {
@@ -136,7 +138,8 @@ std::vector<EpochResult> FitWithParameterServers(
     const Model& model = initial;  // its arithmetic, with the ps tasks' weights
     result.test = EvaluateWeights(model, ToWeights(chorus::ReadVariables(variables)), data.test,
                                   options.global_batch_size);
-    const bool last = epoch == options.epochs || (options.max_steps > 0 && steps >= options.max_steps);
+    const bool last =
+        epoch == options.epochs || (options.max_steps > 0 && steps >= options.max_steps);
     if (!options.checkpoint_dir.empty() && (epoch % 2 == 0 || last)) {
       std::error_code error;
       std::filesystem::create_directories(options.checkpoint_dir, error);

@@ -23,9 +23,9 @@ bool ServeParameterServerTasks(const std::function<ImageSet()>& load_train,
 // On the chief: trains options.epochs epochs of train.size() / global batch steps each,
 // evaluating the weights on `test` after each and saving ckpt-<epoch> every 2 epochs and after
 // the last (whole tensors: it restores into a model with no strategy).
-std::vector<EpochResult> FitWithParameterServers(const TrainAndTest& data,
-                                                 const TrainerOptions& options,
-                                                 const std::function<void(const EpochResult&)>& on_epoch);
+std::vector<EpochResult> FitWithParameterServers(
+    const TrainAndTest& data, const TrainerOptions& options,
+    const std::function<void(const EpochResult&)>& on_epoch);
 
 }  // namespace fashion_mnist
 

@@ -14,8 +14,15 @@ namespace fashion_mnist {
 
 int RunSidecarEvaluator(const ImageSet& test, const SidecarOptions& options) {
   using Clock = std::chrono::steady_clock;
-  // A checkpoint recorded before this evaluator started belongs to an earlier run.
-  std::string seen = LatestCheckpoint(options.checkpoint_dir);
+  // A checkpoint recorded before this evaluator started belongs to an earlier run; the name and
+  // the time of the file tell a new one (a rerun writes the same names).
+  const auto version = [](const std::string& path) {
+    std::error_code error;
+    const auto time = std::filesystem::last_write_time(path, error);
+    return path + "@" + std::to_string(error ? 0 : time.time_since_epoch().count());
+  };
+  std::string latest_at_start = LatestCheckpoint(options.checkpoint_dir);
+  std::string seen = latest_at_start.empty() ? "" : version(latest_at_start);
   const std::string final_name = "ckpt-" + std::to_string(options.final_epoch);
   std::printf("Evaluator: following %s for new checkpoints, until %s\n",
               options.checkpoint_dir.c_str(), final_name.c_str());
@@ -24,8 +31,8 @@ int RunSidecarEvaluator(const ImageSet& test, const SidecarOptions& options) {
   auto last_new = Clock::now();
   while (true) {
     const std::string latest = LatestCheckpoint(options.checkpoint_dir);
-    if (!latest.empty() && latest != seen) {
-      seen = latest;
+    if (!latest.empty() && version(latest) != seen) {
+      seen = version(latest);
       last_new = Clock::now();
       const Model model;  // no strategy: plain variables, replaced by the restore
       chorus::Checkpoint checkpoint;
@@ -39,11 +46,10 @@ int RunSidecarEvaluator(const ImageSet& test, const SidecarOptions& options) {
       if (std::filesystem::path(latest).filename() == final_name) return evaluated;
     }
     if (Clock::now() - last_new > options.idle_timeout) {
-      throw chorus::Error(
-          CHORUS_TIMEOUT,
-          "the evaluator saw no new checkpoint in '" + options.checkpoint_dir + "' for " +
-              std::to_string(options.idle_timeout.count() / 1000) +
-              " s; is the chief running and saving there (--checkpoint-dir)?");
+      throw chorus::Error(CHORUS_TIMEOUT,
+                          "the evaluator saw no new checkpoint in '" + options.checkpoint_dir +
+                              "' for " + std::to_string(options.idle_timeout.count() / 1000) +
+                              " s; is the chief running and saving there (--checkpoint-dir)?");
     }
     std::this_thread::sleep_for(options.poll);
   }

@@ -47,11 +47,12 @@ int RunChief(int functions, int64_t bytes, int rounds) {
       coordinator.join();
       rates.push_back(functions / Seconds(start));
     }
-    std::printf("coordinator: %d workers, %d empty functions a round: %.0f functions/s scheduled "
-                "and completed (median of %d rounds; min %.0f, max %.0f)\n",
-                strategy.num_workers(), functions, Median(rates), rounds,
-                *std::min_element(rates.begin(), rates.end()),
-                *std::max_element(rates.begin(), rates.end()));
+    std::printf(
+        "coordinator: %d workers, %d empty functions a round: %.0f functions/s scheduled "
+        "and completed (median of %d rounds; min %.0f, max %.0f)\n",
+        strategy.num_workers(), functions, Median(rates), rounds,
+        *std::min_element(rates.begin(), rates.end()),
+        *std::max_element(rates.begin(), rates.end()));
   }
   // 2. Push-pull against raw gRPC streaming, the same bytes between the chief and ps 0 (and
   //    the variable split over every ps).
@@ -63,11 +64,10 @@ int RunChief(int functions, int64_t bytes, int rounds) {
     const int num_ps = static_cast<int>(resolver->cluster_spec().at("ps").size());
     if (shards_over == 0 && num_ps == 1) continue;
     chorus::ParameterServerStrategy strategy(
-        std::move(resolver),
-        std::make_shared<chorus::partitioners::FixedShardsPartitioner>(shards_over == 1 ? 1
-                                                                                        : num_ps));
-    chorus::ShardedVariable variable =
-        strategy.CreateVariable(chorus::VariableSpec{"bench_" + std::to_string(shards_over)}, value);
+        std::move(resolver), std::make_shared<chorus::partitioners::FixedShardsPartitioner>(
+                                 shards_over == 1 ? 1 : num_ps));
+    chorus::ShardedVariable variable = strategy.CreateVariable(
+        chorus::VariableSpec{"bench_" + std::to_string(shards_over)}, value);
     std::vector<double> raw, raw_in, raw_out, push_pull, push, pull;
     for (int r = 0; r < rounds; ++r) {
       const auto [in, out] = chorus::ps_internal::RawStreamSeconds(strategy, 0, bytes, 1 << 20);
@@ -86,12 +86,12 @@ int RunChief(int functions, int64_t bytes, int rounds) {
       pull.push_back(mib / reading);
     }
     const int shards = static_cast<int>(variable.shards().size());
-    std::printf("push-pull of a %.0f MiB variable in %d shard(s) over %d ps: %.0f MiB/s (assign "
-                "%.0f, read %.0f); raw gRPC streaming chief <-> ps 0, same bytes, 1 MiB "
-                "messages: %.0f MiB/s (in %.0f, out %.0f); ratio %.2f (medians of %d rounds)\n",
-                mib, shards, shards == 1 ? 1 : num_ps, Median(push_pull), Median(push),
-                Median(pull), Median(raw), Median(raw_in), Median(raw_out),
-                Median(push_pull) / Median(raw), rounds);
+    std::printf(
+        "push-pull of a %.0f MiB variable in %d shard(s) over %d ps: %.0f MiB/s (assign "
+        "%.0f, read %.0f); raw gRPC streaming chief <-> ps 0, same bytes, 1 MiB "
+        "messages: %.0f MiB/s (in %.0f, out %.0f); ratio %.2f (medians of %d rounds)\n",
+        mib, shards, shards == 1 ? 1 : num_ps, Median(push_pull), Median(push), Median(pull),
+        Median(raw), Median(raw_in), Median(raw_out), Median(push_pull) / Median(raw), rounds);
     chorus::ClusterCoordinator coordinator(strategy);
     if (shards_over == 1 && num_ps > 1) coordinator.keep_servers_running();
   }
@@ -101,20 +101,23 @@ int RunChief(int functions, int64_t bytes, int rounds) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"chorus-ps-bench: the coordinator's functions per second and push-pull against raw "
-               "gRPC streaming; run every task of it under chorus-launch --ps P --workers W"};
+  CLI::App app{
+      "chorus-ps-bench: the coordinator's functions per second and push-pull against raw "
+      "gRPC streaming; run every task of it under chorus-launch --ps P --workers W"};
   int functions = 2000;
   int64_t bytes = 64 << 20;
   int rounds = 5;
-  app.add_option("--functions", functions, "empty functions a round")->check(CLI::Range(1, 10000000));
+  app.add_option("--functions", functions, "empty functions a round")
+      ->check(CLI::Range(1, 10000000));
   app.add_option("--bytes", bytes, "variable size for push-pull (a multiple of 4 KiB)")
       ->check(CLI::Range(int64_t{4096}, int64_t{1} << 32));
   app.add_option("--rounds", rounds, "rounds of each measurement")->check(CLI::Range(1, 1000));
   CLI11_PARSE(app, argc, argv);
   try {
-    chorus::RegisterFunction("empty", [](chorus::FunctionContext&, const std::vector<chorus::Tensor>&) {
-      return std::vector<chorus::Tensor>{};
-    });
+    chorus::RegisterFunction("empty",
+                             [](chorus::FunctionContext&, const std::vector<chorus::Tensor>&) {
+                               return std::vector<chorus::Tensor>{};
+                             });
     if (chorus::ServeIfServerTask()) return 0;
     return RunChief(functions, bytes, rounds);
   } catch (const std::exception& e) {

@@ -41,8 +41,9 @@ std::unique_ptr<ClusterResolver> ResolverOrEnvironment(std::unique_ptr<ClusterRe
 void CheckCluster(const ClusterResolver& resolver) {
   ValidateParameterServerCluster(resolver);
   if (JobAddresses(resolver, "chief").empty()) {
-    Invalid("the cluster has no \"chief\", the coordinator that runs the training program; "
-            "add \"chief\": [\"host:port\"] to TF_CONFIG's cluster and run the program there");
+    Invalid(
+        "the cluster has no \"chief\", the coordinator that runs the training program; "
+        "add \"chief\": [\"host:port\"] to TF_CONFIG's cluster and run the program there");
   }
   const std::string& role = resolver.task_type();
   if (role == "ps" || role == "worker") {

@@ -191,8 +191,8 @@ std::vector<Tensor> PsClient::ReadStreamed(const std::vector<ShardPlacement>& sh
     while (reader->Read(&chunk)) {
       if (chunk.offset() == 0) {
         if (next >= indices.size() || shards[indices[next]].id != chunk.id()) break;
-        values[indices[next]] = Tensor(HostDevice(), static_cast<chorus_dtype>(chunk.dtype()),
-                                       ShapeOf(chunk.shape()));
+        values[indices[next]] =
+            Tensor(HostDevice(), static_cast<chorus_dtype>(chunk.dtype()), ShapeOf(chunk.shape()));
         ++next;
       }
       const Tensor& value = values[indices[next - 1]];

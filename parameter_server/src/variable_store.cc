@@ -88,8 +88,8 @@ void VariableStore::Update(rpc::UpdateRequest::Kind kind, uint64_t id, rpc::Tens
   const size_t size = ExpectedBytes(shard.dtype, shard.shape);
   if (value.data().size() != size || value.dtype() != shard.dtype) {
     throw Error(CHORUS_INVALID_ARGUMENT,
-                Describe(shard.name, id) + " holds " + std::to_string(size) +
-                    " bytes of dtype " + std::to_string(shard.dtype) + ", the update has " +
+                Describe(shard.name, id) + " holds " + std::to_string(size) + " bytes of dtype " +
+                    std::to_string(shard.dtype) + ", the update has " +
                     std::to_string(value.data().size()) + " of dtype " +
                     std::to_string(value.dtype()) + "; give a value of the variable's shape");
   }

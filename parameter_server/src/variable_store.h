@@ -37,7 +37,7 @@ class VariableStore {
     int32_t dtype = 0;
     std::vector<int64_t> shape;
     std::shared_ptr<std::string> bytes;  // the value, little-endian elements (shared: Snapshot)
-    int64_t step = 0;   // optimizer updates applied
+    int64_t step = 0;                    // optimizer updates applied
     std::vector<std::vector<float>> slots;
   };
   Shard& Find(uint64_t id) const;

@@ -1,9 +1,10 @@
 // chorus-ps-bench: what a parameter-server job costs. Every task of the job runs it (under
 // chorus-launch --ps P --workers W -- chorus-ps-bench); the chief measures:
 //   1. the coordinator: empty functions scheduled and completed per second over every worker;
-//   2. push-pull of a sharded variable (assign, then read) against raw gRPC streaming of the
-//      same bytes between the same two processes (a client stream in, a server stream out, 1 MiB
-//      messages): the bandwidth any gRPC program gets, with nothing of chorus's on the way.
+//   2. push-pull of a sharded variable (assign, then read_into a tensor the loop reuses) against
+//      raw gRPC streaming of the same bytes between the same two processes (a client stream in,
+//      a server stream out, 1 MiB messages): the bandwidth any gRPC program gets, with nothing
+//      of chorus's on the way.
 // Figures are medians over --rounds.
 #include <chorus/base/error.h>
 #include <chorus/parameter_server/cluster_coordinator.h>
@@ -59,6 +60,7 @@ int RunChief(int functions, int64_t bytes, int rounds) {
   const double mib = static_cast<double>(bytes) / (1 << 20);
   const int64_t rows = bytes / 4 / 1024;
   chorus::Tensor value(host, CHORUS_F32, {rows, 1024});
+  chorus::Tensor result(host, CHORUS_F32, {rows, 1024});
   for (int shards_over : {1, 0}) {  // 1: one shard on ps 0; 0: one shard on every ps
     auto resolver = chorus::ResolveClusterFromEnvironment();
     const int num_ps = static_cast<int>(resolver->cluster_spec().at("ps").size());
@@ -68,7 +70,7 @@ int RunChief(int functions, int64_t bytes, int rounds) {
                                  shards_over == 1 ? 1 : num_ps));
     chorus::ShardedVariable variable = strategy.CreateVariable(
         chorus::VariableSpec{"bench_" + std::to_string(shards_over)}, value);
-    std::vector<double> raw, raw_in, raw_out, push_pull, push, pull;
+    std::vector<double> raw, raw_in, raw_out, push_pull, push, pull, fresh_read;
     for (int r = 0; r < rounds; ++r) {
       const auto [in, out] = chorus::ps_internal::RawStreamSeconds(strategy, 0, bytes, 1 << 20);
       raw.push_back(2 * mib / (in + out));
@@ -78,9 +80,11 @@ int RunChief(int functions, int64_t bytes, int rounds) {
       variable.assign(value);
       const double assign = Seconds(start);
       start = Clock::now();
-      const chorus::Tensor read = variable.read();
+      variable.read_into(result);  // into a tensor the loop reuses, as a training loop would
       const double reading = Seconds(start);
-      if (read.bytes() != value.bytes()) throw chorus::Error(CHORUS_INTERNAL, "short read");
+      start = Clock::now();
+      const chorus::Tensor fresh = variable.read();  // the same into a new tensor
+      fresh_read.push_back(mib / Seconds(start));
       push_pull.push_back(2 * mib / (assign + reading));
       push.push_back(mib / assign);
       pull.push_back(mib / reading);
@@ -88,10 +92,12 @@ int RunChief(int functions, int64_t bytes, int rounds) {
     const int shards = static_cast<int>(variable.shards().size());
     std::printf(
         "push-pull of a %.0f MiB variable in %d shard(s) over %d ps: %.0f MiB/s (assign "
-        "%.0f, read %.0f); raw gRPC streaming chief <-> ps 0, same bytes, 1 MiB "
+        "%.0f, read_into %.0f; read() into a new tensor %.0f); raw gRPC streaming chief <-> "
+        "ps 0, same bytes, 1 MiB "
         "messages: %.0f MiB/s (in %.0f, out %.0f); ratio %.2f (medians of %d rounds)\n",
         mib, shards, shards == 1 ? 1 : num_ps, Median(push_pull), Median(push), Median(pull),
-        Median(raw), Median(raw_in), Median(raw_out), Median(push_pull) / Median(raw), rounds);
+        Median(fresh_read), Median(raw), Median(raw_in), Median(raw_out),
+        Median(push_pull) / Median(raw), rounds);
     chorus::ClusterCoordinator coordinator(strategy);
     if (shards_over == 1 && num_ps > 1) coordinator.keep_servers_running();
   }

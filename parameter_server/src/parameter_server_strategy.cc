@@ -125,59 +125,84 @@ ShardedVariable ShardedVariable::Create(const VariableSpec& spec, const Tensor& 
 
 Tensor ShardedVariable::read() const { return ReadVariables({*this}).front(); }
 
+void ShardedVariable::read_into(const Tensor& out) const {
+  CheckValue(*this, out, "read_into");
+  if (!out.host_accessible()) {
+    out.Assign(read());
+    return;
+  }
+  client().ReadInto(shards(), ps_internal::ShardSpans(info(), out.raw()));
+}
+
+namespace {
+
+// `value` in host memory (itself when it is there already).
+Tensor OnHost(const Tensor& value) {
+  return value.host_accessible() ? value : value.CopyTo(HostDevice());
+}
+
+void Write(const ShardedVariable& variable, const Tensor& value,
+           ps_internal::rpc::UpdateRequest::Kind kind, const char* what) {
+  CheckValue(variable, value, what);
+  const Tensor host = OnHost(value);
+  variable.client().UpdateFrom(
+      kind, variable.dtype(), variable.shards(),
+      ps_internal::ShardSpans(variable.info(), static_cast<const void*>(host.raw())));
+}
+
+}  // namespace
+
 void ShardedVariable::assign(const Tensor& value) const {
-  CheckValue(*this, value, "assign");
-  client().Update(ps_internal::rpc::UpdateRequest::ASSIGN, shards(),
-                  ps_internal::SplitRows(value, shards()));
+  Write(*this, value, ps_internal::rpc::UpdateRequest::ASSIGN, "assign");
 }
 
 void ShardedVariable::assign_add(const Tensor& delta) const {
-  CheckValue(*this, delta, "assign_add");
-  client().Update(ps_internal::rpc::UpdateRequest::ASSIGN_ADD, shards(),
-                  ps_internal::SplitRows(delta, shards()));
+  Write(*this, delta, ps_internal::rpc::UpdateRequest::ASSIGN_ADD, "assign_add");
 }
 
 void ShardedVariable::assign_sub(const Tensor& delta) const {
-  CheckValue(*this, delta, "assign_sub");
-  client().Update(ps_internal::rpc::UpdateRequest::ASSIGN_SUB, shards(),
-                  ps_internal::SplitRows(delta, shards()));
+  Write(*this, delta, ps_internal::rpc::UpdateRequest::ASSIGN_SUB, "assign_sub");
 }
 
 std::vector<Tensor> ReadVariables(const std::vector<ShardedVariable>& variables) {
   if (variables.empty()) return {};
-  std::vector<ShardPlacement> all;
-  for (const ShardedVariable& variable : variables) {
-    all.insert(all.end(), variable.shards().begin(), variable.shards().end());
-  }
-  const std::vector<Tensor> parts = variables.front().client().Read(all);
+  // Each whole value is allocated once and every shard is read into its rows.
   std::vector<Tensor> values;
-  size_t next = 0;
+  std::vector<ShardPlacement> shards;
+  std::vector<ps_internal::MutableBytes> destinations;
   for (const ShardedVariable& variable : variables) {
-    const size_t count = variable.shards().size();
-    std::vector<Tensor> own(parts.begin() + static_cast<std::ptrdiff_t>(next),
-                            parts.begin() + static_cast<std::ptrdiff_t>(next + count));
-    values.push_back(ps_internal::ConcatRows(variable.info(), own));
-    next += count;
+    values.emplace_back(HostDevice(), variable.dtype(), variable.shape());
+    const auto spans = ps_internal::ShardSpans(variable.info(), values.back().raw());
+    shards.insert(shards.end(), variable.shards().begin(), variable.shards().end());
+    destinations.insert(destinations.end(), spans.begin(), spans.end());
   }
+  variables.front().client().ReadInto(shards, destinations);
   return values;
 }
 
 void ApplyGradients(const std::vector<std::pair<Tensor, ShardedVariable>>& grads_and_vars) {
   if (grads_and_vars.empty()) return;
   std::vector<ShardPlacement> shards;
-  std::vector<Tensor> parts;
+  std::vector<ps_internal::ConstBytes> sources;
+  std::vector<Tensor> on_host;  // keeps copies of device gradients alive for the call
   for (const auto& [gradient, variable] : grads_and_vars) {
     CheckValue(variable, gradient, "ApplyGradients");
     if (!variable.trainable()) {
       throw Error(CHORUS_INVALID_ARGUMENT,
                   "ApplyGradients: " + NameOf(variable) + " is not trainable");
     }
-    const std::vector<Tensor> split = ps_internal::SplitRows(gradient, variable.shards());
+    if (variable.dtype() != CHORUS_F32) {
+      throw Error(CHORUS_UNSUPPORTED,
+                  "ApplyGradients: " + NameOf(variable) + " is not f32; the ps optimizers are f32");
+    }
+    on_host.push_back(OnHost(gradient));
+    const auto spans =
+        ps_internal::ShardSpans(variable.info(), static_cast<const void*>(on_host.back().raw()));
     shards.insert(shards.end(), variable.shards().begin(), variable.shards().end());
-    parts.insert(parts.end(), split.begin(), split.end());
+    sources.insert(sources.end(), spans.begin(), spans.end());
   }
-  grads_and_vars.front().second.client().Update(ps_internal::rpc::UpdateRequest::APPLY_GRADIENT,
-                                                shards, parts);
+  grads_and_vars.front().second.client().UpdateFrom(ps_internal::rpc::UpdateRequest::APPLY_GRADIENT,
+                                                    CHORUS_F32, shards, sources);
 }
 
 // ---- ParameterServerStrategy -----------------------------------------------------------------

@@ -147,13 +147,7 @@ void PsClient::CreateShards(const VariableInfo& info, const Tensor& initial) con
   calls.Wait();
 }
 
-// Bytes of a shard of `shards`, for choosing between one message and a stream (f32 assumed:
-// the choice only needs the order of magnitude).
-int64_t TotalElements(const std::vector<ShardPlacement>& shards) {
-  int64_t total = 0;
-  for (const ShardPlacement& shard : shards) total += NumElements(shard.shape);
-  return total;
-}
+namespace {
 
 // Runs body(ps, indices) on a thread per ps and rethrows the first failure.
 void OnThreadPerPs(const std::map<int, std::vector<size_t>>& groups,
@@ -177,8 +171,21 @@ void OnThreadPerPs(const std::map<int, std::vector<size_t>>& groups,
   }
 }
 
-std::vector<Tensor> PsClient::ReadStreamed(const std::vector<ShardPlacement>& shards) const {
-  std::vector<Tensor> values(shards.size());
+// A streaming call's status as PsClient's errors.
+void CheckStream(const PsClient& client, const grpc::Status& status, int ps, const char* what) {
+  if (status.ok()) return;
+  try {
+    ThrowRpcError(status, client.TaskName(ps), what);
+  } catch (const Error& e) {
+    if (IsTransportFailure(status)) throw PsUnavailable(e.status(), e.what(), ps);
+    throw;
+  }
+}
+
+}  // namespace
+
+void PsClient::ReadStreamed(const std::vector<ShardPlacement>& shards,
+                            const std::vector<MutableBytes>& destinations) const {
   OnThreadPerPs(ByPs(shards), [&](int ps, const std::vector<size_t>& indices) {
     grpc::ClientContext context;
     SetDeadline(context, timeout_);
@@ -186,52 +193,46 @@ std::vector<Tensor> PsClient::ReadStreamed(const std::vector<ShardPlacement>& sh
     for (size_t i : indices) request.add_ids(shards[i].id);
     auto reader = stub(ps).ReadStream(&context, request);
     rpc::ShardChunk chunk;
-    size_t next = 0;  // position in indices of the shard being received
-    std::vector<uint8_t> staging;
-    while (reader->Read(&chunk)) {
+    size_t next = 0;  // position in indices of the next shard to arrive
+    bool in_order = true;
+    while (in_order && reader->Read(&chunk)) {
       if (chunk.offset() == 0) {
-        if (next >= indices.size() || shards[indices[next]].id != chunk.id()) break;
-        values[indices[next]] =
-            Tensor(HostDevice(), static_cast<chorus_dtype>(chunk.dtype()), ShapeOf(chunk.shape()));
+        in_order = next < indices.size() && shards[indices[next]].id == chunk.id() &&
+                   static_cast<size_t>(chunk.total_bytes()) == destinations[indices[next]].size;
         ++next;
       }
-      const Tensor& value = values[indices[next - 1]];
-      if (chunk.offset() + static_cast<int64_t>(chunk.data().size()) >
-          static_cast<int64_t>(value.bytes())) {
-        break;
-      }
-      std::memcpy(static_cast<uint8_t*>(value.raw()) + chunk.offset(), chunk.data().data(),
-                  chunk.data().size());
-    }
-    const grpc::Status status = reader->Finish();
-    if (!status.ok()) {
-      try {
-        ThrowRpcError(status, TaskName(ps), "a read");
-      } catch (const Error& e) {
-        if (IsTransportFailure(status)) throw PsUnavailable(e.status(), e.what(), ps);
-        throw;
+      const MutableBytes& into = destinations[indices[next - 1]];
+      in_order = in_order && chunk.offset() >= 0 &&
+                 static_cast<size_t>(chunk.offset()) + chunk.data().size() <= into.size;
+      if (in_order) {
+        std::memcpy(static_cast<uint8_t*>(into.data) + chunk.offset(), chunk.data().data(),
+                    chunk.data().size());
       }
     }
-    if (next != indices.size()) {
-      throw Error(CHORUS_INTERNAL, TaskName(ps) + " streamed a read out of order");
+    if (!in_order) context.TryCancel();
+    CheckStream(*this, reader->Finish(), ps, "a read");
+    if (!in_order || next != indices.size()) {
+      throw Error(CHORUS_INTERNAL, TaskName(ps) +
+                                       " streamed a read that does not match the "
+                                       "shards asked for");
     }
   });
-  return values;
 }
 
-void PsClient::UpdateStreamed(rpc::UpdateRequest::Kind kind,
+void PsClient::UpdateStreamed(rpc::UpdateRequest::Kind kind, chorus_dtype dtype,
                               const std::vector<ShardPlacement>& shards,
-                              const std::vector<Tensor>& values) const {
+                              const std::vector<ConstBytes>& sources) const {
   OnThreadPerPs(ByPs(shards), [&](int ps, const std::vector<size_t>& indices) {
     grpc::ClientContext context;
     SetDeadline(context, timeout_);
     rpc::Empty reply;
     auto writer = stub(ps).UpdateStream(&context, &reply);
     rpc::ShardChunk chunk;
-    for (size_t i : indices) {
-      const Tensor& value = values[i];
-      const auto* bytes = static_cast<const char*>(value.raw());
-      const auto total = static_cast<int64_t>(value.bytes());
+    bool open = true;
+    for (size_t k = 0; k < indices.size() && open; ++k) {
+      const size_t i = indices[k];
+      const auto* bytes = static_cast<const char*>(sources[i].data);
+      const auto total = static_cast<int64_t>(sources[i].size);
       int64_t offset = 0;
       do {
         chunk.Clear();
@@ -240,30 +241,27 @@ void PsClient::UpdateStreamed(rpc::UpdateRequest::Kind kind,
         chunk.set_kind(kind);
         if (offset == 0) {
           chunk.set_total_bytes(total);
-          chunk.set_dtype(static_cast<int32_t>(value.dtype()));
-          chunk.mutable_shape()->Assign(value.shape().begin(), value.shape().end());
+          chunk.set_dtype(static_cast<int32_t>(dtype));
+          chunk.mutable_shape()->Assign(shards[i].shape.begin(), shards[i].shape.end());
         }
         const int64_t size = std::min(kStreamChunkBytes, total - offset);
         chunk.set_data(bytes + offset, static_cast<size_t>(size));
-        if (!writer->Write(chunk)) break;  // Finish says why
+        open = writer->Write(chunk);  // false: the call failed, Finish says why
         offset += size;
-      } while (offset < total);
+      } while (open && offset < total);
     }
-    writer->WritesDone();
-    const grpc::Status status = writer->Finish();
-    if (!status.ok()) {
-      try {
-        ThrowRpcError(status, TaskName(ps), "an assignment");
-      } catch (const Error& e) {
-        if (IsTransportFailure(status)) throw PsUnavailable(e.status(), e.what(), ps);
-        throw;
-      }
-    }
+    if (open) writer->WritesDone();
+    CheckStream(
+        *this, writer->Finish(), ps,
+        kind == rpc::UpdateRequest::APPLY_GRADIENT ? "an optimizer update" : "an assignment");
   });
 }
 
-std::vector<Tensor> PsClient::Read(const std::vector<ShardPlacement>& shards) const {
-  if (TotalElements(shards) * 4 > kStreamChunkBytes) return ReadStreamed(shards);
+void PsClient::ReadInto(const std::vector<ShardPlacement>& shards,
+                        const std::vector<MutableBytes>& destinations) const {
+  size_t total = 0;
+  for (const MutableBytes& into : destinations) total += into.size;
+  if (total > static_cast<size_t>(kStreamChunkBytes)) return ReadStreamed(shards, destinations);
   const auto groups = ByPs(shards);
   std::map<int, rpc::ShardIds> requests;
   std::map<int, rpc::ShardValues> replies;
@@ -278,25 +276,31 @@ std::vector<Tensor> PsClient::Read(const std::vector<ShardPlacement>& shards) co
     });
   }
   calls.Wait();
-  std::vector<Tensor> values(shards.size());
   for (const auto& [ps, indices] : groups) {
     const rpc::ShardValues& reply = replies.at(ps);
-    if (reply.values_size() != static_cast<int>(indices.size())) {
-      throw Error(CHORUS_INTERNAL, TaskName(ps) + " returned " +
-                                       std::to_string(reply.values_size()) + " values for " +
-                                       std::to_string(indices.size()) + " shards");
-    }
     for (size_t k = 0; k < indices.size(); ++k) {
-      values[indices[k]] =
-          FromProto(reply.values(static_cast<int>(k)), "a value from " + TaskName(ps));
+      const MutableBytes& into = destinations[indices[k]];
+      if (k >= static_cast<size_t>(reply.values_size()) ||
+          reply.values(static_cast<int>(k)).data().size() != into.size) {
+        throw Error(CHORUS_INTERNAL, TaskName(ps) +
+                                         " returned a read that does not match the "
+                                         "shards asked for");
+      }
+      if (into.size > 0) {
+        std::memcpy(into.data, reply.values(static_cast<int>(k)).data().data(), into.size);
+      }
     }
   }
-  return values;
 }
 
-void PsClient::Update(rpc::UpdateRequest::Kind kind, const std::vector<ShardPlacement>& shards,
-                      const std::vector<Tensor>& values) const {
-  if (TotalElements(shards) * 4 > kStreamChunkBytes) return UpdateStreamed(kind, shards, values);
+void PsClient::UpdateFrom(rpc::UpdateRequest::Kind kind, chorus_dtype dtype,
+                          const std::vector<ShardPlacement>& shards,
+                          const std::vector<ConstBytes>& sources) const {
+  size_t total = 0;
+  for (const ConstBytes& from : sources) total += from.size;
+  if (total > static_cast<size_t>(kStreamChunkBytes)) {
+    return UpdateStreamed(kind, dtype, shards, sources);
+  }
   const auto groups = ByPs(shards);
   std::map<int, rpc::UpdateRequest> requests;
   std::map<int, rpc::Empty> replies;
@@ -305,7 +309,10 @@ void PsClient::Update(rpc::UpdateRequest::Kind kind, const std::vector<ShardPlac
     request.set_kind(kind);
     for (size_t i : indices) {
       request.add_ids(shards[i].id);
-      ToProto(values[i], request.add_values());
+      rpc::TensorData* value = request.add_values();
+      value->set_dtype(static_cast<int32_t>(dtype));
+      value->mutable_shape()->Assign(shards[i].shape.begin(), shards[i].shape.end());
+      value->set_data(sources[i].data, sources[i].size);
     }
     replies[ps];
   }

@@ -48,6 +48,16 @@ void ToProto(const Tensor& tensor, rpc::TensorData* out);
 Tensor FromProto(const rpc::TensorData& data, const std::string& what);
 Shape ShapeOf(const google::protobuf::RepeatedField<int64_t>& dims);
 
+// A span of host memory: a shard's place in a whole value.
+struct MutableBytes {
+  void* data = nullptr;
+  size_t size = 0;
+};
+struct ConstBytes {
+  const void* data = nullptr;
+  size_t size = 0;
+};
+
 // A variable as every task sees it.
 struct VariableInfo {
   std::string name;
@@ -83,11 +93,14 @@ class PsClient {
   void WaitForAll(Milliseconds timeout) const;
   void SetOptimizer(const rpc::OptimizerConfig& config) const;
   void CreateShards(const VariableInfo& info, const Tensor& initial) const;
-  // Values of these shards, in order.
-  std::vector<Tensor> Read(const std::vector<ShardPlacement>& shards) const;
-  // values[i] goes to shards[i].
-  void Update(rpc::UpdateRequest::Kind kind, const std::vector<ShardPlacement>& shards,
-              const std::vector<Tensor>& values) const;
+  // Reads shard i's value into destinations[i] (exactly its bytes: a whole value's rows are
+  // read in place). More than kStreamChunkBytes stream in chunks, one thread per ps.
+  void ReadInto(const std::vector<ShardPlacement>& shards,
+                const std::vector<MutableBytes>& destinations) const;
+  // Sends sources[i] (shard i's bytes, of `dtype`) to its ps as `kind`, streamed likewise.
+  void UpdateFrom(rpc::UpdateRequest::Kind kind, chorus_dtype dtype,
+                  const std::vector<ShardPlacement>& shards,
+                  const std::vector<ConstBytes>& sources) const;
   std::vector<rpc::SlotState> ReadSlots(const std::vector<ShardPlacement>& shards) const;
   void WriteSlots(const std::vector<ShardPlacement>& shards,
                   const std::vector<rpc::SlotState>& states) const;
@@ -95,10 +108,11 @@ class PsClient {
   void ShutdownAll() const;
 
  private:
-  // The streamed forms of Read and Update, one thread per ps.
-  std::vector<Tensor> ReadStreamed(const std::vector<ShardPlacement>& shards) const;
-  void UpdateStreamed(rpc::UpdateRequest::Kind kind, const std::vector<ShardPlacement>& shards,
-                      const std::vector<Tensor>& values) const;
+  void ReadStreamed(const std::vector<ShardPlacement>& shards,
+                    const std::vector<MutableBytes>& destinations) const;
+  void UpdateStreamed(rpc::UpdateRequest::Kind kind, chorus_dtype dtype,
+                      const std::vector<ShardPlacement>& shards,
+                      const std::vector<ConstBytes>& sources) const;
 
   std::vector<std::string> addresses_;
   std::vector<std::unique_ptr<rpc::Task::Stub>> stubs_;
@@ -115,6 +129,10 @@ class PsUnavailable : public Error {
  private:
   int ps_;
 };
+
+// Where each shard's rows lie in a whole host value of `info`'s dtype and shape.
+std::vector<MutableBytes> ShardSpans(const VariableInfo& info, void* whole);
+std::vector<ConstBytes> ShardSpans(const VariableInfo& info, const void* whole);
 
 // A whole value split along axis 0 into the shards' rows, and back.
 std::vector<Tensor> SplitRows(const Tensor& whole, const std::vector<ShardPlacement>& shards);

@@ -146,6 +146,25 @@ size_t RowBytes(const Shape& shape, chorus_dtype dtype) {
 
 }  // namespace
 
+std::vector<MutableBytes> ShardSpans(const VariableInfo& info, void* whole) {
+  const size_t row_bytes = RowBytes(info.shape, info.dtype);
+  std::vector<MutableBytes> spans;
+  for (const ShardPlacement& shard : info.shards) {
+    spans.push_back(
+        {static_cast<uint8_t*>(whole) + static_cast<size_t>(shard.first_row) * row_bytes,
+         static_cast<size_t>(NumElements(shard.shape)) * chorus_dtype_size(info.dtype)});
+  }
+  return spans;
+}
+
+std::vector<ConstBytes> ShardSpans(const VariableInfo& info, const void* whole) {
+  std::vector<ConstBytes> spans;
+  for (const MutableBytes& span : ShardSpans(info, const_cast<void*>(whole))) {
+    spans.push_back({span.data, span.size});
+  }
+  return spans;
+}
+
 std::vector<Tensor> SplitRows(const Tensor& whole, const std::vector<ShardPlacement>& shards) {
   if (shards.size() == 1) return {whole};
   std::vector<uint8_t> bytes(whole.bytes());

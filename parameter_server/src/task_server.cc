@@ -224,7 +224,7 @@ class TaskService final : public ps_internal::rpc::Task::Service {
           Pending next{chunk.id(), chunk.kind(), {}, chunk.total_bytes()};
           next.value.set_dtype(chunk.dtype());
           *next.value.mutable_shape() = chunk.shape();
-          next.value.mutable_data()->reserve(static_cast<size_t>(chunk.total_bytes()));
+          *next.value.mutable_data() = TakeSpare(static_cast<size_t>(chunk.total_bytes()));
           pending.push_back(std::move(next));
         }
         if (pending.empty() || pending.back().id != chunk.id() ||
@@ -237,7 +237,9 @@ class TaskService final : public ps_internal::rpc::Task::Service {
         if (static_cast<int64_t>(update.value.data().size()) != update.total) {
           throw Error(CHORUS_INVALID_ARGUMENT, "UpdateStream: a shard's value arrived short");
         }
-        store_.Update(update.kind, update.id, update.value);
+        if (auto replaced = store_.Update(update.kind, update.id, update.value)) {
+          KeepSpare(std::move(*replaced));
+        }
       }
     });
   }
@@ -331,6 +333,34 @@ class TaskService final : public ps_internal::rpc::Task::Service {
                             "; check TF_CONFIG's addresses");
   }
 
+  // Large assignments reuse the buffers they replace: a new 64 MiB buffer costs more in page
+  // faults than receiving its bytes. At most kSpares are kept.
+  static constexpr size_t kSpares = 2;
+
+  std::string TakeSpare(size_t bytes) {
+    std::string buffer;
+    {
+      std::lock_guard lock(mutex_);
+      for (auto it = spares_.begin(); it != spares_.end(); ++it) {
+        if (it->capacity() >= bytes) {
+          buffer = std::move(*it);
+          spares_.erase(it);
+          break;
+        }
+      }
+    }
+    buffer.clear();
+    buffer.reserve(bytes);
+    return buffer;
+  }
+
+  void KeepSpare(std::string buffer) {
+    if (buffer.capacity() < static_cast<size_t>(ps_internal::kStreamChunkBytes)) return;
+    std::lock_guard lock(mutex_);
+    spares_.push_back(std::move(buffer));
+    if (spares_.size() > kSpares) spares_.erase(spares_.begin());
+  }
+
   std::shared_ptr<const Layout> LayoutFor(const ps_internal::rpc::RunRequest& request) {
     std::lock_guard lock(mutex_);
     if (request.has_layout()) {
@@ -379,6 +409,7 @@ class TaskService final : public ps_internal::rpc::Task::Service {
   bool shutdown_ = false;
   std::shared_ptr<const Layout> layout_;
   std::map<uint64_t, std::shared_ptr<WorkerIterator>> iterators_;
+  std::vector<std::string> spares_;
 };
 
 }  // namespace

@@ -83,7 +83,8 @@ std::shared_ptr<const std::string> VariableStore::Snapshot(uint64_t id,
   return shard.bytes;
 }
 
-void VariableStore::Update(rpc::UpdateRequest::Kind kind, uint64_t id, rpc::TensorData& value) {
+std::shared_ptr<std::string> VariableStore::Update(rpc::UpdateRequest::Kind kind, uint64_t id,
+                                                   rpc::TensorData& value) {
   Shard& shard = Find(id);
   const size_t size = ExpectedBytes(shard.dtype, shard.shape);
   if (value.data().size() != size || value.dtype() != shard.dtype) {
@@ -100,9 +101,11 @@ void VariableStore::Update(rpc::UpdateRequest::Kind kind, uint64_t id, rpc::Tens
   }
   if (kind == rpc::UpdateRequest::ASSIGN) {
     auto bytes = std::make_shared<std::string>(std::move(*value.mutable_data()));
-    std::lock_guard lock(shard.mutex);
-    shard.bytes = std::move(bytes);
-    return;
+    {
+      std::lock_guard lock(shard.mutex);
+      std::swap(shard.bytes, bytes);
+    }
+    return bytes.use_count() == 1 ? bytes : nullptr;
   }
   std::lock_guard lock(shard.mutex);
   // A reader still streams the current buffer: write a copy (copy on write).
@@ -117,6 +120,7 @@ void VariableStore::Update(rpc::UpdateRequest::Kind kind, uint64_t id, rpc::Tens
   } else {
     ApplyGradient(shard, d, count);
   }
+  return nullptr;
 }
 
 // Called with shard.mutex held.

@@ -25,8 +25,10 @@ class VariableStore {
   // The value as it is now, without a copy: writes after this replace the buffer (or copy it
   // first) rather than change what a reader streams.
   std::shared_ptr<const std::string> Snapshot(uint64_t id, rpc::TensorData* dtype_and_shape) const;
-  // `value`'s bytes may be taken (an assignment keeps them as the new value).
-  void Update(rpc::UpdateRequest::Kind kind, uint64_t id, rpc::TensorData& value);
+  // `value`'s bytes may be taken (an assignment keeps them as the new value); an assignment
+  // returns the buffer it replaced when no reader holds it (for reuse), else nullptr.
+  std::shared_ptr<std::string> Update(rpc::UpdateRequest::Kind kind, uint64_t id,
+                                      rpc::TensorData& value);
   void ReadSlots(uint64_t id, rpc::SlotState* out) const;
   void WriteSlots(const rpc::SlotState& state);
 

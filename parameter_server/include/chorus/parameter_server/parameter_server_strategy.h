@@ -70,8 +70,11 @@ class ShardedVariable {
   bool trainable() const;
   const std::vector<ShardPlacement>& shards() const;
 
-  // The whole value: every shard read (in parallel) and concatenated along axis 0.
+  // The whole value: every shard read (in parallel) into its rows of one new tensor.
   Tensor read() const;
+  // The same into `out` (the variable's dtype and shape), which a loop can reuse: a new 64 MiB
+  // tensor costs more to allocate here than the read (first-touch page faults).
+  void read_into(const Tensor& out) const;
   // Whole-value writes, split along the shards.
   void assign(const Tensor& value) const;
   void assign_add(const Tensor& delta) const;

@@ -44,6 +44,7 @@ struct Flags {
   int64_t test_examples = 0;
   std::string save_weights;
   std::string checkpoint_dir = "/tmp/chorus_fashion_mnist_ckpt";
+  bool resume = false;
 };
 
 [[noreturn]] void Fail(const std::string& message) {
@@ -142,6 +143,7 @@ fashion_mnist::TrainerOptions OptionsFrom(const Flags& flags) {
   options.max_steps = flags.steps;
   options.seed = flags.seed;
   options.checkpoint_dir = flags.checkpoint_dir;
+  options.resume = flags.resume;
   return options;
 }
 
@@ -185,6 +187,9 @@ int Run(const Flags& flags) {
   std::cout << "Data: " << data.source << "; using " << data.train.size() << " train and "
             << data.test.size() << " test images\n";
   if (data.train.size() == 0 || data.test.size() == 0) Fail("the train or test set is empty");
+  if (flags.resume && flags.strategy != "parameter_server") {
+    Fail("--resume applies to --strategy parameter_server only");
+  }
   if (flags.strategy == "parameter_server") {
     FitWithParameterServers(flags, data);
     RestoreIntoAModelWithNoStrategy(flags, data);
@@ -274,6 +279,9 @@ int main(int argc, char** argv) {
   app.add_option("--save-weights", flags.save_weights,
                  "write the final weights (kernel1, bias1, kernel2, bias2) as raw little-endian "
                  "f32 to this file");
+  app.add_flag("--resume", flags.resume,
+               "--strategy parameter_server: start from the latest checkpoint in "
+               "--checkpoint-dir, at its step (after a ps failure, restart the job with it)");
   app.add_option("--checkpoint-dir", flags.checkpoint_dir, "where ckpt-<epoch> files go")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);

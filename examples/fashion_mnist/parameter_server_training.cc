@@ -5,6 +5,7 @@
 #include <chorus/parameter_server/functions.h>
 #include <chorus/runtime/registry.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -110,12 +111,27 @@ std::vector<EpochResult> FitWithParameterServers(
   }
   checkpoint.TrackOptimizer("optimizer");
 
+  const int64_t steps_per_epoch = data.train.size() / options.global_batch_size;
+  int64_t steps = 0;
+  int first_epoch = 1;
+  if (options.resume) {
+    const std::string latest = LatestCheckpoint(options.checkpoint_dir);
+    if (latest.empty()) {
+      std::printf("No checkpoint in %s to resume from: starting at step 0\n",
+                  options.checkpoint_dir.c_str());
+    } else {
+      steps = checkpoint.Restore(latest);
+      first_epoch = static_cast<int>(steps / std::max<int64_t>(1, steps_per_epoch)) + 1;
+      std::printf("Resumed from %s at step %lld: epoch %d\n", latest.c_str(),
+                  static_cast<long long>(steps), first_epoch);
+    }
+    std::fflush(stdout);
+  }
+
   chorus::ClusterCoordinator coordinator(strategy);
   const chorus::PerWorkerDataset dataset = coordinator.create_per_worker_dataset(kTrainDataset);
-  const int64_t steps_per_epoch = data.train.size() / options.global_batch_size;
   std::vector<EpochResult> results;
-  int64_t steps = 0;
-  for (int epoch = 1; epoch <= options.epochs; ++epoch) {
+  for (int epoch = first_epoch; epoch <= options.epochs; ++epoch) {
     std::vector<chorus::RemoteValue> values;
     for (int64_t s = 0; s < steps_per_epoch; ++s) {
       if (options.max_steps > 0 && steps >= options.max_steps) break;

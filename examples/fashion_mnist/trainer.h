@@ -29,6 +29,9 @@ struct TrainerOptions {
   float l2 = 1e-4f;
   // Where Fit saves ckpt-<epoch> every 2 epochs and after the last one; empty = no checkpoints.
   std::string checkpoint_dir;
+  // Parameter servers: start from the latest checkpoint in checkpoint_dir, at its step (the
+  // recovery from a ps failure: restart the ps tasks and the chief with it).
+  bool resume = false;
 };
 
 // The sums of one training step over every replica.

@@ -1,6 +1,7 @@
 // ParameterServerStrategy and ClusterCoordinator with real ps and worker processes on 127.0.0.1
 // (ps_test_task); this process is the chief.
 #include <chorus/base/error.h>
+#include <chorus/distribute/strategies.h>
 #include <chorus/parameter_server/cluster_coordinator.h>
 #include <chorus/parameter_server/parameter_server_strategy.h>
 #include <chorus/runtime/registry.h>
@@ -196,6 +197,32 @@ TEST(ParameterServerStrategy, AKilledPsGivesOneErrorNamingIt) {
   EXPECT_NO_THROW(coordinator.join());
 }
 
+TEST(ClusterCoordinator, AStoppedWorkersFunctionsPassTheirDeadlineAndRunElsewhere) {
+  PsCluster cluster(1, 2);
+  auto strategy = MakeStrategy(cluster);
+  strategy->set_optimizer(ServerOptimizer::SGD(0.1f));
+  CoordinatorOptions options;
+  options.function_timeout = std::chrono::seconds(2);
+  ClusterCoordinator coordinator(*strategy, options);
+  std::vector<RemoteValue> values;
+  bool stopped = false;
+  const double loss = TrainRegression(
+      *strategy, coordinator, "w", 150, &values,
+      [&](int64_t completed) {
+        if (!stopped && completed >= 20) {
+          cluster.Kill("worker", 1, SIGSTOP);  // alive, but answers nothing
+          stopped = true;
+        }
+      },
+      5.0f);
+  ASSERT_TRUE(stopped);
+  for (const RemoteValue& value : values) ASSERT_NO_THROW(value.fetch());
+  EXPECT_EQ(coordinator.completed(), 150);
+  EXPECT_GE(coordinator.retried(), 1);
+  EXPECT_LT(loss, 0.02);
+  cluster.Kill("worker", 1, SIGKILL);  // the destructor's Shutdown would wait for it
+}
+
 TEST(ClusterCoordinator, AFunctionsErrorIsRaisedOnceAndLaterSchedulesWork) {
   PsCluster cluster(1, 2);
   auto strategy = MakeStrategy(cluster);
@@ -288,6 +315,21 @@ TEST(ShardedCheckpoint, RestoresIntoAnotherShardCountAndIntoAPlainVariable) {
   const std::vector<float> m = plain_m.value().ToVector();
   for (size_t i = 0; i < m.size(); ++i) {
     ASSERT_NEAR(m[i], 0.19f * static_cast<float>(i), 1e-3f * (1.0f + static_cast<float>(i)));
+  }
+  // Into MirroredStrategy's variables (2 cpu replicas), through the same chorus::Checkpoint.
+  {
+    auto cpu = DeviceEnumerator::Create(Registry::Global().FindPlugin(kBuiltinPluginName),
+                                        {{"count", "2"}});
+    MirroredStrategy mirrored({Device{cpu, 0}, Device{cpu, 1}});
+    auto scope = mirrored.scope();
+    Variable replicated = Variable::Create(VariableSpec{"embedding"}, Zeros({13, 4}));
+    Checkpoint into_mirrored;
+    into_mirrored.Track("embedding", replicated);
+    into_mirrored.Restore(path);
+    ASSERT_EQ(replicated.components().size(), 2u);
+    for (const Tensor& copy : replicated.components()) {
+      EXPECT_EQ(copy.ToVector(), plain.value().ToVector());
+    }
   }
   // Saved again from two shards, it holds the same values.
   const std::string again = path + "_again";

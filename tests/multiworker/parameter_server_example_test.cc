@@ -1,8 +1,9 @@
 // The parameter-server promise end to end: `chorus-launch --ps 2 --workers 2 --evaluator` of the
 // fashion_mnist example under ParameterServerStrategy trains asynchronously, the chief prints the
 // tutorial's per-epoch lines and saves checkpoints, the evaluator task evaluates the last one
-// with the same figures, every task exits 0, and the final weights reach the accuracy of
-// MirroredStrategy on the same data and epochs within a few points (a short run).
+// with the same figures, every task exits 0, the final weights reach the accuracy of
+// MirroredStrategy on the same data and epochs within a few points (a short run), and a rerun
+// with --resume starts from the last checkpoint's step.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -57,6 +58,21 @@ TEST(ParameterServerExample, TrainsUnderChorusLaunchWithAnEvaluator) {
   EXPECT_EQ(chief, evaluator) << log;
   EXPECT_NE(log.find("ckpt-2: Test Loss"), std::string::npos) << log;
   EXPECT_EQ(log.find("died"), std::string::npos) << log;
+
+  // The recovery from a ps failure: the job restarted from the last checkpoint resumes at its
+  // step (2 epochs of 100 steps) and trains the third epoch only.
+  const std::string resumed = std::string(CHORUS_LAUNCH) + " --ps 2 --workers 2 --timeout 120 -- " +
+                              CHORUS_FASHION_MNIST + " --strategy parameter_server --resume" +
+                              " --epochs 3 --global-batch 64 --train-examples 6400" +
+                              " --test-examples 1000 --seed 3 --checkpoint-dir " +
+                              (dir / "ckpt_ps").string() + " > " + (dir / "resumed.log").string() +
+                              " 2>&1";
+  ASSERT_EQ(std::system(resumed.c_str()), 0) << ReadAll(dir / "resumed.log");
+  const std::string resumed_log = ReadAll(dir / "resumed.log");
+  EXPECT_NE(resumed_log.find("ckpt-2 at step 200: epoch 3"), std::string::npos) << resumed_log;
+  EXPECT_NE(resumed_log.find("[chief 0] Epoch 3, Loss: "), std::string::npos) << resumed_log;
+  EXPECT_EQ(resumed_log.find("[chief 0] Epoch 1, "), std::string::npos) << resumed_log;
+  EXPECT_GT(LastTestAccuracy(resumed_log, "[chief 0] Epoch 3"), chief - 2.0) << resumed_log;
 
   const std::string mirrored = std::string(CHORUS_FASHION_MNIST) +
                                " --strategy mirrored --replicas 2" + common + " --checkpoint-dir " +

@@ -61,8 +61,10 @@ class PerWorkerDataset {
 };
 
 struct CoordinatorOptions {
-  size_t max_queued = 256;       // schedule() blocks beyond this many queued functions
-  int functions_per_worker = 2;  // RPCs in flight to one worker (hides the round trip)
+  size_t max_queued = 256;  // schedule() blocks beyond this many queued functions
+  // Functions in flight on one worker: 1 as TensorFlow (each step reads the weights the one before
+  // it wrote there); 2 hides the round trip of short functions (chorus-ps-bench shows both).
+  int functions_per_worker = 1;
   // A function's run deadline; 0 = ParameterServerOptions::rpc_timeout.
   std::chrono::milliseconds function_timeout{0};
   // How long every worker may stay unreachable before the job fails; 0 = 5 x rpc_timeout.

@@ -34,10 +34,12 @@ double Median(std::vector<double> values) {
 
 int RunChief(int functions, int64_t bytes, int rounds) {
   chorus::Device host{chorus::Registry::Global().CpuDevices(), 0};
-  // 1. The coordinator.
-  {
+  // 1. The coordinator, with one function in flight per worker (TensorFlow's way) and with two.
+  for (int per_worker : {1, 2}) {
     chorus::ParameterServerStrategy strategy;
-    chorus::ClusterCoordinator coordinator(strategy);
+    chorus::CoordinatorOptions options;
+    options.functions_per_worker = per_worker;
+    chorus::ClusterCoordinator coordinator(strategy, options);
     coordinator.keep_servers_running();
     for (int i = 0; i < 200; ++i) coordinator.schedule("empty");  // warm-up: connections
     coordinator.join();
@@ -49,9 +51,10 @@ int RunChief(int functions, int64_t bytes, int rounds) {
       rates.push_back(functions / Seconds(start));
     }
     std::printf(
-        "coordinator: %d workers, %d empty functions a round: %.0f functions/s scheduled "
-        "and completed (median of %d rounds; min %.0f, max %.0f)\n",
-        strategy.num_workers(), functions, Median(rates), rounds,
+        "coordinator: %d workers, %d in flight per worker, %d empty functions a round: "
+        "%.0f functions/s scheduled and completed (median of %d rounds; min %.0f, max "
+        "%.0f)\n",
+        strategy.num_workers(), per_worker, functions, Median(rates), rounds,
         *std::min_element(rates.begin(), rates.end()),
         *std::max_element(rates.begin(), rates.end()));
   }

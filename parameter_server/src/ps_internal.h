@@ -25,7 +25,7 @@ namespace chorus::ps_internal {
 using Milliseconds = std::chrono::milliseconds;
 
 // Reads and writes of more bytes than this to one ps are streamed in chunks of this size.
-inline constexpr int64_t kStreamChunkBytes = 1 << 22;
+inline constexpr int64_t kStreamChunkBytes = 1 << 20;
 
 // CPU:0, where values arriving from other tasks are put.
 Device HostDevice();

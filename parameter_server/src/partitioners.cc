@@ -11,11 +11,24 @@ namespace {
 
 int64_t Rows(const Shape& shape) { return shape.empty() ? 1 : shape.front(); }
 
+// Shards of as many whole rows as fit in shard_bytes (one row at least), as TensorFlow's
+// partitioned_variables computes them; before any cap on the count.
+int64_t ShardsOfBytes(const Shape& shape, chorus_dtype dtype, int64_t shard_bytes);
+
 // Bytes of one row (one slice along axis 0).
 double BytesPerRow(const Shape& shape, chorus_dtype dtype) {
   double bytes = static_cast<double>(chorus_dtype_size(dtype));
   for (size_t i = 1; i < shape.size(); ++i) bytes *= static_cast<double>(shape[i]);
   return bytes;
+}
+
+int64_t ShardsOfBytes(const Shape& shape, chorus_dtype dtype, int64_t shard_bytes) {
+  if (shape.empty() || Rows(shape) == 0) return 1;
+  const double bytes_per_row = BytesPerRow(shape, dtype);
+  if (bytes_per_row == 0) return 1;
+  const double rows_per_shard =
+      std::max(1.0, std::floor(static_cast<double>(shard_bytes) / bytes_per_row));
+  return static_cast<int64_t>(std::ceil(static_cast<double>(Rows(shape)) / rows_per_shard));
 }
 
 }  // namespace
@@ -42,13 +55,7 @@ MinSizePartitioner::MinSizePartitioner(int64_t min_shard_bytes, int max_shards)
 }
 
 int MinSizePartitioner::NumShards(const Shape& shape, chorus_dtype dtype) const {
-  if (shape.empty() || Rows(shape) == 0) return 1;
-  const double bytes_per_row = BytesPerRow(shape, dtype);
-  if (bytes_per_row == 0) return 1;
-  const double rows_per_shard =
-      std::max(1.0, std::floor(static_cast<double>(min_shard_bytes_) / bytes_per_row));
-  const auto shards =
-      static_cast<int64_t>(std::ceil(static_cast<double>(Rows(shape)) / rows_per_shard));
+  const int64_t shards = ShardsOfBytes(shape, dtype, min_shard_bytes_);
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(shards, max_shards_)));
 }
 
@@ -61,13 +68,7 @@ MaxSizePartitioner::MaxSizePartitioner(int64_t max_shard_bytes, std::optional<in
 }
 
 int MaxSizePartitioner::NumShards(const Shape& shape, chorus_dtype dtype) const {
-  if (shape.empty() || Rows(shape) == 0) return 1;
-  const double bytes_per_row = BytesPerRow(shape, dtype);
-  if (bytes_per_row == 0) return 1;
-  const double rows_per_shard =
-      std::max(1.0, std::floor(static_cast<double>(max_shard_bytes_) / bytes_per_row));
-  int64_t shards =
-      static_cast<int64_t>(std::ceil(static_cast<double>(Rows(shape)) / rows_per_shard));
+  int64_t shards = ShardsOfBytes(shape, dtype, max_shard_bytes_);
   if (max_shards_) shards = std::min<int64_t>(shards, *max_shards_);
   return static_cast<int>(std::max<int64_t>(1, shards));
 }

@@ -73,6 +73,22 @@ class ParallelCalls {
   std::vector<std::unique_ptr<Call>> calls_;
 };
 
+// One unary call per ps in `requests`, in parallel: call(async stub, context, request, reply,
+// done) issues it (the method's name is all that differs between callers).
+template <typename Request, typename Reply, typename Call>
+void CallEachPs(const PsClient& client, const std::string& what, std::map<int, Request>& requests,
+                std::map<int, Reply>& replies, Call call) {
+  ParallelCalls calls(client, what);
+  for (auto& [ps, request] : requests) {
+    Reply* reply = &replies[ps];
+    calls.Start(ps,
+                [&, ps = ps, request = &request, reply](grpc::ClientContext* context, auto done) {
+                  call(client.stub(ps).async(), context, request, reply, done);
+                });
+  }
+  calls.Wait();
+}
+
 }  // namespace
 
 PsClient::PsClient(std::vector<std::string> ps_addresses, Milliseconds timeout)
@@ -115,16 +131,13 @@ void PsClient::WaitForAll(Milliseconds timeout) const {
 }
 
 void PsClient::SetOptimizer(const rpc::OptimizerConfig& config) const {
-  rpc::SetOptimizerRequest request;
-  *request.mutable_optimizer() = config;
-  std::vector<rpc::Empty> replies(addresses_.size());
-  ParallelCalls calls(*this, "setting the optimizer");
-  for (int ps = 0; ps < num_ps(); ++ps) {
-    calls.Start(ps, [&, ps](grpc::ClientContext* context, auto done) {
-      stub(ps).async()->SetOptimizer(context, &request, &replies[static_cast<size_t>(ps)], done);
-    });
-  }
-  calls.Wait();
+  std::map<int, rpc::SetOptimizerRequest> requests;
+  std::map<int, rpc::Empty> replies;
+  for (int ps = 0; ps < num_ps(); ++ps) *requests[ps].mutable_optimizer() = config;
+  CallEachPs(*this, "setting the optimizer", requests, replies,
+             [](auto* async, auto* context, auto* request, auto* reply, auto done) {
+               async->SetOptimizer(context, request, reply, done);
+             });
 }
 
 void PsClient::CreateShards(const VariableInfo& info, const Tensor& initial) const {
@@ -137,14 +150,10 @@ void PsClient::CreateShards(const VariableInfo& info, const Tensor& initial) con
     ToProto(parts[i], request.add_initial());
   }
   std::map<int, rpc::Empty> replies;
-  for (const auto& [ps, request] : requests) replies[ps];
-  ParallelCalls calls(*this, "creating variable '" + info.name + "'");
-  for (auto& [ps, request] : requests) {
-    calls.Start(ps, [&, ps = ps](grpc::ClientContext* context, auto done) {
-      stub(ps).async()->CreateShards(context, &requests.at(ps), &replies.at(ps), done);
-    });
-  }
-  calls.Wait();
+  CallEachPs(*this, "creating variable '" + info.name + "'", requests, replies,
+             [](auto* async, auto* context, auto* request, auto* reply, auto done) {
+               async->CreateShards(context, request, reply, done);
+             });
 }
 
 namespace {
@@ -267,15 +276,11 @@ void PsClient::ReadInto(const std::vector<ShardPlacement>& shards,
   std::map<int, rpc::ShardValues> replies;
   for (const auto& [ps, indices] : groups) {
     for (size_t i : indices) requests[ps].add_ids(shards[i].id);
-    replies[ps];
   }
-  ParallelCalls calls(*this, "a read");
-  for (const auto& [ps, indices] : groups) {
-    calls.Start(ps, [&, ps = ps](grpc::ClientContext* context, auto done) {
-      stub(ps).async()->Read(context, &requests.at(ps), &replies.at(ps), done);
-    });
-  }
-  calls.Wait();
+  CallEachPs(*this, "a read", requests, replies,
+             [](auto* async, auto* context, auto* request, auto* reply, auto done) {
+               async->Read(context, request, reply, done);
+             });
   for (const auto& [ps, indices] : groups) {
     const rpc::ShardValues& reply = replies.at(ps);
     for (size_t k = 0; k < indices.size(); ++k) {
@@ -314,16 +319,12 @@ void PsClient::UpdateFrom(rpc::UpdateRequest::Kind kind, chorus_dtype dtype,
       value->mutable_shape()->Assign(shards[i].shape.begin(), shards[i].shape.end());
       value->set_data(sources[i].data, sources[i].size);
     }
-    replies[ps];
   }
-  ParallelCalls calls(
-      *this, kind == rpc::UpdateRequest::APPLY_GRADIENT ? "an optimizer update" : "an assignment");
-  for (const auto& [ps, indices] : groups) {
-    calls.Start(ps, [&, ps = ps](grpc::ClientContext* context, auto done) {
-      stub(ps).async()->Update(context, &requests.at(ps), &replies.at(ps), done);
-    });
-  }
-  calls.Wait();
+  CallEachPs(
+      *this, kind == rpc::UpdateRequest::APPLY_GRADIENT ? "an optimizer update" : "an assignment",
+      requests, replies, [](auto* async, auto* context, auto* request, auto* reply, auto done) {
+        async->Update(context, request, reply, done);
+      });
 }
 
 std::vector<rpc::SlotState> PsClient::ReadSlots(const std::vector<ShardPlacement>& shards) const {
@@ -332,15 +333,11 @@ std::vector<rpc::SlotState> PsClient::ReadSlots(const std::vector<ShardPlacement
   std::map<int, rpc::SlotStates> replies;
   for (const auto& [ps, indices] : groups) {
     for (size_t i : indices) requests[ps].add_ids(shards[i].id);
-    replies[ps];
   }
-  ParallelCalls calls(*this, "reading optimizer slots");
-  for (const auto& [ps, indices] : groups) {
-    calls.Start(ps, [&, ps = ps](grpc::ClientContext* context, auto done) {
-      stub(ps).async()->ReadSlots(context, &requests.at(ps), &replies.at(ps), done);
-    });
-  }
-  calls.Wait();
+  CallEachPs(*this, "reading optimizer slots", requests, replies,
+             [](auto* async, auto* context, auto* request, auto* reply, auto done) {
+               async->ReadSlots(context, request, reply, done);
+             });
   std::vector<rpc::SlotState> states(shards.size());
   for (const auto& [ps, indices] : groups) {
     for (size_t k = 0; k < indices.size(); ++k) {
@@ -357,15 +354,11 @@ void PsClient::WriteSlots(const std::vector<ShardPlacement>& shards,
   std::map<int, rpc::Empty> replies;
   for (const auto& [ps, indices] : groups) {
     for (size_t i : indices) *requests[ps].add_shards() = states[i];
-    replies[ps];
   }
-  ParallelCalls calls(*this, "writing optimizer slots");
-  for (const auto& [ps, indices] : groups) {
-    calls.Start(ps, [&, ps = ps](grpc::ClientContext* context, auto done) {
-      stub(ps).async()->WriteSlots(context, &requests.at(ps), &replies.at(ps), done);
-    });
-  }
-  calls.Wait();
+  CallEachPs(*this, "writing optimizer slots", requests, replies,
+             [](auto* async, auto* context, auto* request, auto* reply, auto done) {
+               async->WriteSlots(context, request, reply, done);
+             });
 }
 
 void PsClient::ShutdownAll() const {

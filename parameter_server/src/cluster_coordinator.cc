@@ -105,7 +105,7 @@ struct ClusterCoordinator::State {
   void Probe(size_t w) {
     while (true) {
       grpc::ClientContext context;
-      ps_internal::SetDeadline(context, kProbeDeadline);
+      ps_internal::PrepareCall(context, kProbeDeadline, strategy.client().credential());
       rpc::Empty request;
       rpc::PingReply reply;
       const grpc::Status status = workers[w].stub->Ping(&context, request, &reply);
@@ -148,7 +148,7 @@ struct ClusterCoordinator::State {
         if (workers[w].known_layout != layout->version) layout->ToProto(request.mutable_layout());
       }
       grpc::ClientContext context;
-      ps_internal::SetDeadline(context, options.function_timeout);
+      ps_internal::PrepareCall(context, options.function_timeout, strategy.client().credential());
       {
         std::lock_guard lock(mutex);
         if (stopping) {
@@ -268,7 +268,8 @@ ClusterCoordinator::ClusterCoordinator(ParameterServerStrategy& strategy,
   // Every worker must answer once before work is scheduled: a wrong address fails here.
   for (size_t w = 0; w < state_->workers.size(); ++w) {
     grpc::ClientContext context;
-    ps_internal::SetDeadline(context, strategy.options().connect_timeout);
+    ps_internal::PrepareCall(context, strategy.options().connect_timeout,
+                             strategy.client().credential());
     context.set_wait_for_ready(true);
     rpc::Empty request;
     rpc::PingReply reply;
@@ -303,7 +304,7 @@ ClusterCoordinator::~ClusterCoordinator() {
   if (state_->keep_servers) return;
   for (auto& worker : state_->workers) {
     grpc::ClientContext context;
-    ps_internal::SetDeadline(context, std::chrono::seconds(2));
+    ps_internal::PrepareCall(context, std::chrono::seconds(2), strategy_.client().credential());
     rpc::Empty request, reply;
     worker.stub->Shutdown(&context, request, &reply);  // best effort: a dead worker is fine
   }

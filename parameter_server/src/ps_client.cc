@@ -30,7 +30,7 @@ class ParallelCalls {
       const std::function<void(grpc::ClientContext*, std::function<void(grpc::Status)>)>& start) {
     auto call = std::make_unique<Call>();
     call->ps = ps;
-    SetDeadline(call->context, client_.timeout());
+    PrepareCall(call->context, client_.timeout(), client_.credential());
     Call* raw = call.get();
     {
       std::lock_guard lock(mutex_);
@@ -92,7 +92,9 @@ void CallEachPs(const PsClient& client, const std::string& what, std::map<int, R
 }  // namespace
 
 PsClient::PsClient(std::vector<std::string> ps_addresses, Milliseconds timeout)
-    : addresses_(std::move(ps_addresses)), timeout_(timeout) {
+    : addresses_(std::move(ps_addresses)),
+      timeout_(timeout),
+      credential_(JobCredentialFor(kCredentialPurpose, "")) {
   for (const std::string& address : addresses_) {
     stubs_.push_back(rpc::Task::NewStub(MakeChannel(address)));
   }
@@ -105,7 +107,7 @@ std::string PsClient::TaskName(int ps) const {
 void PsClient::WaitForAll(Milliseconds timeout) const {
   for (int ps = 0; ps < num_ps(); ++ps) {
     grpc::ClientContext context;
-    SetDeadline(context, timeout);
+    PrepareCall(context, timeout, credential_);
     context.set_wait_for_ready(true);
     rpc::Empty request;
     rpc::PingReply reply;
@@ -197,7 +199,7 @@ void PsClient::ReadStreamed(const std::vector<ShardPlacement>& shards,
                             const std::vector<MutableBytes>& destinations) const {
   OnThreadPerPs(ByPs(shards), [&](int ps, const std::vector<size_t>& indices) {
     grpc::ClientContext context;
-    SetDeadline(context, timeout_);
+    PrepareCall(context, timeout_, credential_);
     rpc::ShardIds request;
     for (size_t i : indices) request.add_ids(shards[i].id);
     auto reader = stub(ps).ReadStream(&context, request);
@@ -233,7 +235,7 @@ void PsClient::UpdateStreamed(rpc::UpdateRequest::Kind kind, chorus_dtype dtype,
                               const std::vector<ConstBytes>& sources) const {
   OnThreadPerPs(ByPs(shards), [&](int ps, const std::vector<size_t>& indices) {
     grpc::ClientContext context;
-    SetDeadline(context, timeout_);
+    PrepareCall(context, timeout_, credential_);
     rpc::Empty reply;
     auto writer = stub(ps).UpdateStream(&context, &reply);
     rpc::ShardChunk chunk;
@@ -364,7 +366,7 @@ void PsClient::WriteSlots(const std::vector<ShardPlacement>& shards,
 void PsClient::ShutdownAll() const {
   for (int ps = 0; ps < num_ps(); ++ps) {
     grpc::ClientContext context;
-    SetDeadline(context, std::chrono::seconds(2));
+    PrepareCall(context, std::chrono::seconds(2), credential_);
     rpc::Empty request, reply;
     stub(ps).Shutdown(&context, request, &reply);  // best effort: a dead ps is fine
   }

@@ -6,6 +6,7 @@
 #include <chorus/base/error.h>
 #include <chorus/cluster_resolver/cluster_resolver.h>
 #include <chorus/parameter_server/parameter_server_strategy.h>
+#include <chorus/rendezvous/job_credential.h>
 #include <chorus/runtime/tensor.h>
 #include <grpcpp/grpcpp.h>
 
@@ -36,7 +37,12 @@ Milliseconds DefaultTimeout();
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
 // Server-side limits to match.
 void AllowLargeMessages(grpc::ServerBuilder& builder);
-void SetDeadline(grpc::ClientContext& context, Milliseconds timeout);
+// Sets a call's deadline and the job credential it presents (chorus/rendezvous/job_credential.h).
+void PrepareCall(grpc::ClientContext& context, Milliseconds timeout,
+                 const JobCredential& credential);
+// The metadata key of the credential, and what the credential is for.
+inline constexpr const char* kCredentialKey = "chorus-job-credential";
+inline constexpr const char* kCredentialPurpose = "parameter-server rpc";
 
 // A failed RPC as chorus::Error: UNAVAILABLE / DEADLINE_EXCEEDED become PEER_LOST / TIMEOUT
 // naming `who` ("ps 1 at 127.0.0.1:4000") and what to do.
@@ -88,6 +94,8 @@ class PsClient {
   std::string TaskName(int ps) const;  // "ps 1 at 127.0.0.1:4000"
   rpc::Task::Stub& stub(int ps) const { return *stubs_.at(static_cast<size_t>(ps)); }
   Milliseconds timeout() const { return timeout_; }
+  // What this process presents to the tasks (from the job's secret when it has one).
+  const JobCredential& credential() const { return credential_; }
 
   // Waits until every ps answers a ping (or `timeout`).
   void WaitForAll(Milliseconds timeout) const;
@@ -117,6 +125,7 @@ class PsClient {
   std::vector<std::string> addresses_;
   std::vector<std::unique_ptr<rpc::Task::Stub>> stubs_;
   Milliseconds timeout_;
+  JobCredential credential_;
 };
 
 // What PsClient throws when a ps does not answer (PEER_LOST, or TIMEOUT past the deadline).

@@ -19,7 +19,7 @@ std::pair<double, double> RawStreamSeconds(const ParameterServerStrategy& strate
   auto start = Clock::now();
   {
     grpc::ClientContext context;
-    SetDeadline(context, strategy.client().timeout());
+    PrepareCall(context, strategy.client().timeout(), strategy.client().credential());
     rpc::Empty reply;
     auto writer = stub.StreamIn(&context, &reply);
     for (int64_t sent = 0; sent < bytes; sent += chunk_bytes) {
@@ -33,7 +33,7 @@ std::pair<double, double> RawStreamSeconds(const ParameterServerStrategy& strate
   start = Clock::now();
   {
     grpc::ClientContext context;
-    SetDeadline(context, strategy.client().timeout());
+    PrepareCall(context, strategy.client().timeout(), strategy.client().credential());
     rpc::StreamOutRequest request;
     request.set_bytes(bytes);
     request.set_chunk_bytes(chunk_bytes);

@@ -1,6 +1,7 @@
 // The parameter-server library's plumbing: the host device, deadlines, channels, gRPC statuses
 // as chorus::Error, the tensor codec, the layout and row splitting.
 #include <chorus/base/environment.h>
+#include <chorus/rendezvous/job_credential.h>
 #include <chorus/runtime/registry.h>
 
 #include <algorithm>
@@ -36,8 +37,10 @@ void AllowLargeMessages(grpc::ServerBuilder& builder) {
   builder.SetMaxSendMessageSize(std::numeric_limits<int>::max());
 }
 
-void SetDeadline(grpc::ClientContext& context, Milliseconds timeout) {
+void PrepareCall(grpc::ClientContext& context, Milliseconds timeout,
+                 const JobCredential& credential) {
   context.set_deadline(std::chrono::system_clock::now() + timeout);
+  if (!credential.token.empty()) context.AddMetadata(kCredentialKey, credential.token);
 }
 
 bool IsTransportFailure(const grpc::Status& status) {
@@ -60,6 +63,7 @@ void ThrowRpcError(const grpc::Status& status, const std::string& who, const std
   if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) code = CHORUS_INVALID_ARGUMENT;
   if (status.error_code() == grpc::StatusCode::NOT_FOUND) code = CHORUS_NOT_FOUND;
   if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) code = CHORUS_INVALID_ARGUMENT;
+  if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED) code = CHORUS_INVALID_ARGUMENT;
   throw Error(code, who + " refused " + what + ": " + status.error_message());
 }
 

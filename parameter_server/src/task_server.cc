@@ -1,6 +1,7 @@
 // The worker and ps tasks' server (the gRPC service Task), the registries of functions and
 // dataset functions, and ServeIfServerTask.
 #include <chorus/parameter_server/functions.h>
+#include <chorus/rendezvous/job_credential.h>
 
 #include <atomic>
 #include <cstdio>
@@ -116,7 +117,9 @@ class TaskService final : public ps_internal::rpc::Task::Service {
         task_(resolver.task_type() + " " + std::to_string(resolver.task_id())),
         task_id_(resolver.task_id()),
         num_workers_(static_cast<int>(ps_internal::JobAddresses(resolver, "worker").size())),
-        incarnation_(std::random_device{}() | (uint64_t{std::random_device{}()} << 32)) {
+        incarnation_(std::random_device{}() | (uint64_t{std::random_device{}()} << 32)),
+        credential_(JobCredentialFor(ps_internal::kCredentialPurpose,
+                                     task_ + "'s parameter-server server")) {
     if (role_ == "worker") {
       client_ = std::make_shared<PsClient>(ps_internal::JobAddresses(resolver, "ps"),
                                            ps_internal::DefaultTimeout());
@@ -128,46 +131,50 @@ class TaskService final : public ps_internal::rpc::Task::Service {
     return shutdown_cv_.wait_for(lock, period, [this] { return shutdown_; });
   }
 
-  grpc::Status Ping(grpc::ServerContext*, const ps_internal::rpc::Empty*,
+  grpc::Status Ping(grpc::ServerContext* context, const ps_internal::rpc::Empty*,
                     ps_internal::rpc::PingReply* reply) override {
+    if (auto denied = Deny(context)) return *denied;
     reply->set_task(task_);
     reply->set_incarnation(incarnation_);
     return grpc::Status::OK;
   }
 
-  grpc::Status Shutdown(grpc::ServerContext*, const ps_internal::rpc::Empty*,
+  grpc::Status Shutdown(grpc::ServerContext* context, const ps_internal::rpc::Empty*,
                         ps_internal::rpc::Empty*) override {
+    if (auto denied = Deny(context)) return *denied;
     std::lock_guard lock(mutex_);
     shutdown_ = true;
     shutdown_cv_.notify_all();
     return grpc::Status::OK;
   }
 
-  grpc::Status SetOptimizer(grpc::ServerContext*, const ps_internal::rpc::SetOptimizerRequest* r,
+  grpc::Status SetOptimizer(grpc::ServerContext* context,
+                            const ps_internal::rpc::SetOptimizerRequest* r,
                             ps_internal::rpc::Empty*) override {
-    if (auto refused = Refuse("ps", "SetOptimizer")) return *refused;
+    if (auto refused = Refuse(context, "ps", "SetOptimizer")) return *refused;
     return Guarded([&] { store_.SetOptimizer(r->optimizer()); });
   }
 
-  grpc::Status CreateShards(grpc::ServerContext*, const ps_internal::rpc::CreateShardsRequest* r,
+  grpc::Status CreateShards(grpc::ServerContext* context,
+                            const ps_internal::rpc::CreateShardsRequest* r,
                             ps_internal::rpc::Empty*) override {
-    if (auto refused = Refuse("ps", "CreateShards")) return *refused;
+    if (auto refused = Refuse(context, "ps", "CreateShards")) return *refused;
     return Guarded([&] {
       for (int i = 0; i < r->ids_size(); ++i) store_.Create(r->ids(i), r->names(i), r->initial(i));
     });
   }
 
-  grpc::Status Read(grpc::ServerContext*, const ps_internal::rpc::ShardIds* r,
+  grpc::Status Read(grpc::ServerContext* context, const ps_internal::rpc::ShardIds* r,
                     ps_internal::rpc::ShardValues* reply) override {
-    if (auto refused = Refuse("ps", "Read")) return *refused;
+    if (auto refused = Refuse(context, "ps", "Read")) return *refused;
     return Guarded([&] {
       for (uint64_t id : r->ids()) store_.Read(id, reply->add_values());
     });
   }
 
-  grpc::Status Update(grpc::ServerContext*, const ps_internal::rpc::UpdateRequest* r,
+  grpc::Status Update(grpc::ServerContext* context, const ps_internal::rpc::UpdateRequest* r,
                       ps_internal::rpc::Empty*) override {
-    if (auto refused = Refuse("ps", "Update")) return *refused;
+    if (auto refused = Refuse(context, "ps", "Update")) return *refused;
     return Guarded([&] {
       for (int i = 0; i < r->ids_size(); ++i) {
         ps_internal::rpc::TensorData value = r->values(i);
@@ -176,9 +183,9 @@ class TaskService final : public ps_internal::rpc::Task::Service {
     });
   }
 
-  grpc::Status ReadStream(grpc::ServerContext*, const ps_internal::rpc::ShardIds* r,
+  grpc::Status ReadStream(grpc::ServerContext* context, const ps_internal::rpc::ShardIds* r,
                           grpc::ServerWriter<ps_internal::rpc::ShardChunk>* writer) override {
-    if (auto refused = Refuse("ps", "ReadStream")) return *refused;
+    if (auto refused = Refuse(context, "ps", "ReadStream")) return *refused;
     return Guarded([&] {
       ps_internal::rpc::TensorData value;
       ps_internal::rpc::ShardChunk chunk;
@@ -205,10 +212,10 @@ class TaskService final : public ps_internal::rpc::Task::Service {
     });
   }
 
-  grpc::Status UpdateStream(grpc::ServerContext*,
+  grpc::Status UpdateStream(grpc::ServerContext* context,
                             grpc::ServerReader<ps_internal::rpc::ShardChunk>* reader,
                             ps_internal::rpc::Empty*) override {
-    if (auto refused = Refuse("ps", "UpdateStream")) return *refused;
+    if (auto refused = Refuse(context, "ps", "UpdateStream")) return *refused;
     return Guarded([&] {
       // Each shard's value is gathered whole, then applied under its lock like Update's.
       struct Pending {
@@ -244,25 +251,25 @@ class TaskService final : public ps_internal::rpc::Task::Service {
     });
   }
 
-  grpc::Status ReadSlots(grpc::ServerContext*, const ps_internal::rpc::ShardIds* r,
+  grpc::Status ReadSlots(grpc::ServerContext* context, const ps_internal::rpc::ShardIds* r,
                          ps_internal::rpc::SlotStates* reply) override {
-    if (auto refused = Refuse("ps", "ReadSlots")) return *refused;
+    if (auto refused = Refuse(context, "ps", "ReadSlots")) return *refused;
     return Guarded([&] {
       for (uint64_t id : r->ids()) store_.ReadSlots(id, reply->add_shards());
     });
   }
 
-  grpc::Status WriteSlots(grpc::ServerContext*, const ps_internal::rpc::SlotStates* r,
+  grpc::Status WriteSlots(grpc::ServerContext* context, const ps_internal::rpc::SlotStates* r,
                           ps_internal::rpc::Empty*) override {
-    if (auto refused = Refuse("ps", "WriteSlots")) return *refused;
+    if (auto refused = Refuse(context, "ps", "WriteSlots")) return *refused;
     return Guarded([&] {
       for (const auto& state : r->shards()) store_.WriteSlots(state);
     });
   }
 
-  grpc::Status Run(grpc::ServerContext*, const ps_internal::rpc::RunRequest* request,
+  grpc::Status Run(grpc::ServerContext* context, const ps_internal::rpc::RunRequest* request,
                    ps_internal::rpc::RunReply* reply) override {
-    if (auto refused = Refuse("worker", "Run")) return *refused;
+    if (auto refused = Refuse(context, "worker", "Run")) return *refused;
     reply->set_worker(task_);
     std::shared_ptr<const Layout> layout = LayoutFor(*request);
     if (layout == nullptr) {
@@ -305,16 +312,20 @@ class TaskService final : public ps_internal::rpc::Task::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status StreamIn(grpc::ServerContext*, grpc::ServerReader<ps_internal::rpc::Chunk>* reader,
+  grpc::Status StreamIn(grpc::ServerContext* context,
+                        grpc::ServerReader<ps_internal::rpc::Chunk>* reader,
                         ps_internal::rpc::Empty*) override {
+    if (auto denied = Deny(context)) return *denied;
     ps_internal::rpc::Chunk chunk;
     while (reader->Read(&chunk)) {
     }
     return grpc::Status::OK;
   }
 
-  grpc::Status StreamOut(grpc::ServerContext*, const ps_internal::rpc::StreamOutRequest* request,
+  grpc::Status StreamOut(grpc::ServerContext* context,
+                         const ps_internal::rpc::StreamOutRequest* request,
                          grpc::ServerWriter<ps_internal::rpc::Chunk>* writer) override {
+    if (auto denied = Deny(context)) return *denied;
     const int64_t chunk_bytes = std::max<int64_t>(1, request->chunk_bytes());
     ps_internal::rpc::Chunk chunk;
     for (int64_t sent = 0; sent < request->bytes(); sent += chunk_bytes) {
@@ -326,7 +337,10 @@ class TaskService final : public ps_internal::rpc::Task::Service {
   }
 
  private:
-  std::optional<grpc::Status> Refuse(const std::string& role, const char* method) const {
+  // A caller without the job's credential, or a method of another role, is refused.
+  std::optional<grpc::Status> Refuse(grpc::ServerContext* context, const std::string& role,
+                                     const char* method) const {
+    if (auto denied = Deny(context)) return denied;
     if (role_ == role) return std::nullopt;
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         task_ + " is not a " + role + " task and does not serve " + method +
@@ -359,6 +373,21 @@ class TaskService final : public ps_internal::rpc::Task::Service {
     std::lock_guard lock(mutex_);
     spares_.push_back(std::move(buffer));
     if (spares_.size() > kSpares) spares_.erase(spares_.begin());
+  }
+
+  std::optional<grpc::Status> Deny(grpc::ServerContext* context) const {
+    if (!credential_.required) return std::nullopt;
+    const auto& metadata = context->client_metadata();
+    const auto it = metadata.find(ps_internal::kCredentialKey);
+    const bool presented = it != metadata.end();
+    if (presented &&
+        AcceptsJobCredential(credential_, std::string_view(it->second.data(), it->second.size()))) {
+      return std::nullopt;
+    }
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        task_ + " admits only holders of the job's secret (" + credential_.source +
+                            "), and the caller presented " + (presented ? "a wrong" : "no") +
+                            " credential; " + JobSecretHint());
   }
 
   std::shared_ptr<const Layout> LayoutFor(const ps_internal::rpc::RunRequest& request) {
@@ -402,6 +431,7 @@ class TaskService final : public ps_internal::rpc::Task::Service {
   const int task_id_;
   const int num_workers_;
   const uint64_t incarnation_;
+  const JobCredential credential_;
   std::shared_ptr<PsClient> client_;
   ps_internal::VariableStore store_;
   std::mutex mutex_;

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -341,6 +342,33 @@ TEST(ShardedCheckpoint, RestoresIntoAnotherShardCountAndIntoAPlainVariable) {
   EXPECT_EQ(reread.value().ToVector(), plain.value().ToVector());
   std::filesystem::remove(path);
   std::filesystem::remove(again);
+}
+
+TEST(ParameterServerStrategy, TasksOfAJobWithASecretAdmitOnlyItsHolders) {
+  const std::string secret = "CHORUS_JOB_SECRET=ps-test-secret-0123456789abcdef";
+  unsetenv("CHORUS_JOB_SECRET");
+  PsCluster cluster(1, 1, {secret});
+  // This process lacks the secret: the ps refuses it, and says what to do.
+  try {
+    MakeStrategy(cluster);
+    FAIL() << "a chief without the job's secret was admitted";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("admits only holders of the job's secret"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("CHORUS_JOB_SECRET"), std::string::npos) << message;
+  }
+  // With it, the job runs.
+  setenv("CHORUS_JOB_SECRET", secret.substr(secret.find('=') + 1).c_str(), 1);
+  {
+    auto strategy = MakeStrategy(cluster);
+    ClusterCoordinator coordinator(*strategy);
+    const RemoteValue value =
+        coordinator.schedule("add_one", {Tensor::FromVector(Host(), {1}, {41.0f})});
+    EXPECT_EQ(value.fetch().at(0).ToVector(), std::vector<float>{42.0f});
+  }
+  unsetenv("CHORUS_JOB_SECRET");
+  EXPECT_TRUE(cluster.WaitAll(10000));
 }
 
 TEST(ClusterCoordinator, EndsTheServersWhenDestroyed) {

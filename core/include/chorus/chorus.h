@@ -21,6 +21,7 @@
 #include <chorus/distribute/strategy.h>
 #include <chorus/distribute/values.h>
 #include <chorus/distribute/variable.h>
+#include <chorus/rendezvous/job_credential.h>
 #include <chorus/rendezvous/job_health.h>
 #include <chorus/rendezvous/kv_store.h>
 #include <chorus/rendezvous/rendezvous.h>

@@ -342,16 +342,20 @@ TEST(ChorusLaunch, AProgramThatCannotStart) {
 // --- parameter-server jobs (--ps P --workers W) ---------------------------------------------
 
 // The "task=... address=... ps_cluster=... tf_config=..." lines of launch_probe's print-task, by
-// their prefix's task name; a line whose prefix and task disagree fails the test.
-std::map<std::string, std::smatch> TaskLines(const std::vector<std::string>& lines) {
+// their prefix's task name, as copies of the match's groups (a std::smatch would point into the
+// caller's lines, often a temporary); a line whose prefix and task disagree fails the test.
+std::map<std::string, std::vector<std::string>> TaskLines(const std::vector<std::string>& lines) {
   static const std::regex line(
       R"(\[(\w+ \d)\] task=(\w+ \d) address=(127\.0\.0\.1:\d+) ps_cluster=(.*) tf_config=(.*))");
-  std::map<std::string, std::smatch> by_task;
+  std::map<std::string, std::vector<std::string>> by_task;
   for (const std::string& text : lines) {
     std::smatch match;
-    EXPECT_TRUE(std::regex_match(text, match, line)) << text;
+    if (!std::regex_match(text, match, line)) {
+      ADD_FAILURE() << "not a print-task line: " << text;
+      continue;
+    }
     EXPECT_EQ(match[1], match[2]) << "the prefix names the task whose line it is";
-    by_task[match[2]] = match;
+    by_task[match[2]] = std::vector<std::string>(match.begin(), match.end());
   }
   return by_task;
 }

@@ -670,8 +670,24 @@ chorus_status Endpoint::Wait(chorus_request& request, int64_t timeout_ms) {
     auto slice = Clock::now() + std::chrono::milliseconds(50);  // to look at the host's flag
     changed_.wait_until(lock, timeout_ms >= 0 ? std::min(slice, deadline) : slice);
   }
+  // A failed request may still have operations the provider holds (a receive posted into the
+  // caller's buffer): its caller frees that buffer once this returns, so wait for them first.
+  if (request.status != CHORUS_OK) DrainLocked(request, lock);
   return request.status == CHORUS_OK ? CHORUS_OK
                                      : chorus::sdk::SetError(request.status, request.message);
+}
+
+bool Endpoint::DrainLocked(chorus_request& request, std::unique_lock<std::mutex>& lock) {
+  if (request.live_operations == 0) return true;
+  if (request.endpoint != nullptr) {
+    for (chorus::ofi::Operation& op : request.operations) fi_cancel(&ep_->fid, &op.context);
+  }
+  WakeProgress();
+  // The progress thread reads the cancellations' (or the operations') completions. One window
+  // serves every drain of the endpoint: an operation stuck with a stopped peer is not cancelled
+  // by waiting, and a failure frees many requests at once.
+  if (!drain_until_) drain_until_ = Clock::now() + std::chrono::milliseconds(kDrainMs);
+  return changed_.wait_until(lock, *drain_until_, [&] { return request.live_operations == 0; });
 }
 
 chorus_status Endpoint::Test(chorus_request& request, int* done) {
@@ -683,9 +699,16 @@ chorus_status Endpoint::Test(chorus_request& request, int* done) {
 
 void Endpoint::Free(chorus_request* request) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (request->live_operations > 0) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    // Freed with operations still posted (its caller gave up on it after another failure): they
+    // are cancelled and waited for, so that the provider writes nothing into a buffer the caller
+    // frees next (ASan caught a late message landing in one).
+    if (request->live_operations > 0 && !DrainLocked(*request, lock)) {
       request->freed = true;  // the provider still holds it: deleted at its last completion
+      chorus::sdk::Log(CHORUS_LOG_WARN,
+                       "ofi: a freed request still had operations with the provider after "
+                       "cancelling them; its buffer may still be written until the endpoint is "
+                       "destroyed");
       return;
     }
     requests_.erase(request);

@@ -29,6 +29,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -99,6 +100,10 @@ struct chorus_transport_endpoint {
   chorus_status Wait(chorus_request& request, int64_t timeout_ms);
   chorus_status Test(chorus_request& request, int* done);
   void Free(chorus_request* request);
+  // Cancels what the provider still holds of `request` and waits for it to let go, within one
+  // window of kDrainMs from the endpoint's first drain; whether it did.
+  bool DrainLocked(chorus_request& request, std::unique_lock<std::mutex>& lock);
+  static constexpr int kDrainMs = 500;
 
   const chorus::ofi::TagLayout& tags() const { return *tags_; }
 
@@ -151,6 +156,7 @@ struct chorus_transport_endpoint {
   std::vector<Peer> peers_;
 
   std::mutex mutex_;  // guards requests' state, requests_ and peers_' lost fields
+  std::optional<Clock::time_point> drain_until_;  // DrainLocked's window, under mutex_
   std::condition_variable changed_;
   // Every request handed out and not yet deleted: destroy detaches them (a request may be
   // freed after its endpoint), and deletes those freed while the provider held them.

@@ -57,17 +57,16 @@ std::string Diagnostics(PsCluster& cluster, int num_ps, int num_workers) {
 }
 
 // Trains the regression for `steps` steps, calling `during(completed)` while it runs; returns
-// the final loss over every example.
+// the final loss over every example. The variable is "w": the workers' function finds it by name.
 double TrainRegression(ParameterServerStrategy& strategy, ClusterCoordinator& coordinator,
-                       const std::string& name, int steps, std::vector<RemoteValue>* values,
+                       int steps, std::vector<RemoteValue>* values,
                        const std::function<void(int64_t)>& during = {}, float pause_ms = 0) {
   ShardedVariable w;
   {
     auto scope = strategy.scope();
-    w = ShardedVariable::Create(VariableSpec{name}, Zeros({test::kFeatures}));
+    w = ShardedVariable::Create(VariableSpec{"w"}, Zeros({test::kFeatures}));
   }
   const PerWorkerDataset dataset = coordinator.create_per_worker_dataset("regression");
-  (void)w;
   for (int i = 0; i < steps; ++i) {
     std::vector<Tensor> args;
     if (pause_ms > 0) args.push_back(Tensor::FromVector(Host(), {1}, {pause_ms}));
@@ -88,8 +87,7 @@ TEST(ParameterServerStrategy, AConvexProblemConverges) {
   strategy->set_optimizer(ServerOptimizer::SGD(0.1f));
   ClusterCoordinator coordinator(*strategy);
   std::vector<RemoteValue> values;
-  // The variable must be named "w": the workers' function finds it by that name.
-  const double loss = TrainRegression(*strategy, coordinator, "w", 400, &values);
+  const double loss = TrainRegression(*strategy, coordinator, 400, &values);
   // Noise of standard deviation 0.1: the best loss is about 0.005.
   EXPECT_LT(loss, 0.0075) << Diagnostics(cluster, 2, 2);
   for (const RemoteValue& value : values) ASSERT_TRUE(value.is_ready());
@@ -114,7 +112,7 @@ TEST(ParameterServerStrategy, AKilledWorkersFunctionsRunElsewhereAndItTakesWorkW
     strategy->set_optimizer(ServerOptimizer::SGD(0.1f));
     ClusterCoordinator coordinator(*strategy);
     coordinator.keep_servers_running();
-    baseline = TrainRegression(*strategy, coordinator, "w", 300, &baseline_values, {}, 10.0f);
+    baseline = TrainRegression(*strategy, coordinator, 300, &baseline_values, {}, 10.0f);
   }
   // The same training by a new strategy on the same tasks, with worker 1 killed after 40 steps
   // and started again after 80.
@@ -125,7 +123,7 @@ TEST(ParameterServerStrategy, AKilledWorkersFunctionsRunElsewhereAndItTakesWorkW
   bool killed = false, restarted = false;
   int64_t restarted_at = 0;
   const double loss = TrainRegression(
-      *strategy, coordinator, "w", 300, &values,
+      *strategy, coordinator, 300, &values,
       [&](int64_t completed) {
         if (!killed && completed >= 40) {
           cluster.Kill("worker", 1, SIGKILL);
@@ -156,7 +154,6 @@ TEST(ParameterServerStrategy, AKilledWorkersFunctionsRunElsewhereAndItTakesWorkW
                                                         << ", without a "
                                                            "failure "
                                                         << baseline;
-  (void)baseline_values;
 }
 
 TEST(ParameterServerStrategy, AKilledPsGivesOneErrorNamingIt) {
@@ -208,7 +205,7 @@ TEST(ClusterCoordinator, AStoppedWorkersFunctionsPassTheirDeadlineAndRunElsewher
   std::vector<RemoteValue> values;
   bool stopped = false;
   const double loss = TrainRegression(
-      *strategy, coordinator, "w", 150, &values,
+      *strategy, coordinator, 150, &values,
       [&](int64_t completed) {
         if (!stopped && completed >= 20) {
           cluster.Kill("worker", 1, SIGSTOP);  // alive, but answers nothing

@@ -30,7 +30,7 @@ std::vector<Tensor> RemoteValue::fetch() const {
   if (state_ == nullptr) throw Error(CHORUS_INVALID_ARGUMENT, "fetch() of an empty RemoteValue");
   std::unique_lock lock(state_->mutex);
   state_->ready.wait(lock, [this] { return state_->finished; });
-  if (state_->error) throw *state_->error;
+  if (state_->error) state_->error->Throw();
   return state_->outputs;
 }
 
@@ -69,7 +69,7 @@ struct ClusterCoordinator::State {
   std::vector<Worker> workers;
   std::vector<grpc::ClientContext*> calls;  // in flight, cancelled at destruction
   std::vector<std::thread> threads;
-  std::optional<Error> pending_error;
+  std::optional<ps_internal::Failure> pending_error;
   int64_t in_flight = 0;
   int64_t completed = 0;
   int64_t retried = 0;
@@ -90,12 +90,12 @@ struct ClusterCoordinator::State {
   // quietly: an error is raised once), and cancels every queued closure.
   void FailLocked(const Error& error, uint64_t closure_id) {
     if (!pending_error && (closure_id == 0 || closure_id >= error_boundary)) {
-      pending_error = error;
+      pending_error.emplace(error);
       error_boundary = next_closure_id;
     }
     const Error cancelled(CHORUS_ABORTED,
                           std::string("cancelled: an earlier function failed: ") + error.what());
-    for (const auto& closure : queue) closure->Finish({}, cancelled, -1);
+    for (const auto& closure : queue) closure->Fail(cancelled, -1);
     queue.clear();
     changed.notify_all();
   }
@@ -152,7 +152,7 @@ struct ClusterCoordinator::State {
       {
         std::lock_guard lock(mutex);
         if (stopping) {
-          closure->Finish({}, Error(CHORUS_ABORTED, "the coordinator was destroyed"), -1);
+          closure->Fail(Error(CHORUS_ABORTED, "the coordinator was destroyed"), -1);
           --in_flight;
           return;
         }
@@ -178,7 +178,7 @@ struct ClusterCoordinator::State {
         const Error error(stopping ? CHORUS_ABORTED : CHORUS_INTERNAL,
                           WorkerName(w) + " refused function '" + request.function() +
                               "': " + status.error_message());
-        closure->Finish({}, error, static_cast<int>(w));
+        closure->Fail(error, static_cast<int>(w));
         if (!stopping) FailLocked(error, closure->id);
         changed.notify_all();
         return;
@@ -191,15 +191,14 @@ struct ClusterCoordinator::State {
       if (reply.outcome() == rpc::RunReply::OK) {
         lock.unlock();
         std::vector<Tensor> outputs;
-        std::optional<Error> error;
         try {
           for (const auto& output : reply.outputs()) {
             outputs.push_back(ps_internal::FromProto(output, "a result of " + request.function()));
           }
+          closure->Finish(std::move(outputs), static_cast<int>(w));
         } catch (const Error& e) {
-          error = e;
+          closure->Fail(e, static_cast<int>(w));
         }
-        closure->Finish(std::move(outputs), error, static_cast<int>(w));
         lock.lock();
         --in_flight;
         ++completed;
@@ -217,14 +216,14 @@ struct ClusterCoordinator::State {
                           "ps tasks and the chief from the last checkpoint")
               : Error(CHORUS_INTERNAL, "function '" + request.function() + "' failed on " +
                                            WorkerName(w) + ": " + reply.error());
-      closure->Finish({}, error, static_cast<int>(w));
+      closure->Fail(error, static_cast<int>(w));
       FailLocked(error, closure->id);
       return;
     }
     std::lock_guard lock(mutex);
     --in_flight;
     const Error error(CHORUS_INTERNAL, WorkerName(w) + " asked twice for the variables' layout");
-    closure->Finish({}, error, static_cast<int>(w));
+    closure->Fail(error, static_cast<int>(w));
     FailLocked(error, closure->id);
   }
 
@@ -295,7 +294,7 @@ ClusterCoordinator::~ClusterCoordinator() {
     std::lock_guard lock(state_->mutex);
     state_->stopping = true;
     const Error destroyed(CHORUS_ABORTED, "the coordinator was destroyed before it ran");
-    for (const auto& closure : state_->queue) closure->Finish({}, destroyed, -1);
+    for (const auto& closure : state_->queue) closure->Fail(destroyed, -1);
     state_->queue.clear();
     for (grpc::ClientContext* call : state_->calls) call->TryCancel();
     state_->changed.notify_all();
@@ -328,9 +327,9 @@ RemoteValue ClusterCoordinator::schedule(const std::string& function,
   std::unique_lock lock(state_->mutex);
   const auto raise_pending = [&] {
     if (!state_->pending_error) return;
-    const Error error = *state_->pending_error;
+    const ps_internal::Failure failure = *state_->pending_error;
     state_->pending_error.reset();
-    throw error;
+    failure.Throw();
   };
   raise_pending();
   state_->changed.wait(lock, [&] {
@@ -350,18 +349,18 @@ void ClusterCoordinator::join() {
     return state_->pending_error || (state_->queue.empty() && state_->in_flight == 0);
   });
   if (state_->pending_error) {
-    const Error error = *state_->pending_error;
+    const ps_internal::Failure failure = *state_->pending_error;
     state_->pending_error.reset();
-    throw error;
+    failure.Throw();
   }
 }
 
 bool ClusterCoordinator::done() {
   std::lock_guard lock(state_->mutex);
   if (state_->pending_error) {
-    const Error error = *state_->pending_error;
+    const ps_internal::Failure failure = *state_->pending_error;
     state_->pending_error.reset();
-    throw error;
+    failure.Throw();
   }
   return state_->queue.empty() && state_->in_flight == 0;
 }

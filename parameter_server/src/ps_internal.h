@@ -150,6 +150,16 @@ Tensor ConcatRows(const VariableInfo& info, const std::vector<Tensor>& parts);
 // The cluster's addresses of a job ("ps", "worker"), empty when absent.
 std::vector<std::string> JobAddresses(const ClusterResolver& resolver, const std::string& job);
 
+// An error kept across threads: its status and its own copy of the message. (Copies of a
+// chorus::Error share libstdc++'s reference-counted message, whose counting TSan cannot see in the
+// uninstrumented library: it reported the last copy's free as a race.)
+struct Failure {
+  chorus_status status = CHORUS_INTERNAL;
+  std::string message;
+  explicit Failure(const Error& error) : status(error.status()), message(error.what()) {}
+  [[noreturn]] void Throw() const { throw Error(status, message); }
+};
+
 // One scheduled function, shared by the coordinator's queue and its RemoteValue.
 struct ClosureState {
   uint64_t id = 0;
@@ -158,9 +168,10 @@ struct ClosureState {
   std::condition_variable ready;
   bool finished = false;
   std::vector<Tensor> outputs;
-  std::optional<Error> error;
+  std::optional<Failure> error;
   int worker = -1;
-  void Finish(std::vector<Tensor> results, std::optional<Error> failure, int by_worker);
+  void Finish(std::vector<Tensor> results, int by_worker);
+  void Fail(const Error& failure, int by_worker);
 };
 
 }  // namespace chorus::ps_internal

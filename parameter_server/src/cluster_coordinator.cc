@@ -266,21 +266,8 @@ ClusterCoordinator::ClusterCoordinator(ParameterServerStrategy& strategy,
   }
   // Every worker must answer once before work is scheduled: a wrong address fails here.
   for (size_t w = 0; w < state_->workers.size(); ++w) {
-    grpc::ClientContext context;
-    ps_internal::PrepareCall(context, strategy.options().connect_timeout,
-                             strategy.client().credential());
-    context.set_wait_for_ready(true);
-    rpc::Empty request;
-    rpc::PingReply reply;
-    const grpc::Status status = state_->workers[w].stub->Ping(&context, request, &reply);
-    if (!status.ok()) {
-      ps_internal::ThrowRpcError(status, state_->WorkerName(w),
-                                 "the coordinator's first ping (is it started and serving?)");
-    }
-    if (!reply.task().starts_with("worker ")) {
-      throw Error(CHORUS_INVALID_ARGUMENT, state_->WorkerName(w) + " answers as '" + reply.task() +
-                                               "', not as a worker; check TF_CONFIG's addresses");
-    }
+    ps_internal::AwaitTask(*state_->workers[w].stub, state_->WorkerName(w), "worker",
+                           strategy.options().connect_timeout, strategy.client().credential());
   }
   for (size_t w = 0; w < state_->workers.size(); ++w) {
     for (int k = 0; k < o.functions_per_worker; ++k) {
@@ -302,10 +289,7 @@ ClusterCoordinator::~ClusterCoordinator() {
   for (std::thread& thread : state_->threads) thread.join();
   if (state_->keep_servers) return;
   for (auto& worker : state_->workers) {
-    grpc::ClientContext context;
-    ps_internal::PrepareCall(context, std::chrono::seconds(2), strategy_.client().credential());
-    rpc::Empty request, reply;
-    worker.stub->Shutdown(&context, request, &reply);  // best effort: a dead worker is fine
+    ps_internal::ShutdownTask(*worker.stub, strategy_.client().credential());
   }
   strategy_.client().ShutdownAll();
 }

@@ -49,13 +49,7 @@ class ParallelCalls {
     done_.wait(lock, [this] { return pending_ == 0; });
     for (const auto& call : calls_) {
       if (call->status.ok()) continue;
-      const std::string who = client_.TaskName(call->ps);
-      try {
-        ThrowRpcError(call->status, who, what_);
-      } catch (const Error& e) {
-        if (IsTransportFailure(call->status)) throw PsUnavailable(e.status(), e.what(), call->ps);
-        throw;
-      }
+      ThrowPsError(call->status, client_.TaskName(call->ps), call->ps, what_);
     }
   }
 
@@ -72,6 +66,16 @@ class ParallelCalls {
   int pending_ = 0;
   std::vector<std::unique_ptr<Call>> calls_;
 };
+
+// The ids of `shards` in one request per ps.
+std::map<int, rpc::ShardIds> IdsByPs(const std::map<int, std::vector<size_t>>& groups,
+                                     const std::vector<ShardPlacement>& shards) {
+  std::map<int, rpc::ShardIds> requests;
+  for (const auto& [ps, indices] : groups) {
+    for (size_t i : indices) requests[ps].add_ids(shards[i].id);
+  }
+  return requests;
+}
 
 // One unary call per ps in `requests`, in parallel: call(async stub, context, request, reply,
 // done) issues it (the method's name is all that differs between callers).
@@ -105,31 +109,8 @@ std::string PsClient::TaskName(int ps) const {
 }
 
 void PsClient::WaitForAll(Milliseconds timeout) const {
-  for (int ps = 0; ps < num_ps(); ++ps) {
-    grpc::ClientContext context;
-    PrepareCall(context, timeout, credential_);
-    context.set_wait_for_ready(true);
-    rpc::Empty request;
-    rpc::PingReply reply;
-    const grpc::Status status = stub(ps).Ping(&context, request, &reply);
-    if (!status.ok()) {
-      if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-        throw PsUnavailable(CHORUS_TIMEOUT,
-                            TaskName(ps) + " did not answer within " +
-                                std::to_string(timeout.count()) +
-                                " ms; is it started (TF_CONFIG task type \"ps\") and serving "
-                                "(ServeIfServerTask)? raise CHORUS_TIMEOUT_SECONDS if it starts "
-                                "slowly",
-                            ps);
-      }
-      ThrowRpcError(status, TaskName(ps), "a ping");
-    }
-    if (!reply.task().starts_with("ps ")) {
-      throw Error(CHORUS_INVALID_ARGUMENT,
-                  TaskName(ps) + " answers as '" + reply.task() +
-                      "', not as a ps; check TF_CONFIG's \"ps\" addresses");
-    }
-  }
+  for (int ps = 0; ps < num_ps(); ++ps)
+    AwaitTask(stub(ps), TaskName(ps), "ps", timeout, credential_);
 }
 
 void PsClient::SetOptimizer(const rpc::OptimizerConfig& config) const {
@@ -184,13 +165,7 @@ void OnThreadPerPs(const std::map<int, std::vector<size_t>>& groups,
 
 // A streaming call's status as PsClient's errors.
 void CheckStream(const PsClient& client, const grpc::Status& status, int ps, const char* what) {
-  if (status.ok()) return;
-  try {
-    ThrowRpcError(status, client.TaskName(ps), what);
-  } catch (const Error& e) {
-    if (IsTransportFailure(status)) throw PsUnavailable(e.status(), e.what(), ps);
-    throw;
-  }
+  if (!status.ok()) ThrowPsError(status, client.TaskName(ps), ps, what);
 }
 
 }  // namespace
@@ -274,11 +249,8 @@ void PsClient::ReadInto(const std::vector<ShardPlacement>& shards,
   for (const MutableBytes& into : destinations) total += into.size;
   if (total > static_cast<size_t>(kStreamChunkBytes)) return ReadStreamed(shards, destinations);
   const auto groups = ByPs(shards);
-  std::map<int, rpc::ShardIds> requests;
+  std::map<int, rpc::ShardIds> requests = IdsByPs(groups, shards);
   std::map<int, rpc::ShardValues> replies;
-  for (const auto& [ps, indices] : groups) {
-    for (size_t i : indices) requests[ps].add_ids(shards[i].id);
-  }
   CallEachPs(*this, "a read", requests, replies,
              [](auto* async, auto* context, auto* request, auto* reply, auto done) {
                async->Read(context, request, reply, done);
@@ -331,19 +303,22 @@ void PsClient::UpdateFrom(rpc::UpdateRequest::Kind kind, chorus_dtype dtype,
 
 std::vector<rpc::SlotState> PsClient::ReadSlots(const std::vector<ShardPlacement>& shards) const {
   const auto groups = ByPs(shards);
-  std::map<int, rpc::ShardIds> requests;
+  std::map<int, rpc::ShardIds> requests = IdsByPs(groups, shards);
   std::map<int, rpc::SlotStates> replies;
-  for (const auto& [ps, indices] : groups) {
-    for (size_t i : indices) requests[ps].add_ids(shards[i].id);
-  }
   CallEachPs(*this, "reading optimizer slots", requests, replies,
              [](auto* async, auto* context, auto* request, auto* reply, auto done) {
                async->ReadSlots(context, request, reply, done);
              });
   std::vector<rpc::SlotState> states(shards.size());
   for (const auto& [ps, indices] : groups) {
+    const rpc::SlotStates& reply = replies.at(ps);
+    if (reply.shards_size() != static_cast<int>(indices.size())) {
+      throw Error(CHORUS_INTERNAL, TaskName(ps) + " returned the slots of " +
+                                       std::to_string(reply.shards_size()) + " shards for " +
+                                       std::to_string(indices.size()));
+    }
     for (size_t k = 0; k < indices.size(); ++k) {
-      states[indices[k]] = replies.at(ps).shards(static_cast<int>(k));
+      states[indices[k]] = reply.shards(static_cast<int>(k));
     }
   }
   return states;
@@ -364,12 +339,7 @@ void PsClient::WriteSlots(const std::vector<ShardPlacement>& shards,
 }
 
 void PsClient::ShutdownAll() const {
-  for (int ps = 0; ps < num_ps(); ++ps) {
-    grpc::ClientContext context;
-    PrepareCall(context, std::chrono::seconds(2), credential_);
-    rpc::Empty request, reply;
-    stub(ps).Shutdown(&context, request, &reply);  // best effort: a dead ps is fine
-  }
+  for (int ps = 0; ps < num_ps(); ++ps) ShutdownTask(stub(ps), credential_);
 }
 
 }  // namespace chorus::ps_internal

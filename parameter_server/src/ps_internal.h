@@ -50,6 +50,17 @@ inline constexpr const char* kCredentialPurpose = "parameter-server rpc";
                                 const std::string& what);
 bool IsTransportFailure(const grpc::Status& status);
 
+// Waits (up to `timeout`) until the task at `stub` answers a ping as a task of `role` ("ps",
+// "worker"); Error naming `who` otherwise: TIMEOUT when it never answered, INVALID_ARGUMENT when
+// another role answered.
+void AwaitTask(rpc::Task::Stub& stub, const std::string& who, const std::string& role,
+               Milliseconds timeout, const JobCredential& credential);
+// Tells the task to exit; best effort (a dead task is fine), 2 s at most.
+void ShutdownTask(rpc::Task::Stub& stub, const JobCredential& credential);
+// A failed call to ps `ps` as PsClient's errors: PsUnavailable when it did not answer.
+void ThrowPsError(const grpc::Status& status, const std::string& who, int ps,
+                  const std::string& what);
+
 void ToProto(const Tensor& tensor, rpc::TensorData* out);
 Tensor FromProto(const rpc::TensorData& data, const std::string& what);
 Shape ShapeOf(const google::protobuf::RepeatedField<int64_t>& dims);

@@ -68,6 +68,45 @@ void ThrowRpcError(const grpc::Status& status, const std::string& who, const std
   throw Error(code, who + " refused " + what + ": " + status.error_message());
 }
 
+void AwaitTask(rpc::Task::Stub& stub, const std::string& who, const std::string& role,
+               Milliseconds timeout, const JobCredential& credential) {
+  grpc::ClientContext context;
+  PrepareCall(context, timeout, credential);
+  context.set_wait_for_ready(true);
+  rpc::Empty request;
+  rpc::PingReply reply;
+  const grpc::Status status = stub.Ping(&context, request, &reply);
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    throw Error(CHORUS_TIMEOUT, who + " did not answer within " + std::to_string(timeout.count()) +
+                                    " ms; is it started (TF_CONFIG task type \"" + role +
+                                    "\") and serving (ServeIfServerTask)? raise "
+                                    "CHORUS_TIMEOUT_SECONDS if it starts slowly");
+  }
+  if (!status.ok()) ThrowRpcError(status, who, "a ping");
+  if (!reply.task().starts_with(role + " ")) {
+    throw Error(CHORUS_INVALID_ARGUMENT, who + " answers as '" + reply.task() + "', not as a " +
+                                             role + "; check TF_CONFIG's \"" + role +
+                                             "\" addresses");
+  }
+}
+
+void ShutdownTask(rpc::Task::Stub& stub, const JobCredential& credential) {
+  grpc::ClientContext context;
+  PrepareCall(context, std::chrono::seconds(2), credential);
+  rpc::Empty request, reply;
+  stub.Shutdown(&context, request, &reply);
+}
+
+void ThrowPsError(const grpc::Status& status, const std::string& who, int ps,
+                  const std::string& what) {
+  try {
+    ThrowRpcError(status, who, what);
+  } catch (const Error& e) {
+    if (IsTransportFailure(status)) throw PsUnavailable(e.status(), e.what(), ps);
+    throw;
+  }
+}
+
 void ToProto(const Tensor& tensor, rpc::TensorData* out) {
   out->set_dtype(static_cast<int32_t>(tensor.dtype()));
   out->mutable_shape()->Assign(tensor.shape().begin(), tensor.shape().end());

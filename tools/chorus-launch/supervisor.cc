@@ -419,10 +419,24 @@ void Supervisor::PollOnce() {
 }
 
 void Supervisor::KillLeftovers() {
-  Reap();  // so that processes that just exited do not count as left behind
   for (Worker& worker : workers_) {
     if (worker.out) worker.out->Close();
     if (worker.err) worker.err->Close();
+  }
+  // A process that is exiting (it closed its output, but is not yet a zombie we can reap) still
+  // counts as a member of its group: give such processes a moment, reaping, before calling
+  // anything left behind.
+  const Clock::time_point settle_until = Clock::now() + std::chrono::milliseconds(250);
+  for (;;) {
+    Reap();
+    bool any_group = false;
+    for (const Worker& worker : workers_) {
+      any_group = any_group || (worker.pid > 0 && kill(-worker.pid, 0) == 0);
+    }
+    if (!any_group || Clock::now() >= settle_until) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (Worker& worker : workers_) {
     if (worker.pid <= 0 || kill(-worker.pid, 0) != 0) continue;
     if (!killed_all_) {
       Note("killing the processes " + worker.name() + " left behind");

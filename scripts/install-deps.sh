@@ -12,6 +12,8 @@ packages=(
   libopenmpi-dev openmpi-bin
   libucx-dev ucx-utils
   libfabric-dev libfabric-bin
+  libdnnl-dev
+  dataset-fashion-mnist
 )
 
 missing=()

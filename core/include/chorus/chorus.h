@@ -30,8 +30,11 @@
 #include <chorus/runtime/plugin_library.h>
 #include <chorus/runtime/registry.h>
 #include <chorus/runtime/tensor.h>
+#include <chorus/training/callbacks.h>
 #include <chorus/training/checkpoint.h>
+#include <chorus/training/fit.h>
 #include <chorus/training/loss.h>
+#include <chorus/training/metrics.h>
 #include <chorus/training/optimizer.h>
 
 #endif  // CHORUS_CHORUS_H_

@@ -52,6 +52,20 @@ Batch EmptyBatch(const Dataset& dataset, const Device& device) {
 
 }  // namespace
 
+HostBatch CopyToHost(const Batch& batch) {
+  HostBatch host;
+  host.size = batch.size;
+  host.feature_shape = batch.features.shape();
+  host.features = batch.features.ToVector();
+  host.labels.resize(static_cast<size_t>(batch.size));
+  if (batch.size > 0) {
+    const Device& device = batch.labels.device();
+    device.enumerator->Copy(CHORUS_HOST_DEVICE, host.labels.data(), device.index,
+                            batch.labels.raw(), batch.labels.bytes());
+  }
+  return host;
+}
+
 DistributedDataset DistributedDataset::FromGlobalBatches(const Dataset& dataset,
                                                          const std::vector<Device>& devices,
                                                          int64_t first_replica,

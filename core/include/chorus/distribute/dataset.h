@@ -60,6 +60,9 @@ struct Batch {
   int64_t size = 0;
 };
 
+// The batch copied to host memory (features flattened, labels), whatever its device.
+HostBatch CopyToHost(const Batch& batch);
+
 // One step's input: a batch per replica (some may be empty on a short final batch).
 struct DistributedBatch {
   std::vector<Batch> replicas;

@@ -1,0 +1,276 @@
+#include <chorus/base/error.h>
+#include <chorus/distribute/replica_context.h>
+#include <chorus/distribute/strategy.h>
+#include <chorus/training/callbacks.h>
+#include <chorus/training/fit.h>
+#include <chorus/training/metrics.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace chorus {
+namespace {
+
+[[noreturn]] void Fail(const std::string& message) {
+  throw Error(CHORUS_INVALID_ARGUMENT, message);
+}
+
+void CheckOptions(const FitOptions& options) {
+  if (options.batch_size <= 0) {
+    Fail("fit: batch_size must be positive, got " + std::to_string(options.batch_size));
+  }
+  if (options.epochs < 0 || options.initial_epoch < 0 || options.initial_epoch > options.epochs) {
+    Fail("fit: need 0 <= initial_epoch <= epochs, got initial_epoch " +
+         std::to_string(options.initial_epoch) + " and epochs " + std::to_string(options.epochs));
+  }
+  if (options.steps_per_epoch < 0) {
+    Fail("fit: steps_per_epoch must be 0 (the whole data set) or positive, got " +
+         std::to_string(options.steps_per_epoch));
+  }
+  if (options.log_every_steps <= 0) {
+    Fail("fit: log_every_steps must be positive, got " + std::to_string(options.log_every_steps));
+  }
+  for (const Callback* callback : options.callbacks) {
+    if (callback == nullptr) Fail("fit: a callback is NULL");
+  }
+}
+
+void CheckData(const Dataset& data, const char* what) {
+  if (data.batch_size() != 0) {
+    Fail(std::string("fit: ") + what +
+         " is already batched; pass the unbatched examples: fit batches them by "
+         "FitOptions::batch_size (the global batch) and splits each batch over the replicas");
+  }
+  if (data.num_examples() == 0) Fail(std::string("fit: ") + what + " has no examples");
+}
+
+// Keras refuses a model whose variables were created under another strategy (or none) than the
+// one it trains under: their copies would not be where the replicas run.
+std::vector<Variable> CheckVariables(const Strategy* strategy, const TrainableModel& model) {
+  std::vector<Variable> variables = model.trainable_variables();
+  if (variables.empty()) Fail("fit: the model has no trainable variables");
+  for (const Variable& variable : variables) {
+    if (!variable.defined()) Fail("fit: the model gave an undefined variable");
+    if (variable.strategy() == strategy) continue;
+    const std::string created = variable.strategy() != nullptr
+                                    ? "in the scope of another " + variable.strategy()->name()
+                                    : "outside every strategy's scope";
+    const std::string trained = strategy != nullptr ? "this " + strategy->name() : "no strategy";
+    Fail("fit: variable '" + variable.name() + "' of the model was created " + created +
+         ", but the model is trained under " + trained +
+         "; create the model (and so its variables) inside strategy.scope() of the strategy "
+         "you train it with");
+  }
+  return variables;
+}
+
+// The device the model's single copies live on, when there is no strategy.
+Device PlainDevice(const std::vector<Variable>& variables) {
+  return variables.front().components().front().device();
+}
+
+DistributedDataset Distribute(Strategy* strategy, const Dataset& batches,
+                              const std::vector<Variable>& variables) {
+  if (strategy != nullptr) return strategy->experimental_distribute_dataset(batches);
+  return DistributedDataset::FromGlobalBatches(batches, {PlainDevice(variables)});
+}
+
+// A different, reproducible order in every epoch (tf.data's reshuffle_each_iteration).
+uint64_t EpochSeed(uint64_t seed, int epoch) {
+  return seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(epoch);
+}
+
+void CheckOutputs(const StepOutputs& out, const Batch& batch, const char* step) {
+  if (out.per_example_loss.size() != static_cast<size_t>(batch.size)) {
+    Fail(std::string("fit: the model's ") + step + " gave " +
+         std::to_string(out.per_example_loss.size()) + " per-example losses for a batch of " +
+         std::to_string(batch.size));
+  }
+  if (!out.logits.empty() &&
+      out.logits.size() != static_cast<size_t>(batch.size * out.num_classes)) {
+    Fail(std::string("fit: the model's ") + step + " gave " + std::to_string(out.logits.size()) +
+         " logits for " + std::to_string(batch.size) + " examples of " +
+         std::to_string(out.num_classes) + " classes");
+  }
+}
+
+double Sum(const std::vector<float>& values) {
+  double sum = 0;
+  for (float v : values) sum += v;
+  return sum;
+}
+
+struct StepMetrics {
+  Mean& loss;
+  SparseCategoricalAccuracy& accuracy;
+};
+
+// One replica's (or the only) training step; `context` is nullptr without a strategy.
+void ReplicaTrainStep(ReplicaContext* context, const Device& device, const Batch& batch,
+                      int64_t global_size, TrainableModel& model, Optimizer& optimizer,
+                      const std::vector<Variable>& variables, const StepMetrics& metrics) {
+  const int replicas = context != nullptr ? context->num_replicas_in_sync() : 1;
+  const LossScale scale{1.0 / static_cast<double>(global_size), 1.0 / replicas};
+  std::vector<Tensor> gradients;
+  const StepOutputs out = model.TrainStep(device, batch, scale, gradients);
+  CheckOutputs(out, batch, "TrainStep");
+  if (gradients.size() != variables.size()) {
+    Fail("fit: the model's TrainStep gave " + std::to_string(gradients.size()) + " gradients for " +
+         std::to_string(variables.size()) + " trainable variables");
+  }
+  GradientsAndVariables pairs;
+  pairs.reserve(variables.size());
+  for (size_t i = 0; i < variables.size(); ++i) pairs.emplace_back(gradients[i], variables[i]);
+  optimizer.apply_gradients(pairs);
+
+  // The step's loss is the sum of the replicas' scaled losses; one replica counts the step.
+  const double scaled = scale.per_example * Sum(out.per_example_loss) +
+                        scale.regularization * static_cast<double>(out.regularization_loss);
+  const bool counts_step = context == nullptr || context->replica_id_in_sync_group() == 0;
+  metrics.loss.update_totals(scaled, counts_step ? 1.0 : 0.0);
+  if (!out.logits.empty()) {
+    const HostBatch host = CopyToHost(batch);
+    metrics.accuracy.update_state(host.labels, out.logits, out.num_classes);
+  }
+}
+
+void ReplicaTestStep(const Device& device, const Batch& batch, TrainableModel& model,
+                     const StepMetrics& metrics) {
+  const StepOutputs out = model.TestStep(device, batch);
+  CheckOutputs(out, batch, "TestStep");
+  metrics.loss.update_state(out.per_example_loss);
+  if (!out.logits.empty()) {
+    const HostBatch host = CopyToHost(batch);
+    metrics.accuracy.update_state(host.labels, out.logits, out.num_classes);
+  }
+}
+
+Evaluation RunEvaluation(Strategy* strategy, TrainableModel& model, const Dataset& data,
+                         int64_t batch_size, const std::vector<Variable>& variables,
+                         const StepMetrics& metrics) {
+  metrics.loss.reset_state();
+  metrics.accuracy.reset_state();
+  const DistributedDataset steps = Distribute(strategy, data.Batch(batch_size), variables);
+  for (int64_t s = 0; s < steps.num_steps(); ++s) {
+    const DistributedBatch batch = steps.Get(s);
+    if (strategy != nullptr) {
+      strategy->run([&](ReplicaContext& context,
+                        const Batch& b) { ReplicaTestStep(context.device(), b, model, metrics); },
+                    batch);
+    } else {
+      ReplicaTestStep(PlainDevice(variables), batch.replicas.front(), model, metrics);
+    }
+  }
+  Evaluation e;
+  const auto [loss_total, examples] = metrics.loss.totals();
+  e.loss = examples > 0 ? loss_total / examples : 0;
+  e.examples = static_cast<int64_t>(examples);
+  e.accuracy = metrics.accuracy.result();
+  return e;
+}
+
+std::shared_ptr<void> ScopeOf(Strategy* strategy) {
+  return strategy != nullptr ? strategy->scope() : nullptr;
+}
+
+}  // namespace
+
+History Fit(Strategy* strategy, TrainableModel& model, Optimizer& optimizer, const Dataset& train,
+            const FitOptions& options) {
+  if (CurrentReplicaContext() != nullptr) {
+    Fail("fit is called inside a replica function; call it in cross-replica context");
+  }
+  CheckOptions(options);
+  CheckData(train, "the training data");
+  if (options.validation_data != nullptr) CheckData(*options.validation_data, "validation_data");
+  const std::vector<Variable> variables = CheckVariables(strategy, model);
+  const auto scope = ScopeOf(strategy);
+
+  Mean loss("loss");
+  SparseCategoricalAccuracy accuracy("accuracy");
+  Mean val_loss("val_loss");
+  SparseCategoricalAccuracy val_accuracy("val_accuracy");
+  const StepMetrics train_metrics{loss, accuracy};
+  const StepMetrics val_metrics{val_loss, val_accuracy};
+  optimizer.build(variables);
+
+  const int64_t batches = (train.num_examples() + options.batch_size - 1) / options.batch_size;
+  FitState state;
+  state.strategy = strategy;
+  state.model = &model;
+  state.optimizer = &optimizer;
+  state.options = &options;
+  state.steps_per_epoch =
+      options.steps_per_epoch > 0 ? std::min(options.steps_per_epoch, batches) : batches;
+  state.initial_epoch = options.initial_epoch;
+  state.chief = strategy == nullptr || strategy->should_checkpoint();
+  for (Callback* callback : options.callbacks) callback->on_train_begin(state);
+
+  History history;
+  for (int epoch = state.initial_epoch; epoch < options.epochs && !state.stop_training; ++epoch) {
+    const auto start = std::chrono::steady_clock::now();
+    state.epoch = epoch;
+    loss.reset_state();
+    accuracy.reset_state();
+    for (Callback* callback : options.callbacks) callback->on_epoch_begin(state);
+    const Dataset order = options.shuffle ? train.Shuffle(EpochSeed(options.seed, epoch)) : train;
+    const DistributedDataset steps =
+        Distribute(strategy, order.Batch(options.batch_size), variables);
+    EpochLogs logs;
+    logs.epoch = epoch;
+    for (int64_t s = 0; s < state.steps_per_epoch; ++s) {
+      const DistributedBatch batch = steps.Get(s);
+      if (strategy != nullptr) {
+        strategy->run(
+            [&](ReplicaContext& context, const Batch& b) {
+              ReplicaTrainStep(&context, context.device(), b, batch.global_size, model, optimizer,
+                               variables, train_metrics);
+            },
+            batch);
+      } else {
+        ReplicaTrainStep(nullptr, PlainDevice(variables), batch.replicas.front(), batch.global_size,
+                         model, optimizer, variables, train_metrics);
+      }
+      ++logs.steps;
+      // Every worker reads at the same steps: with several workers a read is a collective.
+      if ((s + 1) % options.log_every_steps == 0 && s + 1 < state.steps_per_epoch) {
+        const double step_loss = loss.result(), step_accuracy = accuracy.result();
+        for (Callback* callback : options.callbacks) {
+          callback->on_train_batch_end(state, s + 1, step_loss, step_accuracy);
+        }
+      }
+    }
+    logs.loss = loss.result();
+    logs.accuracy = accuracy.result();
+    if (options.validation_data != nullptr) {
+      const Evaluation e = RunEvaluation(strategy, model, *options.validation_data,
+                                         options.batch_size, variables, val_metrics);
+      logs.val_loss = e.loss;
+      logs.val_accuracy = e.accuracy;
+    }
+    logs.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (Callback* callback : options.callbacks) callback->on_epoch_end(state, logs);
+    history.epochs.push_back(logs);
+  }
+  for (Callback* callback : options.callbacks) callback->on_train_end(state, history);
+  return history;
+}
+
+Evaluation Evaluate(Strategy* strategy, TrainableModel& model, const Dataset& data,
+                    int64_t batch_size) {
+  if (CurrentReplicaContext() != nullptr) {
+    Fail("evaluate is called inside a replica function; call it in cross-replica context");
+  }
+  if (batch_size <= 0) Fail("evaluate: batch_size must be positive");
+  CheckData(data, "the evaluation data");
+  const std::vector<Variable> variables = CheckVariables(strategy, model);
+  const auto scope = ScopeOf(strategy);
+  Mean loss("loss");
+  SparseCategoricalAccuracy accuracy("accuracy");
+  return RunEvaluation(strategy, model, data, batch_size, variables, StepMetrics{loss, accuracy});
+}
+
+}  // namespace chorus

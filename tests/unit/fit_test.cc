@@ -1,0 +1,315 @@
+// The fit loop (chorus/training/fit.h), its metrics and callbacks, with ranks as replica threads:
+// the metrics equal a hand count, every strategy trains like one device, a model built outside
+// scope() is refused, ModelCheckpoint and BackupAndRestore save and resume.
+#include <chorus/chorus.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../support/linear_softmax_model.h"
+#include "cpu_devices_for_tests.h"
+
+namespace chorus {
+namespace {
+
+using test::CpuDevices;
+using test::ExpectMessage;
+using testing::LinearSoftmaxModel;
+using testing::SeparableData;
+
+constexpr int64_t kInputs = 5, kClasses = 3;
+
+class TempDir {
+ public:
+  TempDir()
+      : path_(std::filesystem::temp_directory_path() /
+              ("chorus_fit_test_" + std::to_string(getpid()) + "_" + std::to_string(next_++))) {
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  static inline int next_ = 0;
+  std::filesystem::path path_;
+};
+
+// The hand count: loss and accuracy of fixed weights over `data` in batches of `batch`.
+struct HandCount {
+  double mean_step_loss = 0;  // mean over batches of (sum of losses / batch size + reg)
+  double mean_example_loss = 0;
+  double accuracy = 0;
+};
+
+HandCount Count(const LinearSoftmaxModel& model, const Dataset& data, int64_t batch) {
+  const std::vector<float> w = model.kernel().value().ToVector();
+  const std::vector<float> b = model.bias().value().ToVector();
+  const Dataset batches = data.Batch(batch);
+  HandCount count;
+  double example_loss = 0, correct = 0;
+  for (int64_t s = 0; s < batches.num_batches(); ++s) {
+    const HostBatch host = batches.GetBatch(s);
+    const StepOutputs out = model.Forward(w, b, host);
+    double sum = 0;
+    for (int64_t i = 0; i < host.size; ++i) {
+      sum += out.per_example_loss[static_cast<size_t>(i)];
+      const float* row = out.logits.data() + i * kClasses;
+      const auto best = std::max_element(row, row + kClasses) - row;
+      correct += best == host.labels[static_cast<size_t>(i)];
+    }
+    example_loss += sum;
+    count.mean_step_loss += sum / static_cast<double>(host.size) + out.regularization_loss;
+  }
+  count.mean_step_loss /= static_cast<double>(batches.num_batches());
+  count.mean_example_loss = example_loss / static_cast<double>(data.num_examples());
+  count.accuracy = correct / static_cast<double>(data.num_examples());
+  return count;
+}
+
+// SGD with a learning rate of 0 leaves the weights as they are: the epoch's metrics then
+// describe fixed weights that a hand count can check.
+TEST(Fit, MetricsEqualAHandCountUnderEveryReplicaCount) {
+  const Dataset data = SeparableData(23, kInputs, kClasses, 7);  // 23: uneven last batch
+  for (int replicas : {1, 2, 3, 4}) {
+    SCOPED_TRACE("replicas " + std::to_string(replicas));
+    MirroredStrategy strategy(CpuDevices(static_cast<uint32_t>(replicas)),
+                              "reduction_to_one_device");
+    std::unique_ptr<LinearSoftmaxModel> model;
+    {
+      const auto scope = strategy.scope();
+      model = std::make_unique<LinearSoftmaxModel>(kInputs, kClasses, 1e-2f);
+    }
+    SGD frozen(0.0f);
+    FitOptions options;
+    options.batch_size = 8;
+    options.shuffle = false;
+    options.validation_data = &data;
+    const History history = Fit(&strategy, *model, frozen, data, options);
+    ASSERT_EQ(history.epochs.size(), 1u);
+    const EpochLogs& logs = history.epochs[0];
+    const HandCount hand = Count(*model, data, 8);
+    EXPECT_EQ(logs.steps, 3);
+    EXPECT_NEAR(logs.loss, hand.mean_step_loss, 1e-5);
+    EXPECT_DOUBLE_EQ(logs.accuracy, hand.accuracy);
+    ASSERT_TRUE(logs.val_loss.has_value());
+    EXPECT_NEAR(*logs.val_loss, hand.mean_example_loss, 1e-5);
+    EXPECT_DOUBLE_EQ(*logs.val_accuracy, hand.accuracy);
+    const Evaluation e = Evaluate(&strategy, *model, data, 8);
+    EXPECT_EQ(e.examples, 23);
+    EXPECT_NEAR(e.loss, hand.mean_example_loss, 1e-5);
+    EXPECT_DOUBLE_EQ(e.accuracy, hand.accuracy);
+  }
+}
+
+TEST(Fit, EveryStrategyTrainsAsOneDevice) {
+  const Dataset data = SeparableData(96, kInputs, kClasses, 3);
+  FitOptions options;
+  options.batch_size = 16;
+  options.epochs = 8;
+  options.seed = 5;
+  std::vector<float> reference;
+  const auto train = [&](Strategy* strategy) {
+    std::unique_ptr<LinearSoftmaxModel> model;
+    {
+      const auto scope = strategy != nullptr ? strategy->scope() : nullptr;
+      model = std::make_unique<LinearSoftmaxModel>(kInputs, kClasses, 1e-3f);
+    }
+    Adam adam(0.1f);
+    const History history = Fit(strategy, *model, adam, data, options);
+    EXPECT_LT(history.epochs.back().loss, 0.85 * history.epochs.front().loss);
+    const auto scope = strategy != nullptr ? strategy->scope() : nullptr;
+    return model->kernel().value().ToVector();
+  };
+  reference = train(nullptr);
+  OneDeviceStrategy one(CpuDevices(1)[0]);
+  MirroredStrategy mirrored(CpuDevices(4), "reduction_to_one_device");
+  CentralStorageStrategy central(CpuDevices(2));
+  for (Strategy* strategy : std::vector<Strategy*>{&one, &mirrored, &central}) {
+    SCOPED_TRACE(strategy->name());
+    const std::vector<float> kernel = train(strategy);
+    ASSERT_EQ(kernel.size(), reference.size());
+    for (size_t i = 0; i < kernel.size(); ++i) EXPECT_NEAR(kernel[i], reference[i], 1e-4) << i;
+  }
+}
+
+TEST(Fit, AModelBuiltOutsideTheScopeIsRefused) {
+  const Dataset data = SeparableData(16, kInputs, kClasses, 1);
+  MirroredStrategy strategy(CpuDevices(2), "reduction_to_one_device");
+  LinearSoftmaxModel outside(kInputs, kClasses, 0.0f);
+  SGD sgd(0.1f);
+  FitOptions options;
+  options.batch_size = 8;
+  ExpectMessage([&] { Fit(&strategy, outside, sgd, data, options); },
+                "variable 'linear/kernel' of the model was created outside every strategy's "
+                "scope, but the model is trained under this MirroredStrategy; create the model");
+  ExpectMessage([&] { Evaluate(&strategy, outside, data, 8); }, "inside strategy.scope()");
+  // And the other way round: a model of a strategy trained with none.
+  std::unique_ptr<LinearSoftmaxModel> inside;
+  {
+    const auto scope = strategy.scope();
+    inside = std::make_unique<LinearSoftmaxModel>(kInputs, kClasses, 0.0f);
+  }
+  ExpectMessage([&] { Fit(nullptr, *inside, sgd, data, options); },
+                "created in the scope of another MirroredStrategy, but the model is trained "
+                "under no strategy");
+}
+
+TEST(Fit, BadOptionsAndDataAreRefused) {
+  LinearSoftmaxModel model(kInputs, kClasses, 0.0f);
+  SGD sgd(0.1f);
+  const Dataset data = SeparableData(16, kInputs, kClasses, 1);
+  FitOptions options;
+  options.batch_size = 0;
+  ExpectMessage([&] { Fit(nullptr, model, sgd, data, options); }, "batch_size must be positive");
+  options.batch_size = 4;
+  ExpectMessage([&] { Fit(nullptr, model, sgd, data.Batch(4), options); },
+                "is already batched; pass the unbatched examples");
+  ExpectMessage([&] { Fit(nullptr, model, sgd, data.Take(0), options); }, "has no examples");
+  options.initial_epoch = 3;
+  ExpectMessage([&] { Fit(nullptr, model, sgd, data, options); },
+                "need 0 <= initial_epoch <= epochs");
+}
+
+TEST(Metrics, MeanAndAccuracyAggregateEveryReplica) {
+  MirroredStrategy strategy(CpuDevices(3), "reduction_to_one_device");
+  const auto scope = strategy.scope();
+  Mean mean("m");
+  SparseCategoricalAccuracy accuracy;
+  strategy.run([&](ReplicaContext& context) {
+    const auto r = static_cast<float>(context.replica_id_in_sync_group());
+    const std::vector<float> values = {r, 2 * r};
+    mean.update_state(values, std::vector<float>{1.0f, 3.0f});
+    // Replica r: labels {0, 1}; logits pick class 0 for both, with a tie on the second.
+    const std::vector<int32_t> labels = {0, 1};
+    const std::vector<float> logits = {1, 0, 0.5f, 0.5f};
+    accuracy.update_state(labels, logits, 2);
+  });
+  // sum over r of (r + 6r) = 7 * 3 = 21, weights 4 per replica.
+  EXPECT_DOUBLE_EQ(mean.result(), 21.0 / 12.0);
+  EXPECT_DOUBLE_EQ(accuracy.result(), 0.5);  // a tie goes to the lowest class, as argmax
+  mean.reset_state();
+  EXPECT_DOUBLE_EQ(mean.result(), 0.0);
+  ExpectMessage(
+      [&] {
+        mean.update_state(std::vector<float>{1, 2}, std::vector<float>{1});
+      },
+      "2 values but 1 sample weights");
+  ExpectMessage(
+      [&] {
+        accuracy.update_state(std::vector<int32_t>{0}, std::vector<float>{1, 2, 3}, 2);
+      },
+      "1 labels of 2 classes need 2 logits, got 3");
+}
+
+TEST(Callbacks, ProgressLinesAndModelCheckpointsRestoreWithoutAStrategy) {
+  TempDir dir;
+  const Dataset data = SeparableData(40, kInputs, kClasses, 2);
+  MirroredStrategy strategy(CpuDevices(2), "reduction_to_one_device");
+  std::unique_ptr<LinearSoftmaxModel> model;
+  {
+    const auto scope = strategy.scope();
+    model = std::make_unique<LinearSoftmaxModel>(kInputs, kClasses, 0.0f);
+  }
+  std::FILE* log = std::tmpfile();
+  ASSERT_NE(log, nullptr);
+  ProgressBar progress(ProgressBar::Mode::kLines, log);
+  ModelCheckpoint checkpoints((dir.path() / "ckpt-{epoch}").string());
+  Adam adam(0.05f);
+  FitOptions options;
+  options.batch_size = 8;
+  options.epochs = 2;
+  options.callbacks = {&progress, &checkpoints};
+  Fit(&strategy, *model, adam, data, options);
+  std::rewind(log);
+  std::string text;
+  for (int c; (c = std::fgetc(log)) != EOF;) text += static_cast<char>(c);
+  std::fclose(log);
+  EXPECT_TRUE(test::HasText(text, "Epoch 1/2\n5/5 - "));
+  EXPECT_TRUE(test::HasText(text, "Epoch 2/2\n5/5 - "));
+  EXPECT_TRUE(test::HasText(text, " - loss: "));
+  EXPECT_TRUE(test::HasText(text, " - accuracy: "));
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "ckpt-1"));
+  ASSERT_EQ(checkpoints.last_saved(), (dir.path() / "ckpt-2").string());
+
+  LinearSoftmaxModel plain(kInputs, kClasses, 0.0f, /*seed=*/99);
+  Checkpoint restore;
+  restore.Track("model/linear/kernel", plain.kernel()).Track("model/linear/bias", plain.bias());
+  restore.Restore(checkpoints.last_saved());
+  std::vector<float> trained;
+  {
+    const auto scope = strategy.scope();
+    trained = model->kernel().value().ToVector();
+  }
+  EXPECT_EQ(plain.kernel().value().ToVector(), trained);
+}
+
+// A job stopped in its third epoch resumes there, and ends with the weights of a run that never
+// stopped (the shuffle of each epoch depends on the epoch only).
+TEST(Callbacks, BackupAndRestoreResumesAtTheEpochAfterTheLastBackup) {
+  TempDir dir;
+  const Dataset data = SeparableData(48, kInputs, kClasses, 4);
+  FitOptions options;
+  options.batch_size = 8;
+  options.epochs = 4;
+  const auto make = [](MirroredStrategy& strategy) {
+    const auto scope = strategy.scope();
+    return std::make_unique<LinearSoftmaxModel>(kInputs, kClasses, 1e-3f);
+  };
+
+  MirroredStrategy reference_strategy(CpuDevices(2), "reduction_to_one_device");
+  auto reference = make(reference_strategy);
+  Adam reference_adam(0.05f);
+  Fit(&reference_strategy, *reference, reference_adam, data, options);
+
+  struct StopAtEpoch : Callback {
+    int epoch;
+    explicit StopAtEpoch(int e) : epoch(e) {}
+    void on_epoch_begin(FitState& state) override {
+      if (state.epoch == epoch) throw Error(CHORUS_ABORTED, "stopped for the test");
+    }
+  };
+  {
+    MirroredStrategy strategy(CpuDevices(2), "reduction_to_one_device");
+    auto model = make(strategy);
+    Adam adam(0.05f);
+    BackupAndRestore backup(dir.path().string());
+    StopAtEpoch stop(2);
+    options.callbacks = {&backup, &stop};
+    ExpectMessage([&] { Fit(&strategy, *model, adam, data, options); }, "stopped for the test");
+    EXPECT_EQ(backup.restored_epoch(), -1);
+    EXPECT_TRUE(std::filesystem::exists(dir.path() / "backup"));
+  }
+  MirroredStrategy strategy(CpuDevices(2), "reduction_to_one_device");
+  auto model = make(strategy);
+  Adam adam(0.05f);
+  BackupAndRestore backup(dir.path().string());
+  options.callbacks = {&backup};
+  const History history = Fit(&strategy, *model, adam, data, options);
+  EXPECT_EQ(backup.restored_epoch(), 2);
+  ASSERT_EQ(history.epochs.size(), 2u);
+  EXPECT_EQ(history.epochs.front().epoch, 2);
+  EXPECT_EQ(adam.iterations(), 4 * 6);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "backup"));  // a finished fit removes it
+  std::vector<float> resumed, uninterrupted;
+  {
+    const auto scope = strategy.scope();
+    resumed = model->kernel().value().ToVector();
+  }
+  {
+    const auto scope = reference_strategy.scope();
+    uninterrupted = reference->kernel().value().ToVector();
+  }
+  ASSERT_EQ(resumed.size(), uninterrupted.size());
+  for (size_t i = 0; i < resumed.size(); ++i) EXPECT_FLOAT_EQ(resumed[i], uninterrupted[i]) << i;
+}
+
+}  // namespace
+}  // namespace chorus

@@ -64,11 +64,6 @@ void CreateDirectoryFor(const std::filesystem::path& file) {
 
 ProgressBar::ProgressBar(Mode mode, std::FILE* out) : out_(out), mode_(mode) {}
 
-std::string ProgressBar::Prefix(const FitState& state) const {
-  if (state.strategy == nullptr || state.strategy->num_workers() == 1) return "";
-  return "[worker " + std::to_string(state.strategy->worker_id()) + "] ";
-}
-
 void ProgressBar::on_train_begin(FitState& state) {
   (void)state;
   bar_ = mode_ == Mode::kBar || (mode_ == Mode::kAuto && isatty(fileno(out_)) == 1);
@@ -76,8 +71,7 @@ void ProgressBar::on_train_begin(FitState& state) {
 
 void ProgressBar::on_epoch_begin(FitState& state) {
   epoch_start_ = std::chrono::steady_clock::now();
-  std::fprintf(out_, "%sEpoch %d/%d\n", Prefix(state).c_str(), state.epoch + 1,
-               state.options->epochs);
+  std::fprintf(out_, "Epoch %d/%d\n", state.epoch + 1, state.options->epochs);
   std::fflush(out_);
 }
 
@@ -91,16 +85,16 @@ void ProgressBar::on_train_batch_end(FitState& state, int64_t step, double loss,
   std::string bar(static_cast<size_t>(filled), '=');
   if (filled < kBarWidth) bar += '>';
   bar.resize(kBarWidth, '.');
-  std::fprintf(out_, "\r%s%s [%s] - ETA: %s%s\033[K", Prefix(state).c_str(),
-               Counter(step, steps).c_str(), bar.c_str(), Duration(left).c_str(),
-               Figures(loss, accuracy).c_str());
+  std::fprintf(out_, "\r%s [%s] - ETA: %s%s\033[K", Counter(step, steps).c_str(), bar.c_str(),
+               Duration(left).c_str(), Figures(loss, accuracy).c_str());
   std::fflush(out_);
 }
 
 void ProgressBar::on_epoch_end(FitState& state, const EpochLogs& logs) {
   const double per_step =
       logs.steps > 0 ? 1000.0 * logs.seconds / static_cast<double>(logs.steps) : 0.0;
-  std::string line = Prefix(state) + Counter(logs.steps, logs.steps);
+  (void)state;
+  std::string line = Counter(logs.steps, logs.steps);
   if (bar_) line = "\r" + line + " [" + std::string(kBarWidth, '=') + "]";
   char timing[64];
   std::snprintf(timing, sizeof timing, " - %s %.0fms/step", Duration(logs.seconds).c_str(),

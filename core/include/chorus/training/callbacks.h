@@ -32,8 +32,8 @@ class Callback {
 // Keras' progress bar. On a terminal: one bar per epoch, redrawn at every log point
 // ("1200/3750 [=========>....................] - ETA: 41s - loss: 0.4120 - accuracy: 0.8512"),
 // finished with the epoch's figures. Not on a terminal (a file, a pipe, a worker's log under
-// chorus-launch): one plain line per epoch, as Keras' verbose=2. Every worker prints; workers
-// other than the chief prefix their lines with "[worker N] ".
+// chorus-launch): one plain line per epoch, as Keras' verbose=2. Every worker prints (chorus-launch
+// prefixes each worker's lines with its name).
 class ProgressBar : public Callback {
  public:
   enum class Mode { kAuto, kBar, kLines };
@@ -45,7 +45,6 @@ class ProgressBar : public Callback {
   void on_epoch_end(FitState& state, const EpochLogs& logs) override;
 
  private:
-  std::string Prefix(const FitState& state) const;
   bool bar_ = false;
   std::FILE* out_;
   Mode mode_;

@@ -1,11 +1,15 @@
-// TensorFlow's "Custom training with tf.distribute.Strategy" tutorial in C++: a Fashion-MNIST
-// classifier trained with a custom loop under OneDevice, Mirrored or CentralStorage strategy,
-// checkpointed every 2 epochs, and finally restored into a model with no strategy.
+// TensorFlow's "Custom training with tf.distribute.Strategy" tutorial in C++: the tutorial's CNN
+// (or an MLP) on Fashion-MNIST under OneDevice, Mirrored, CentralStorage, MultiWorkerMirrored or
+// parameter-server strategy, trained by chorus::Fit (Keras' model.fit: progress bar, metrics,
+// checkpoints, BackupAndRestore) or by the tutorial's custom loop (--loop custom), and finally
+// restored into a model with no strategy.
 #include <chorus/base/error.h>
 #include <chorus/cluster_resolver/cluster_resolver.h>
 #include <chorus/distribute/multi_worker_mirrored_strategy.h>
 #include <chorus/distribute/strategies.h>
 #include <chorus/runtime/registry.h>
+#include <chorus/training/callbacks.h>
+#include <chorus/training/fit.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -17,6 +21,7 @@
 #include <vector>
 
 #include "fashion_mnist_files.h"
+#include "fit_models.h"
 #include "synthetic_data.h"
 #include "trainer.h"
 #ifdef CHORUS_FASHION_MNIST_WITH_PARAMETER_SERVER
@@ -31,12 +36,21 @@ using fashion_mnist::TrainAndTest;
 const std::vector<std::string> kStrategies = {"one_device", "mirrored", "central_storage",
                                               "multi_worker_mirrored", "parameter_server"};
 
+// Where Debian's dataset-fashion-mnist package puts the files.
+constexpr const char* kDebianDataDir = "/usr/share/datasets/fashion-mnist";
+
 struct Flags {
   std::string data_dir;
+  bool synthetic = false;
+  std::string model = fashion_mnist::ModelNames().front();
+  bool model_given = false;  // --model on the command line
+  std::string loop = "fit";
+  std::string progress = "auto";
+  std::string backup_dir;
   std::string strategy = "mirrored";
   int replicas = 0;
   std::string cross_device_ops;
-  int64_t global_batch = 64;
+  int64_t global_batch = 0;
   int epochs = 10;
   int64_t steps = 0;
   uint64_t seed = 1;
@@ -58,19 +72,22 @@ std::string Join(const std::vector<std::string>& names) {
 }
 
 TrainAndTest LoadData(const Flags& flags) {
-  std::optional<TrainAndTest> data;
-  if (!flags.data_dir.empty()) data = fashion_mnist::LoadFashionMnist(flags.data_dir);
-  if (data) {
+  if (!flags.synthetic) {
+    const std::string dir = flags.data_dir.empty() ? kDebianDataDir : flags.data_dir;
+    std::optional<TrainAndTest> data = fashion_mnist::LoadFashionMnist(dir);
+    if (!data) {
+      Fail("no Fashion-MNIST files in '" + dir + "'" +
+           (flags.data_dir.empty()
+                ? " (install them: apt-get install -y dataset-fashion-mnist, or give --data-dir)"
+                : "") +
+           "; --synthetic trains on generated data instead");
+    }
     data->train = data->train.Take(flags.train_examples > 0 ? flags.train_examples : -1);
     data->test = data->test.Take(flags.test_examples > 0 ? flags.test_examples : -1);
     return *data;
   }
-  if (flags.data_dir.empty()) {
-    std::cout << "No --data-dir given: using SYNTHETIC data, not Fashion-MNIST.\n";
-  } else {
-    std::cout << "No Fashion-MNIST files in '" << flags.data_dir
-              << "': using SYNTHETIC data, not Fashion-MNIST.\n";
-  }
+  if (!flags.data_dir.empty()) Fail("--synthetic and --data-dir exclude each other");
+  std::cout << "--synthetic: using generated data, not Fashion-MNIST.\n";
   return fashion_mnist::GenerateSyntheticData(
       flags.seed,
       flags.train_examples > 0 ? flags.train_examples : fashion_mnist::kFashionMnistTrainSize,
@@ -138,7 +155,7 @@ void PrintEpoch(const fashion_mnist::EpochResult& e) {
 
 fashion_mnist::TrainerOptions OptionsFrom(const Flags& flags) {
   fashion_mnist::TrainerOptions options;
-  options.global_batch_size = flags.global_batch;
+  options.global_batch_size = flags.global_batch > 0 ? flags.global_batch : 64;
   options.epochs = flags.epochs;
   options.max_steps = flags.steps;
   options.seed = flags.seed;
@@ -156,7 +173,7 @@ void FitWithParameterServers(const Flags& flags, const TrainAndTest& data) {
         "parameter_server");
   }
   const fashion_mnist::TrainerOptions options = OptionsFrom(flags);
-  std::cout << "Global batch: " << flags.global_batch
+  std::cout << "Global batch: " << options.global_batch_size
             << " (one worker's step), epochs: " << flags.epochs << ", Adam lr "
             << options.learning_rate << ", checkpoints in " << flags.checkpoint_dir << "\n";
   const auto start = std::chrono::steady_clock::now();
@@ -179,10 +196,146 @@ void FitWithParameterServers(const Flags& flags, const TrainAndTest& data) {
 }
 
 void RestoreIntoAModelWithNoStrategy(const Flags& flags, const TrainAndTest& data);
+void RestoreFitModelWithNoStrategy(const Flags& flags, const TrainAndTest& data,
+                                   int64_t batch_size);
+
+// The tutorial's custom training loop (trainer.h): the MLP, Adam, a checkpoint every 2 epochs.
+void RunCustomLoop(const Flags& flags, const TrainAndTest& data, chorus::Strategy& strategy) {
+  if (flags.model != "mlp") {
+    Fail("--loop custom trains the MLP of model.h only; add --model mlp, or use --loop fit");
+  }
+  if (!flags.backup_dir.empty()) Fail("--backup-dir applies to --loop fit");
+  const fashion_mnist::TrainerOptions options = OptionsFrom(flags);
+  std::cout << "Loop: the tutorial's custom loop; global batch: " << options.global_batch_size
+            << " ("
+            << (options.global_batch_size + strategy.num_replicas_in_sync() - 1) /
+                   strategy.num_replicas_in_sync()
+            << " per replica), epochs: " << flags.epochs << ", Adam lr " << options.learning_rate
+            << ", checkpoints in " << flags.checkpoint_dir << "\n";
+
+  fashion_mnist::Trainer trainer(strategy, options);
+  const auto start = std::chrono::steady_clock::now();
+  trainer.Fit(data.train, data.test, PrintEpoch);
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  std::printf("Trained %lld steps in %.1f s (%.2f ms/step, evaluation included)\n",
+              static_cast<long long>(trainer.steps()), elapsed.count(),
+              trainer.steps() > 0 ? 1000.0 * elapsed.count() / trainer.steps() : 0.0);
+
+  if (!strategy.should_checkpoint()) {
+    std::cout << "This worker is not the leader: the leader writes the weights and checkpoints, "
+                 "and evaluates the restored model.\n";
+    return;
+  }
+  if (!flags.save_weights.empty()) {
+    const size_t bytes = fashion_mnist::WriteWeights(flags.save_weights, trainer.Weights());
+    std::cout << "Wrote " << bytes << " bytes of weights to " << flags.save_weights
+              << " (raw little-endian f32: kernel1 [784,128], bias1 [128], kernel2 [128,10], "
+                 "bias2 [10])\n";
+  }
+  RestoreIntoAModelWithNoStrategy(flags, data);
+}
+
+chorus::ProgressBar::Mode ProgressMode(const std::string& name) {
+  if (name == "auto") return chorus::ProgressBar::Mode::kAuto;
+  if (name == "bar") return chorus::ProgressBar::Mode::kBar;
+  if (name == "lines") return chorus::ProgressBar::Mode::kLines;
+  Fail("unknown --progress '" + name + "'; valid: auto, bar, lines, none");
+}
+
+// Keras' model.fit under the strategy: the tutorial's per-epoch line on the chief, a checkpoint
+// after every epoch, BackupAndRestore with --backup-dir.
+void RunFitLoop(const Flags& flags, const TrainAndTest& data, chorus::Strategy& strategy) {
+  const int64_t batch_size =
+      flags.global_batch > 0 ? flags.global_batch : 16 * strategy.num_replicas_in_sync();
+  std::unique_ptr<fashion_mnist::FitModel> model;
+  {
+    const auto scope = strategy.scope();
+    fashion_mnist::FitModelConfig config;
+    config.seed = flags.seed;
+    model = fashion_mnist::CreateFitModel(flags.model, config);
+  }
+  chorus::Adam adam(1e-3f);
+  std::cout << "Loop: fit; model: " << flags.model << ", global batch: " << batch_size << " ("
+            << (batch_size + strategy.num_replicas_in_sync() - 1) / strategy.num_replicas_in_sync()
+            << " per replica), epochs: " << flags.epochs << ", Adam lr 0.001, checkpoints in "
+            << flags.checkpoint_dir << "\n";
+
+  std::vector<chorus::Callback*> callbacks;
+  std::optional<chorus::BackupAndRestore> backup;
+  if (!flags.backup_dir.empty()) {
+    backup.emplace(flags.backup_dir);
+    callbacks.push_back(&*backup);
+  }
+  std::optional<chorus::ProgressBar> progress;
+  if (flags.progress != "none") {
+    progress.emplace(ProgressMode(flags.progress));
+    callbacks.push_back(&*progress);
+  }
+  chorus::ModelCheckpoint checkpoints(flags.checkpoint_dir + "/ckpt-{epoch}");
+  callbacks.push_back(&checkpoints);
+  double train_seconds = 0;
+  int64_t train_steps = 0;
+  chorus::EpochEndCallback tutorial_line([&](chorus::FitState& state,
+                                             const chorus::EpochLogs& logs) {
+    train_seconds += logs.train_seconds;
+    train_steps += logs.steps;
+    if (!state.chief) return;
+    fashion_mnist::RecordLatestCheckpoint(flags.checkpoint_dir,
+                                          "ckpt-" + std::to_string(logs.epoch + 1));
+    std::printf(
+        "Epoch %d, Loss: %.4f, Accuracy: %.2f, Test Loss: %.4f, Test Accuracy: %.2f  (%.1f s, "
+        "%.0f images/s)\n",
+        logs.epoch + 1, logs.loss, 100 * logs.accuracy, logs.val_loss.value_or(0.0),
+        100 * logs.val_accuracy.value_or(0.0), logs.seconds,
+        logs.train_seconds > 0 ? static_cast<double>(logs.steps * batch_size) / logs.train_seconds
+                               : 0.0);
+    std::fflush(stdout);
+  });
+  callbacks.push_back(&tutorial_line);
+
+  const chorus::Dataset train = data.train.ToDataset();
+  const chorus::Dataset test = data.test.ToDataset();
+  chorus::FitOptions options;
+  options.batch_size = batch_size;
+  options.epochs = flags.epochs;
+  options.seed = flags.seed;
+  options.steps_per_epoch = flags.steps;
+  options.validation_data = &test;
+  options.callbacks = callbacks;
+  chorus::Fit(&strategy, *model, adam, train, options);
+  if (train_steps > 0) {
+    std::printf("Trained %lld steps: %.2f ms/step, %.0f images/s (training steps only)\n",
+                static_cast<long long>(train_steps), 1000.0 * train_seconds / train_steps,
+                static_cast<double>(train_steps * batch_size) / train_seconds);
+  }
+
+  if (!strategy.should_checkpoint()) {
+    std::cout << "This worker is not the leader: the leader writes the weights and checkpoints, "
+                 "and evaluates the restored model.\n";
+    return;
+  }
+  if (!flags.save_weights.empty()) {
+    std::vector<float> weights;
+    {
+      const auto scope = strategy.scope();
+      for (const chorus::Variable& variable : model->trainable_variables()) {
+        const std::vector<float> values = variable.value().ToVector();
+        weights.insert(weights.end(), values.begin(), values.end());
+      }
+    }
+    const size_t bytes = fashion_mnist::WriteFloats(flags.save_weights, weights);
+    std::cout << "Wrote " << bytes << " bytes of weights to " << flags.save_weights
+              << " (raw little-endian f32, the variables in order)\n";
+  }
+  RestoreFitModelWithNoStrategy(flags, data, batch_size);
+}
 
 int Run(const Flags& flags) {
-  if (flags.global_batch <= 0) Fail("--global-batch must be positive");
+  if (flags.global_batch < 0) Fail("--global-batch must be positive (or 0: 16 per replica)");
   if (flags.epochs <= 0) Fail("--epochs must be positive");
+  if (flags.loop != "fit" && flags.loop != "custom") {
+    Fail("unknown --loop '" + flags.loop + "'; valid: fit, custom");
+  }
   const TrainAndTest data = LoadData(flags);
   std::cout << "Data: " << data.source << "; using " << data.train.size() << " train and "
             << data.test.size() << " test images\n";
@@ -191,6 +344,12 @@ int Run(const Flags& flags) {
     Fail("--resume applies to --strategy parameter_server only");
   }
   if (flags.strategy == "parameter_server") {
+    if (flags.model_given && flags.model != "mlp") {
+      Fail(
+          "--strategy parameter_server trains the MLP only (its workers run model.h's step); "
+          "use --model mlp");
+    }
+    std::cout << "Model: mlp (the parameter-server workers train the MLP)\n";
     FitWithParameterServers(flags, data);
     RestoreIntoAModelWithNoStrategy(flags, data);
     return 0;
@@ -198,34 +357,11 @@ int Run(const Flags& flags) {
 
   const std::unique_ptr<chorus::Strategy> strategy = MakeStrategy(flags);
   PrintStrategy(*strategy);
-  const fashion_mnist::TrainerOptions options = OptionsFrom(flags);
-  std::cout << "Global batch: " << flags.global_batch << " ("
-            << (flags.global_batch + strategy->num_replicas_in_sync() - 1) /
-                   strategy->num_replicas_in_sync()
-            << " per replica), epochs: " << flags.epochs << ", Adam lr " << options.learning_rate
-            << ", checkpoints in " << flags.checkpoint_dir << "\n";
-
-  fashion_mnist::Trainer trainer(*strategy, options);
-  const auto start = std::chrono::steady_clock::now();
-  trainer.Fit(data.train, data.test, PrintEpoch);
-  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-  std::printf("Trained %lld steps in %.1f s (%.2f ms/step, evaluation included)\n",
-              static_cast<long long>(trainer.steps()), elapsed.count(),
-              trainer.steps() > 0 ? 1000.0 * elapsed.count() / trainer.steps() : 0.0);
-
-  if (!strategy->should_checkpoint()) {
-    std::cout << "This worker is not the leader: the leader writes the weights and checkpoints, "
-                 "and evaluates the restored model.\n";
-    return 0;
+  if (flags.loop == "custom") {
+    RunCustomLoop(flags, data, *strategy);
+  } else {
+    RunFitLoop(flags, data, *strategy);
   }
-  if (!flags.save_weights.empty()) {
-    const size_t bytes = fashion_mnist::WriteWeights(flags.save_weights, trainer.Weights());
-    std::cout << "Wrote " << bytes << " bytes of weights to " << flags.save_weights
-              << " (raw little-endian f32: kernel1 [784,128], bias1 [128], kernel2 [128,10], "
-                 "bias2 [10])\n";
-  }
-
-  RestoreIntoAModelWithNoStrategy(flags, data);
   return 0;
 }
 
@@ -239,21 +375,54 @@ void RestoreIntoAModelWithNoStrategy(const Flags& flags, const TrainAndTest& dat
   chorus::Checkpoint checkpoint;
   fashion_mnist::TrackModel(checkpoint, restored);
   checkpoint.Restore(latest);
-  const fashion_mnist::Evaluation e =
-      fashion_mnist::EvaluateWithoutStrategy(restored, data.test, flags.global_batch);
+  const fashion_mnist::Evaluation e = fashion_mnist::EvaluateWithoutStrategy(
+      restored, data.test, flags.global_batch > 0 ? flags.global_batch : 64);
   std::printf("Restored %s into a model with no strategy: Test Loss: %.4f, Test Accuracy: %.2f\n",
               latest.c_str(), e.loss, e.accuracy);
+}
+
+void RestoreFitModelWithNoStrategy(const Flags& flags, const TrainAndTest& data,
+                                   int64_t batch_size) {
+  const std::string latest = fashion_mnist::LatestCheckpoint(flags.checkpoint_dir);
+  if (latest.empty()) Fail("no checkpoint was recorded in '" + flags.checkpoint_dir + "'");
+  fashion_mnist::FitModelConfig config;
+  config.seed = flags.seed + 1;  // different initial weights: the restore must replace them
+  const std::unique_ptr<fashion_mnist::FitModel> restored =
+      fashion_mnist::CreateFitModel(flags.model, config);
+  chorus::Checkpoint checkpoint;
+  restored->Track(checkpoint);
+  checkpoint.Restore(latest);
+  const chorus::Evaluation e =
+      chorus::Evaluate(nullptr, *restored, data.test.ToDataset(), batch_size);
+  std::printf("Restored %s into a model with no strategy: Test Loss: %.4f, Test Accuracy: %.2f\n",
+              latest.c_str(), e.loss, 100 * e.accuracy);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Custom training with a chorus strategy on Fashion-MNIST (or synthetic data)"};
+  CLI::App app{"The tutorial's Fashion-MNIST classifier trained under a chorus strategy"};
   Flags flags;
   app.add_option("--data-dir", flags.data_dir,
                  "directory with train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz], "
-                 "t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz]; synthetic data "
-                 "when absent");
+                 "t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz] (default: " +
+                     std::string(kDebianDataDir) + ", Debian's dataset-fashion-mnist)");
+  app.add_flag("--synthetic", flags.synthetic,
+               "train on generated data of Fashion-MNIST's shapes instead (for tests)");
+  app.add_option("--model", flags.model,
+                 "cnn (the tutorial's, oneDNN), mlp (dense 128, hand-written) or noop (the "
+                 "CNN's variables, no arithmetic: what the strategy costs per step)")
+      ->capture_default_str();
+  app.add_option("--loop", flags.loop,
+                 "fit (chorus::Fit, Keras' model.fit) or custom (the tutorial's custom loop, "
+                 "mlp only)")
+      ->capture_default_str();
+  app.add_option("--progress", flags.progress,
+                 "auto (a bar on a terminal, lines otherwise), bar, lines or none")
+      ->capture_default_str();
+  app.add_option("--backup-dir", flags.backup_dir,
+                 "BackupAndRestore: back up after every epoch here, and resume from it when a "
+                 "restarted job finds a backup");
   app.add_option("--strategy", flags.strategy,
                  "one_device, mirrored, central_storage, multi_worker_mirrored or "
                  "parameter_server (the last two under chorus-launch or TF_CONFIG)")
@@ -265,9 +434,14 @@ int main(int argc, char** argv) {
   app.add_option("--cross-device-ops", flags.cross_device_ops,
                  "MirroredStrategy's cross-device ops (default: CHORUS_CROSS_DEVICE_OPS, else "
                  "the default rule)");
-  app.add_option("--global-batch", flags.global_batch, "global batch size")->capture_default_str();
+  app.add_option("--global-batch", flags.global_batch,
+                 "global batch size; 0: 16 per replica with --loop fit (the tutorial's), 64 "
+                 "otherwise")
+      ->capture_default_str();
   app.add_option("--epochs", flags.epochs, "epochs")->capture_default_str();
-  app.add_option("--steps", flags.steps, "stop after this many training steps; 0 = no limit")
+  app.add_option("--steps", flags.steps,
+                 "--loop fit: steps per epoch; custom and parameter_server: stop after this "
+                 "many steps in all; 0 = no limit")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--seed", flags.seed, "seed of the model, the shuffle and synthetic data")
@@ -277,14 +451,15 @@ int main(int argc, char** argv) {
   app.add_option("--test-examples", flags.test_examples, "use the first N test images; 0 = all")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--save-weights", flags.save_weights,
-                 "write the final weights (kernel1, bias1, kernel2, bias2) as raw little-endian "
-                 "f32 to this file");
+                 "write the final weights (the model's variables in order) as raw "
+                 "little-endian f32 to this file");
   app.add_flag("--resume", flags.resume,
                "--strategy parameter_server: start from the latest checkpoint in "
                "--checkpoint-dir, at its step (after a ps failure, restart the job with it)");
   app.add_option("--checkpoint-dir", flags.checkpoint_dir, "where ckpt-<epoch> files go")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  flags.model_given = app.count("--model") > 0;
   try {
 #ifdef CHORUS_FASHION_MNIST_WITH_PARAMETER_SERVER
     // A parameter-server job's evaluator follows the chief's checkpoints.
@@ -293,7 +468,7 @@ int main(int argc, char** argv) {
       if (resolver != nullptr && resolver->task_type() == "evaluator") {
         fashion_mnist::SidecarOptions options;
         options.checkpoint_dir = flags.checkpoint_dir;
-        options.batch_size = flags.global_batch;
+        options.batch_size = flags.global_batch > 0 ? flags.global_batch : 64;
         options.final_epoch = flags.epochs;
         fashion_mnist::RunSidecarEvaluator(LoadData(flags).test, options);
         return 0;

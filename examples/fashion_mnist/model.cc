@@ -9,6 +9,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fashion_mnist {
@@ -133,6 +134,7 @@ ReplicaStep Model::LossAndGradients(const HostWeights& w, const HostExamples& ba
     const float* x = batch.features + i * c.inputs;
     Forward(c, w, x, a);
     if (ArgMax(a.logits) == batch.labels[i]) ++step.correct;
+    step.logits.insert(step.logits.end(), a.logits.begin(), a.logits.end());
     std::vector<double>& d_logits = a.logits;  // becomes the probabilities, then the gradient
     per_example_loss[static_cast<size_t>(i)] =
         static_cast<float>(SoftmaxCrossEntropy(d_logits, batch.labels[i]));
@@ -165,6 +167,8 @@ ReplicaStep Model::LossAndGradients(const HostWeights& w, const HostExamples& ba
   for (float v : w.kernel1) l2_sum += static_cast<double>(v) * v;
   for (float v : w.kernel2) l2_sum += static_cast<double>(v) * v;
   const float regularization = static_cast<float>(c.l2 * l2_sum);
+  step.regularization_loss = regularization;
+  step.per_example_loss = per_example_loss;
   step.scaled_loss = chorus::ComputeAverageLoss(per_example_loss, {}, global_batch_size) +
                      chorus::ScaleRegularizationLoss(regularization);
   const double l2_grad = 2.0 * static_cast<double>(c.l2) / NumReplicasInSync();
@@ -207,16 +211,22 @@ EvalSums Model::Evaluate(const HostWeights& w, const HostExamples& batch) const 
   return sums;
 }
 
-HostBatchCopy ToHost(const chorus::Batch& batch) {
-  HostBatchCopy copy;
-  copy.features = batch.features.ToVector();
-  copy.labels.resize(static_cast<size_t>(batch.size));
-  if (batch.size > 0) {
-    const chorus::Device& device = batch.labels.device();
-    device.enumerator->Copy(CHORUS_HOST_DEVICE, copy.labels.data(), device.index,
-                            batch.labels.raw(), batch.labels.bytes());
+void Model::Predict(const HostWeights& w, const HostExamples& batch,
+                    std::vector<float>& per_example_loss, std::vector<float>& logits) const {
+  CheckBatch(config_, batch);
+  per_example_loss.clear();
+  logits.clear();
+  Activations a;
+  for (int64_t i = 0; i < batch.size; ++i) {
+    Forward(config_, w, batch.features + i * config_.inputs, a);
+    logits.insert(logits.end(), a.logits.begin(), a.logits.end());
+    per_example_loss.push_back(static_cast<float>(SoftmaxCrossEntropy(a.logits, batch.labels[i])));
   }
-  return copy;
+}
+
+HostBatchCopy ToHost(const chorus::Batch& batch) {
+  chorus::HostBatch host = chorus::CopyToHost(batch);
+  return HostBatchCopy{std::move(host.features), std::move(host.labels)};
 }
 
 }  // namespace fashion_mnist

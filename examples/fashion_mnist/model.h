@@ -46,6 +46,9 @@ struct ReplicaStep {
   int64_t correct = 0;
   // d scaled_loss / d weight, one per variable in variables() order.
   std::vector<std::vector<float>> gradients;
+  std::vector<float> per_example_loss;  // cross-entropy of each example
+  std::vector<float> logits;            // [examples, classes]
+  float regularization_loss = 0;        // l2 * sum of the squared kernels (unscaled)
 };
 
 // Sums over a batch, for evaluation.
@@ -76,6 +79,9 @@ class Model {
                                             const ReplicaStep& step) const;
   // Cross-entropy sum and correct predictions on `batch`.
   EvalSums Evaluate(const HostWeights& weights, const HostExamples& batch) const;
+  // Each example's cross-entropy and logits ([examples, classes]).
+  void Predict(const HostWeights& weights, const HostExamples& batch,
+               std::vector<float>& per_example_loss, std::vector<float>& logits) const;
 
  private:
   ModelConfig config_;

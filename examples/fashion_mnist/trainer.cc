@@ -226,23 +226,27 @@ void RecordLatestCheckpoint(const std::string& dir, const std::string& name) {
   if (error) Fail("cannot rename '" + temporary.string() + "': " + error.message());
 }
 
-size_t WriteWeights(const std::string& path, const HostWeights& weights) {
+size_t WriteFloats(const std::string& path, const std::vector<float>& values) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) Fail("cannot open '" + path + "' for writing");
-  size_t bytes = 0;
-  for (const std::vector<float>* part :
-       {&weights.kernel1, &weights.bias1, &weights.kernel2, &weights.bias2}) {
-    for (float value : *part) {
-      uint32_t bits = std::bit_cast<uint32_t>(value);
-      unsigned char le[4];
-      for (int i = 0; i < 4; ++i) le[i] = static_cast<unsigned char>(bits >> (8 * i));
-      out.write(reinterpret_cast<const char*>(le), 4);
-      bytes += 4;
-    }
+  for (float value : values) {
+    const uint32_t bits = std::bit_cast<uint32_t>(value);
+    unsigned char le[4];
+    for (int i = 0; i < 4; ++i) le[i] = static_cast<unsigned char>(bits >> (8 * i));
+    out.write(reinterpret_cast<const char*>(le), 4);
   }
   out.flush();
   if (!out) Fail("cannot write '" + path + "'");
-  return bytes;
+  return values.size() * 4;
+}
+
+size_t WriteWeights(const std::string& path, const HostWeights& weights) {
+  std::vector<float> values;
+  for (const std::vector<float>* part :
+       {&weights.kernel1, &weights.bias1, &weights.kernel2, &weights.bias2}) {
+    values.insert(values.end(), part->begin(), part->end());
+  }
+  return WriteFloats(path, values);
 }
 
 }  // namespace fashion_mnist

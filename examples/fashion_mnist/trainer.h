@@ -107,6 +107,8 @@ std::string LatestCheckpoint(const std::string& dir);
 // (empty on a multi-worker worker that takes part in the save but does not write files).
 std::string SaveNumberedCheckpoint(const Trainer& trainer, const std::string& dir, int number);
 
+// Writes `values` as raw little-endian f32; returns the bytes written.
+size_t WriteFloats(const std::string& path, const std::vector<float>& values);
 // Writes the weights as raw little-endian f32 (kernel1, bias1, kernel2, bias2); returns bytes.
 size_t WriteWeights(const std::string& path, const HostWeights& weights);
 

@@ -42,7 +42,8 @@ TEST(ParameterServerExample, TrainsUnderChorusLaunchWithAnEvaluator) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string common =
-      " --epochs 2 --global-batch 64 --train-examples 6400 --test-examples 1000 --seed 3";
+      " --synthetic --epochs 2 --global-batch 64 --train-examples 6400 --test-examples 1000"
+      " --seed 3";
   const std::string ps =
       std::string(CHORUS_LAUNCH) + " --ps 2 --workers 2 --evaluator --timeout 120 -- " +
       CHORUS_FASHION_MNIST + " --strategy parameter_server" + common + " --checkpoint-dir " +
@@ -63,7 +64,7 @@ TEST(ParameterServerExample, TrainsUnderChorusLaunchWithAnEvaluator) {
   // step (2 epochs of 100 steps) and trains the third epoch only.
   const std::string resumed = std::string(CHORUS_LAUNCH) + " --ps 2 --workers 2 --timeout 120 -- " +
                               CHORUS_FASHION_MNIST + " --strategy parameter_server --resume" +
-                              " --epochs 3 --global-batch 64 --train-examples 6400" +
+                              " --synthetic --epochs 3 --global-batch 64 --train-examples 6400" +
                               " --test-examples 1000 --seed 3 --checkpoint-dir " +
                               (dir / "ckpt_ps").string() + " > " + (dir / "resumed.log").string() +
                               " 2>&1";
@@ -75,9 +76,9 @@ TEST(ParameterServerExample, TrainsUnderChorusLaunchWithAnEvaluator) {
   EXPECT_GT(LastTestAccuracy(resumed_log, "[chief 0] Epoch 3"), chief - 2.0) << resumed_log;
 
   const std::string mirrored = std::string(CHORUS_FASHION_MNIST) +
-                               " --strategy mirrored --replicas 2" + common + " --checkpoint-dir " +
-                               (dir / "ckpt_mirrored").string() + " > " +
-                               (dir / "mirrored.log").string() + " 2>&1";
+                               " --strategy mirrored --replicas 2 --model mlp --loop custom" +
+                               common + " --checkpoint-dir " + (dir / "ckpt_mirrored").string() +
+                               " > " + (dir / "mirrored.log").string() + " 2>&1";
   ASSERT_EQ(std::system(mirrored.c_str()), 0) << ReadAll(dir / "mirrored.log");
   const double synchronous = LastTestAccuracy(ReadAll(dir / "mirrored.log"), "Epoch 2");
   // Asynchronous steps on stale weights: close to, not equal to, the synchronous result.

@@ -245,6 +245,8 @@ History Fit(Strategy* strategy, TrainableModel& model, Optimizer& optimizer, con
     }
     logs.loss = loss.result();
     logs.accuracy = accuracy.result();
+    logs.train_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (options.validation_data != nullptr) {
       const Evaluation e = RunEvaluation(strategy, model, *options.validation_data,
                                          options.batch_size, variables, val_metrics);

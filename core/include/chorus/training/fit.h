@@ -64,7 +64,8 @@ struct EpochLogs {
   double accuracy = 0;
   std::optional<double> val_loss;
   std::optional<double> val_accuracy;
-  double seconds = 0;  // training and validation
+  double train_seconds = 0;  // the training steps alone
+  double seconds = 0;        // training and validation
 };
 
 struct FitOptions {

@@ -238,18 +238,21 @@ class PlanBuilder {
         {{DNNL_ARG_DIFF_DST, d_z1},
          {DNNL_ARG_WEIGHTS, weights[kDense1W].In(dense1_bd_pd.weights_desc(), engine_, b)},
          {DNNL_ARG_DIFF_SRC, d_flat}});
-    // Unflatten, then max_pooling2d_1.
-    Layouts d_p2(memory(flat_nhwc.get_desc(), engine_, d_flat.get_data_handle()));
+    // conv2d_1's relu, through max_pooling2d_1 (unflattened). The relu is applied before the
+    // pooling, but its backward step runs on the pooled map, 4x smaller: pooling's backward step
+    // routes each gradient to its window's maximum, whose relu output is the pooled value, so
+    // masking by (pooled value > 0) before it is the same as masking by (relu output > 0) after.
+    const memory d_flat_masked = ReluBackward(b, flat, d_flat);
+    Layouts d_p2(memory(flat_nhwc.get_desc(), engine_, d_flat_masked.get_data_handle()));
     dnnl::pooling_backward::primitive_desc pool2_bw_pd(
         {dnnl::algorithm::pooling_max, a2.get_desc(), p2.get_desc(), pool, pool, zero, zero}, attr_,
         engine_, pool2_pd);
-    const memory d_a2 = New(pool2_bw_pd.diff_src_desc());
+    Layouts d_c2(New(pool2_bw_pd.diff_src_desc()));
     Add(b, pool2_bw_pd, dnnl::pooling_backward(pool2_bw_pd),
         {{DNNL_ARG_DIFF_DST, d_p2.In(pool2_bw_pd.diff_dst_desc(), engine_, b)},
          {DNNL_ARG_WORKSPACE, pool2_ws},
-         {DNNL_ARG_DIFF_SRC, d_a2}});
-    // conv2d_1's relu, then conv2d_1.
-    Layouts d_c2(ReluBackward(b, a2, d_a2));
+         {DNNL_ARG_DIFF_SRC, d_c2.home()}});
+    // conv2d_1.
     dnnl::convolution_backward_weights::primitive_desc conv2_bw_pd(
         {conv, any(pool1_dims), any({kConv2Channels, kConv1Channels, 3, 3}),
          Desc({kConv2Channels}, Tag::a), any(conv2_dst_dims), unit, zero, zero},
@@ -268,17 +271,18 @@ class PlanBuilder {
         {{DNNL_ARG_DIFF_DST, d_c2.In(conv2_bd_pd.diff_dst_desc(), engine_, b)},
          {DNNL_ARG_WEIGHTS, weights[kConv2W].In(conv2_bd_pd.weights_desc(), engine_, b)},
          {DNNL_ARG_DIFF_SRC, d_p1.home()}});
-    // max_pooling2d.
+    // conv2d's relu through max_pooling2d, the same way.
+    const memory d_p1_masked =
+        ReluBackward(b, p1.home(), d_p1.In(p1.home().get_desc(), engine_, b));
     dnnl::pooling_backward::primitive_desc pool1_bw_pd(
         {dnnl::algorithm::pooling_max, a1.get_desc(), p1.home().get_desc(), pool, pool, zero, zero},
         attr_, engine_, pool1_pd);
-    const memory d_a1 = New(pool1_bw_pd.diff_src_desc());
+    Layouts d_c1(New(pool1_bw_pd.diff_src_desc()));
     Add(b, pool1_bw_pd, dnnl::pooling_backward(pool1_bw_pd),
-        {{DNNL_ARG_DIFF_DST, d_p1.In(pool1_bw_pd.diff_dst_desc(), engine_, b)},
+        {{DNNL_ARG_DIFF_DST, d_p1_masked},
          {DNNL_ARG_WORKSPACE, pool1_ws},
-         {DNNL_ARG_DIFF_SRC, d_a1}});
-    // conv2d's relu, then conv2d's weights (the images need no gradient).
-    Layouts d_c1(ReluBackward(b, a1, d_a1));
+         {DNNL_ARG_DIFF_SRC, d_c1.home()}});
+    // conv2d's weights (the images need no gradient).
     dnnl::convolution_backward_weights::primitive_desc conv1_bw_pd(
         {conv, any({n_, 1, kImageSide, kImageSide}), any({kConv1Channels, 1, 3, 3}),
          Desc({kConv1Channels}, Tag::a), any(conv1_dst_dims), unit, zero, zero},

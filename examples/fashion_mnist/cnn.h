@@ -43,7 +43,9 @@ struct CnnOutputs {
 // batch size and kept for the next calls of that size.
 class CnnCompute {
  public:
-  // threads: OpenMP threads for this caller's oneDNN work; 0 = hardware_concurrency.
+  // threads: OpenMP threads for this caller's oneDNN work; 0 = hardware_concurrency. Keep the
+  // replicas' threads together within the free cores: libgomp's barriers spin, and with a thread
+  // descheduled a batch took 20-100x longer here (OMP_WAIT_POLICY=passive softens that).
   explicit CnnCompute(const CnnConfig& config, int threads = 0);
   ~CnnCompute();
   CnnCompute(CnnCompute&&) noexcept;

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "synthetic_data.h"
@@ -319,12 +320,46 @@ TEST(CnnCompute, BadLabelsAndCountsAreErrors) {
             std::string::npos);
 }
 
+// Replicas are plain threads, each with its own CnnCompute: they run at the same time and get what
+// one thread alone gets.
+TEST(CnnCompute, ReplicaThreadsMatchOneThread) {
+  const std::vector<std::vector<float>> weights = TestWeights(6);
+  const Batch batch = RandomBatch(16, 31);
+  auto run = [&](CnnCompute& cnn, CnnOutputs& out, std::vector<std::vector<float>>& gradients) {
+    for (int repeat = 0; repeat < 5; ++repeat) {
+      out = cnn.ForwardBackward(Pointers(weights), batch.images.data(), batch.labels.data(), 16,
+                                1.0 / 32, 0.5, gradients);
+    }
+  };
+  CnnCompute alone({}, 1);
+  CnnOutputs expected;
+  std::vector<std::vector<float>> expected_gradients;
+  run(alone, expected, expected_gradients);
+
+  std::vector<CnnCompute> replicas;
+  replicas.emplace_back(CnnConfig{}, 1);
+  replicas.emplace_back(CnnConfig{}, 1);
+  std::vector<CnnOutputs> outs(2);
+  std::vector<std::vector<std::vector<float>>> gradients(2);
+  {
+    std::vector<std::jthread> threads;
+    for (size_t r = 0; r < 2; ++r) {
+      threads.emplace_back([&, r] { run(replicas[r], outs[r], gradients[r]); });
+    }
+  }
+  for (size_t r = 0; r < 2; ++r) {
+    EXPECT_EQ(outs[r].logits, expected.logits) << "replica " << r;
+    EXPECT_EQ(outs[r].per_example_loss, expected.per_example_loss) << "replica " << r;
+    EXPECT_EQ(gradients[r], expected_gradients) << "replica " << r;
+  }
+}
+
 TEST(CnnCompute, SgdOnAFixedBatchHalvesTheLoss) {
   const ImageSet data = GenerateSyntheticData(3, 64, 0).train;
   ASSERT_EQ(data.size(), 64);
   CnnConfig config;
   std::vector<std::vector<float>> weights = CnnInitialValues(config);
-  CnnCompute cnn(config, 2);
+  CnnCompute cnn(config, 1);
   std::vector<std::vector<float>> gradients;
   auto mean_loss = [](const CnnOutputs& out) {
     double sum = 0;

@@ -23,7 +23,7 @@ std::vector<std::string> ModelNames();
 struct FitModelConfig {
   uint64_t seed = 1;
   float l2 = 0;  // 0: the model's default (CNN 1e-5, MLP 1e-4)
-  // OpenMP threads of one replica's oneDNN calls; 0: the cores divided among the local replicas.
+  // OpenMP threads of one replica's oneDNN calls; 0: one.
   int threads_per_replica = 0;
 };
 

@@ -31,6 +31,8 @@ class HostFloats {
 
   float* data() const { return data_; }
   float& operator[](size_t i) const { return data_[i]; }
+  // Hoist it out of loops: it is a call the compiler cannot inline, and it keeps the loop from
+  // vectorizing.
   size_t size() const { return static_cast<size_t>(tensor_.num_elements()); }
 
   // Writes a host copy back to the device (nothing to do for host memory).

@@ -32,13 +32,14 @@ void SGD::UpdateComponent(const Tensor& variable, const Tensor& gradient,
   const internal::HostFloats w(variable);
   const internal::HostFloats g(gradient);
   const float lr = learning_rate_;
+  const size_t n = w.size();
   if (slots.empty()) {
-    for (size_t i = 0; i < w.size(); ++i) w[i] -= lr * g[i];
+    for (size_t i = 0; i < n; ++i) w[i] -= lr * g[i];
     w.Commit();
     return;
   }
   const internal::HostFloats m(slots.at(0));
-  for (size_t i = 0; i < w.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     m[i] = momentum_ * m[i] - lr * g[i];
     w[i] += nesterov_ ? momentum_ * m[i] - lr * g[i] : m[i];
   }

@@ -394,7 +394,7 @@ TEST(CnnCompute, PrintsMillisecondsPerBatch) {
                                    1.0 / static_cast<double>(n), 1.0, gradients);
       };
       step();  // builds the primitives
-      const int repeats = n == 16 ? 40 : 10;
+      const int repeats = n == 16 ? 20 : 5;
       const auto start = std::chrono::steady_clock::now();
       for (int r = 0; r < repeats; ++r) step();
       const double ms =

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <dnnl.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -21,11 +22,9 @@ constexpr memory::data_type kF32 = memory::data_type::f32;
 
 constexpr int64_t kImageSide = 28;
 constexpr int64_t kConv1Channels = 32;
-constexpr int64_t kConv1Side = 26;  // 28 - 3 + 1
-constexpr int64_t kPool1Side = 13;
+constexpr int64_t kPool1Side = 13;  // (28 - 2) / 2
 constexpr int64_t kConv2Channels = 64;
-constexpr int64_t kConv2Side = 11;                                   // 13 - 3 + 1
-constexpr int64_t kPool2Side = 5;                                    // floor(11 / 2)
+constexpr int64_t kPool2Side = 5;                                    // floor((13 - 2) / 2)
 constexpr int64_t kFlat = kPool2Side * kPool2Side * kConv2Channels;  // 1600
 constexpr int64_t kHidden = 64;
 constexpr int64_t kClasses = 10;
@@ -56,6 +55,7 @@ struct Step {
 // are reorders of it, appended to a step list the first time a layout is asked for.
 class Layouts {
  public:
+  Layouts() = default;
   explicit Layouts(memory home) { versions_.push_back(std::move(home)); }
   const memory& home() const { return versions_.front(); }
   memory In(const memory::desc& wanted, const dnnl::engine& engine, std::vector<Step>& steps) {
@@ -89,6 +89,24 @@ struct Plan {
   memory scratchpad;  // one buffer shared by the steps, which run one after another
 };
 
+// A Conv2D(3x3, valid, relu) + MaxPooling2D(2x2) block's forward primitives and memories.
+struct ConvBlock {
+  dnnl::convolution_forward::primitive_desc conv_pd;
+  dnnl::pooling_forward::primitive_desc pool_pd;
+  memory::desc src_any, kernel_any, bias, dst_any;  // for the backward descriptors
+  memory activation;                                // relu(conv(src)), the pooling's input
+  memory workspace;                                 // where each window's maximum was
+  Layouts pooled;
+};
+
+// A Dense layer's forward primitive and output.
+struct DenseLayer {
+  dnnl::inner_product_forward::primitive_desc pd;
+  memory::desc kernel_any, bias;
+  bool relu;
+  memory dst;  // after the relu, if any
+};
+
 // Builds a Plan. Primitives use user-managed scratchpads, collected into one buffer at the end.
 class PlanBuilder {
  public:
@@ -102,23 +120,19 @@ class PlanBuilder {
 
   std::unique_ptr<Plan> Build() {
     auto plan = std::make_unique<Plan>();
-    plan->n = n_;
     Plan& p = *plan;
-    const memory::dims unit = {1, 1}, zero = {0, 0}, pool = {2, 2};
-    const algorithm_t conv = dnnl::algorithm::convolution_direct;
-    const dnnl::prop_kind training = dnnl::prop_kind::forward_training;
-    auto any = [](const memory::dims& dims) { return Desc(dims, Tag::any); };
-
+    p.n = n_;
     // The caller's arrays, in Keras layouts. A 28x28x1 image is the same bytes in nhwc and nchw.
     p.images = memory(Desc({n_, 1, kImageSide, kImageSide}, Tag::nhwc), engine_, nullptr);
-    const memory::desc conv1_w_user = Desc({kConv1Channels, 1, 3, 3}, Tag::hwio);
-    const memory::desc conv2_w_user = Desc({kConv2Channels, kConv1Channels, 3, 3}, Tag::hwio);
-    const memory::desc dense1_w_user = Desc({kHidden, kFlat}, Tag::io);
-    const memory::desc dense2_w_user = Desc({kClasses, kHidden}, Tag::io);
-    const std::vector<memory::desc> user_descs = {conv1_w_user,  Desc({kConv1Channels}, Tag::a),
-                                                  conv2_w_user,  Desc({kConv2Channels}, Tag::a),
-                                                  dense1_w_user, Desc({kHidden}, Tag::a),
-                                                  dense2_w_user, Desc({kClasses}, Tag::a)};
+    const std::vector<memory::desc> user_descs = {
+        Desc({kConv1Channels, 1, 3, 3}, Tag::hwio),
+        Desc({kConv1Channels}, Tag::a),
+        Desc({kConv2Channels, kConv1Channels, 3, 3}, Tag::hwio),
+        Desc({kConv2Channels}, Tag::a),
+        Desc({kHidden, kFlat}, Tag::io),
+        Desc({kHidden}, Tag::a),
+        Desc({kClasses, kHidden}, Tag::io),
+        Desc({kClasses}, Tag::a)};
     for (const memory::desc& desc : user_descs) {
       p.weights.emplace_back(desc, engine_, nullptr);
       p.gradients.emplace_back(desc, engine_, nullptr);
@@ -127,171 +141,36 @@ class PlanBuilder {
     for (const memory& w : p.weights) weights.emplace_back(w);
     Layouts images(p.images);
 
-    // ---- Forward ----
-    // conv2d + relu.
-    const memory::dims conv1_dst_dims = {n_, kConv1Channels, kConv1Side, kConv1Side};
-    dnnl::convolution_forward::primitive_desc conv1_pd(
-        {training, conv, any({n_, 1, kImageSide, kImageSide}), any({kConv1Channels, 1, 3, 3}),
-         Desc({kConv1Channels}, Tag::a), any(conv1_dst_dims), unit, zero, zero},
-        relu_attr_, engine_);
-    const memory conv1_src = images.In(conv1_pd.src_desc(), engine_, p.forward);
-    const memory a1 = New(conv1_pd.dst_desc());
-    Add(p.forward, conv1_pd, dnnl::convolution_forward(conv1_pd),
-        {{DNNL_ARG_SRC, conv1_src},
-         {DNNL_ARG_WEIGHTS, weights[kConv1W].In(conv1_pd.weights_desc(), engine_, p.forward)},
-         {DNNL_ARG_BIAS, p.weights[kConv1B]},
-         {DNNL_ARG_DST, a1}});
-    // max_pooling2d.
-    const memory::dims pool1_dims = {n_, kConv1Channels, kPool1Side, kPool1Side};
-    dnnl::pooling_forward::primitive_desc pool1_pd(
-        {training, dnnl::algorithm::pooling_max, a1.get_desc(), any(pool1_dims), pool, pool, zero,
-         zero},
-        attr_, engine_);
-    const memory pool1_ws = New(pool1_pd.workspace_desc());
-    Layouts p1(New(pool1_pd.dst_desc()));
-    Add(p.forward, pool1_pd, dnnl::pooling_forward(pool1_pd),
-        {{DNNL_ARG_SRC, a1}, {DNNL_ARG_DST, p1.home()}, {DNNL_ARG_WORKSPACE, pool1_ws}});
-    // conv2d_1 + relu.
-    const memory::dims conv2_dst_dims = {n_, kConv2Channels, kConv2Side, kConv2Side};
-    dnnl::convolution_forward::primitive_desc conv2_pd(
-        {training, conv, any(pool1_dims), any({kConv2Channels, kConv1Channels, 3, 3}),
-         Desc({kConv2Channels}, Tag::a), any(conv2_dst_dims), unit, zero, zero},
-        relu_attr_, engine_);
-    const memory conv2_src = p1.In(conv2_pd.src_desc(), engine_, p.forward);
-    const memory a2 = New(conv2_pd.dst_desc());
-    Add(p.forward, conv2_pd, dnnl::convolution_forward(conv2_pd),
-        {{DNNL_ARG_SRC, conv2_src},
-         {DNNL_ARG_WEIGHTS, weights[kConv2W].In(conv2_pd.weights_desc(), engine_, p.forward)},
-         {DNNL_ARG_BIAS, p.weights[kConv2B]},
-         {DNNL_ARG_DST, a2}});
-    // max_pooling2d_1.
-    const memory::dims pool2_dims = {n_, kConv2Channels, kPool2Side, kPool2Side};
-    dnnl::pooling_forward::primitive_desc pool2_pd(
-        {training, dnnl::algorithm::pooling_max, a2.get_desc(), any(pool2_dims), pool, pool, zero,
-         zero},
-        attr_, engine_);
-    const memory pool2_ws = New(pool2_pd.workspace_desc());
-    const memory p2 = New(pool2_pd.dst_desc());
-    Add(p.forward, pool2_pd, dnnl::pooling_forward(pool2_pd),
-        {{DNNL_ARG_SRC, a2}, {DNNL_ARG_DST, p2}, {DNNL_ARG_WORKSPACE, pool2_ws}});
-    // flatten: the map in nhwc is [n, 1600] in Keras's (h, w, c) order.
-    const memory flat = New(Desc({n_, kFlat}, Tag::nc));
-    const memory flat_nhwc(Desc(pool2_dims, Tag::nhwc), engine_, flat.get_data_handle());
-    Reorder(p.forward, p2, flat_nhwc);
-    // dense + relu.
-    dnnl::inner_product_forward::primitive_desc dense1_pd(
-        {training, flat.get_desc(), any({kHidden, kFlat}), Desc({kHidden}, Tag::a),
-         Desc({n_, kHidden}, Tag::nc)},
-        relu_attr_, engine_);
-    const memory h1 = New(dense1_pd.dst_desc());
-    Add(p.forward, dense1_pd, dnnl::inner_product_forward(dense1_pd),
-        {{DNNL_ARG_SRC, flat},
-         {DNNL_ARG_WEIGHTS, weights[kDense1W].In(dense1_pd.weights_desc(), engine_, p.forward)},
-         {DNNL_ARG_BIAS, p.weights[kDense1B]},
-         {DNNL_ARG_DST, h1}});
-    // dense_1: logits.
-    dnnl::inner_product_forward::primitive_desc dense2_pd(
-        {training, h1.get_desc(), any({kClasses, kHidden}), Desc({kClasses}, Tag::a),
-         Desc({n_, kClasses}, Tag::nc)},
-        attr_, engine_);
-    p.logits = New(dense2_pd.dst_desc());
-    Add(p.forward, dense2_pd, dnnl::inner_product_forward(dense2_pd),
-        {{DNNL_ARG_SRC, h1},
-         {DNNL_ARG_WEIGHTS, weights[kDense2W].In(dense2_pd.weights_desc(), engine_, p.forward)},
-         {DNNL_ARG_BIAS, p.weights[kDense2B]},
-         {DNNL_ARG_DST, p.logits}});
+    // Forward.
+    std::vector<Step>& f = p.forward;
+    ConvBlock conv1 =
+        ForwardConv(images, kImageSide, 1, kConv1Channels, weights[kConv1W], p.weights[kConv1B], f);
+    ConvBlock conv2 = ForwardConv(conv1.pooled, kPool1Side, kConv1Channels, kConv2Channels,
+                                  weights[kConv2W], p.weights[kConv2B], f);
+    // Flatten: the [n, 64, 5, 5] map in nhwc is [n, 1600] in Keras's (h, w, c) order.
+    const memory::desc flat_desc = Desc({n_, kFlat}, Tag::nc);
+    const memory::desc unflat_desc = Desc({n_, kConv2Channels, kPool2Side, kPool2Side}, Tag::nhwc);
+    const memory flat(flat_desc, engine_,
+                      conv2.pooled.In(unflat_desc, engine_, f).get_data_handle());
+    const DenseLayer dense1 =
+        ForwardDense(flat, kFlat, kHidden, true, weights[kDense1W], p.weights[kDense1B], f);
+    const DenseLayer dense2 = ForwardDense(dense1.dst, kHidden, kClasses, false, weights[kDense2W],
+                                           p.weights[kDense2B], f);
+    p.logits = dense2.dst;
 
-    // ---- Backward ----
-    p.d_logits = New(p.logits.get_desc());
+    // Backward.
     std::vector<Step>& b = p.backward;
-    // dense_1.
-    dnnl::inner_product_backward_weights::primitive_desc dense2_bw_pd(
-        {h1.get_desc(), any({kClasses, kHidden}), Desc({kClasses}, Tag::a), p.d_logits.get_desc()},
-        attr_, engine_, dense2_pd);
-    AddWeightGradient(b, dense2_bw_pd, dnnl::inner_product_backward_weights(dense2_bw_pd),
-                      {{DNNL_ARG_SRC, h1},
-                       {DNNL_ARG_DIFF_DST, p.d_logits},
-                       {DNNL_ARG_DIFF_BIAS, p.gradients[kDense2B]}},
-                      dense2_bw_pd.diff_weights_desc(), p.gradients[kDense2W]);
-    dnnl::inner_product_backward_data::primitive_desc dense2_bd_pd(
-        {h1.get_desc(), any({kClasses, kHidden}), p.d_logits.get_desc()}, attr_, engine_,
-        dense2_pd);
-    const memory d_h1 = New(dense2_bd_pd.diff_src_desc());
-    Add(b, dense2_bd_pd, dnnl::inner_product_backward_data(dense2_bd_pd),
-        {{DNNL_ARG_DIFF_DST, p.d_logits},
-         {DNNL_ARG_WEIGHTS, weights[kDense2W].In(dense2_bd_pd.weights_desc(), engine_, b)},
-         {DNNL_ARG_DIFF_SRC, d_h1}});
-    // dense's relu, then dense.
-    const memory d_z1 = ReluBackward(b, h1, d_h1);
-    dnnl::inner_product_backward_weights::primitive_desc dense1_bw_pd(
-        {flat.get_desc(), any({kHidden, kFlat}), Desc({kHidden}, Tag::a), d_z1.get_desc()}, attr_,
-        engine_, dense1_pd);
-    AddWeightGradient(b, dense1_bw_pd, dnnl::inner_product_backward_weights(dense1_bw_pd),
-                      {{DNNL_ARG_SRC, flat},
-                       {DNNL_ARG_DIFF_DST, d_z1},
-                       {DNNL_ARG_DIFF_BIAS, p.gradients[kDense1B]}},
-                      dense1_bw_pd.diff_weights_desc(), p.gradients[kDense1W]);
-    dnnl::inner_product_backward_data::primitive_desc dense1_bd_pd(
-        {flat.get_desc(), any({kHidden, kFlat}), d_z1.get_desc()}, attr_, engine_, dense1_pd);
-    const memory d_flat = New(flat.get_desc());
-    Add(b, dense1_bd_pd, dnnl::inner_product_backward_data(dense1_bd_pd),
-        {{DNNL_ARG_DIFF_DST, d_z1},
-         {DNNL_ARG_WEIGHTS, weights[kDense1W].In(dense1_bd_pd.weights_desc(), engine_, b)},
-         {DNNL_ARG_DIFF_SRC, d_flat}});
-    // conv2d_1's relu, through max_pooling2d_1 (unflattened). The relu is applied before the
-    // pooling, but its backward step runs on the pooled map, 4x smaller: pooling's backward step
-    // routes each gradient to its window's maximum, whose relu output is the pooled value, so
-    // masking by (pooled value > 0) before it is the same as masking by (relu output > 0) after.
-    const memory d_flat_masked = ReluBackward(b, flat, d_flat);
-    Layouts d_p2(memory(flat_nhwc.get_desc(), engine_, d_flat_masked.get_data_handle()));
-    dnnl::pooling_backward::primitive_desc pool2_bw_pd(
-        {dnnl::algorithm::pooling_max, a2.get_desc(), p2.get_desc(), pool, pool, zero, zero}, attr_,
-        engine_, pool2_pd);
-    Layouts d_c2(New(pool2_bw_pd.diff_src_desc()));
-    Add(b, pool2_bw_pd, dnnl::pooling_backward(pool2_bw_pd),
-        {{DNNL_ARG_DIFF_DST, d_p2.In(pool2_bw_pd.diff_dst_desc(), engine_, b)},
-         {DNNL_ARG_WORKSPACE, pool2_ws},
-         {DNNL_ARG_DIFF_SRC, d_c2.home()}});
-    // conv2d_1.
-    dnnl::convolution_backward_weights::primitive_desc conv2_bw_pd(
-        {conv, any(pool1_dims), any({kConv2Channels, kConv1Channels, 3, 3}),
-         Desc({kConv2Channels}, Tag::a), any(conv2_dst_dims), unit, zero, zero},
-        attr_, engine_, conv2_pd);
-    AddWeightGradient(b, conv2_bw_pd, dnnl::convolution_backward_weights(conv2_bw_pd),
-                      {{DNNL_ARG_SRC, p1.In(conv2_bw_pd.src_desc(), engine_, b)},
-                       {DNNL_ARG_DIFF_DST, d_c2.In(conv2_bw_pd.diff_dst_desc(), engine_, b)},
-                       {DNNL_ARG_DIFF_BIAS, p.gradients[kConv2B]}},
-                      conv2_bw_pd.diff_weights_desc(), p.gradients[kConv2W]);
-    dnnl::convolution_backward_data::primitive_desc conv2_bd_pd(
-        {conv, any(pool1_dims), any({kConv2Channels, kConv1Channels, 3, 3}), any(conv2_dst_dims),
-         unit, zero, zero},
-        attr_, engine_, conv2_pd);
-    Layouts d_p1(New(conv2_bd_pd.diff_src_desc()));
-    Add(b, conv2_bd_pd, dnnl::convolution_backward_data(conv2_bd_pd),
-        {{DNNL_ARG_DIFF_DST, d_c2.In(conv2_bd_pd.diff_dst_desc(), engine_, b)},
-         {DNNL_ARG_WEIGHTS, weights[kConv2W].In(conv2_bd_pd.weights_desc(), engine_, b)},
-         {DNNL_ARG_DIFF_SRC, d_p1.home()}});
-    // conv2d's relu through max_pooling2d, the same way.
-    const memory d_p1_masked =
-        ReluBackward(b, p1.home(), d_p1.In(p1.home().get_desc(), engine_, b));
-    dnnl::pooling_backward::primitive_desc pool1_bw_pd(
-        {dnnl::algorithm::pooling_max, a1.get_desc(), p1.home().get_desc(), pool, pool, zero, zero},
-        attr_, engine_, pool1_pd);
-    Layouts d_c1(New(pool1_bw_pd.diff_src_desc()));
-    Add(b, pool1_bw_pd, dnnl::pooling_backward(pool1_bw_pd),
-        {{DNNL_ARG_DIFF_DST, d_p1_masked},
-         {DNNL_ARG_WORKSPACE, pool1_ws},
-         {DNNL_ARG_DIFF_SRC, d_c1.home()}});
-    // conv2d's weights (the images need no gradient).
-    dnnl::convolution_backward_weights::primitive_desc conv1_bw_pd(
-        {conv, any({n_, 1, kImageSide, kImageSide}), any({kConv1Channels, 1, 3, 3}),
-         Desc({kConv1Channels}, Tag::a), any(conv1_dst_dims), unit, zero, zero},
-        attr_, engine_, conv1_pd);
-    AddWeightGradient(b, conv1_bw_pd, dnnl::convolution_backward_weights(conv1_bw_pd),
-                      {{DNNL_ARG_SRC, images.In(conv1_bw_pd.src_desc(), engine_, b)},
-                       {DNNL_ARG_DIFF_DST, d_c1.In(conv1_bw_pd.diff_dst_desc(), engine_, b)},
-                       {DNNL_ARG_DIFF_BIAS, p.gradients[kConv1B]}},
-                      conv1_bw_pd.diff_weights_desc(), p.gradients[kConv1W]);
+    p.d_logits = New(p.logits.get_desc());
+    const memory d_h1 = BackwardDense(dense2, dense1.dst, p.d_logits, weights[kDense2W],
+                                      p.gradients[kDense2W], p.gradients[kDense2B], b);
+    const memory d_flat = BackwardDense(dense1, flat, d_h1, weights[kDense1W],
+                                        p.gradients[kDense1W], p.gradients[kDense1B], b);
+    Layouts d_pooled2(memory(unflat_desc, engine_, d_flat.get_data_handle()));
+    std::optional<Layouts> d_pooled1 =
+        BackwardConv(conv2, conv1.pooled, d_pooled2, weights[kConv2W], p.gradients[kConv2W],
+                     p.gradients[kConv2B], true, b);
+    BackwardConv(conv1, images, *d_pooled1, weights[kConv1W], p.gradients[kConv1W],
+                 p.gradients[kConv1B], false, b);  // the images need no gradient
 
     // One scratchpad for every step that asked for one.
     if (scratchpad_bytes_ > 0) {
@@ -299,8 +178,9 @@ class PlanBuilder {
                                       memory::data_type::u8, Tag::a));
       for (std::vector<Step>* steps : {&p.forward, &p.backward}) {
         for (Step& step : *steps) {
-          if (step.args.count(DNNL_ARG_SCRATCHPAD) != 0)
+          if (step.args.count(DNNL_ARG_SCRATCHPAD) != 0) {
             step.args[DNNL_ARG_SCRATCHPAD] = p.scratchpad;
+          }
         }
       }
     }
@@ -308,9 +188,122 @@ class PlanBuilder {
   }
 
  private:
-  using algorithm_t = dnnl::algorithm;
+  static constexpr dnnl::prop_kind kTraining = dnnl::prop_kind::forward_training;
+  static constexpr dnnl::algorithm kConv = dnnl::algorithm::convolution_direct;
+  static constexpr dnnl::algorithm kMaxPool = dnnl::algorithm::pooling_max;
 
+  static memory::desc Any(const memory::dims& dims) { return Desc(dims, Tag::any); }
   memory New(const memory::desc& desc) const { return memory(desc, engine_); }
+
+  ConvBlock ForwardConv(Layouts& src, int64_t side, int64_t in_channels, int64_t out_channels,
+                        Layouts& kernel, const memory& bias, std::vector<Step>& steps) {
+    const int64_t out_side = side - 2, pooled_side = out_side / 2;
+    ConvBlock block;
+    block.src_any = Any({n_, in_channels, side, side});
+    block.kernel_any = Any({out_channels, in_channels, 3, 3});
+    block.bias = bias.get_desc();
+    block.dst_any = Any({n_, out_channels, out_side, out_side});
+    block.conv_pd = dnnl::convolution_forward::primitive_desc(
+        {kTraining, kConv, block.src_any, block.kernel_any, block.bias, block.dst_any, kUnit, kZero,
+         kZero},
+        relu_attr_, engine_);
+    block.activation = New(block.conv_pd.dst_desc());
+    Add(steps, block.conv_pd, dnnl::convolution_forward(block.conv_pd),
+        {{DNNL_ARG_SRC, src.In(block.conv_pd.src_desc(), engine_, steps)},
+         {DNNL_ARG_WEIGHTS, kernel.In(block.conv_pd.weights_desc(), engine_, steps)},
+         {DNNL_ARG_BIAS, bias},
+         {DNNL_ARG_DST, block.activation}});
+    block.pool_pd = dnnl::pooling_forward::primitive_desc(
+        {kTraining, kMaxPool, block.activation.get_desc(),
+         Any({n_, out_channels, pooled_side, pooled_side}), kPool, kPool, kZero, kZero},
+        attr_, engine_);
+    block.workspace = New(block.pool_pd.workspace_desc());
+    block.pooled = Layouts(New(block.pool_pd.dst_desc()));
+    Add(steps, block.pool_pd, dnnl::pooling_forward(block.pool_pd),
+        {{DNNL_ARG_SRC, block.activation},
+         {DNNL_ARG_DST, block.pooled.home()},
+         {DNNL_ARG_WORKSPACE, block.workspace}});
+    return block;
+  }
+
+  // The block's weight gradients from d(pooled output), and d(src) when `data_gradient`.
+  std::optional<Layouts> BackwardConv(const ConvBlock& block, Layouts& src, Layouts& d_pooled,
+                                      Layouts& kernel, const memory& d_kernel, const memory& d_bias,
+                                      bool data_gradient, std::vector<Step>& steps) {
+    // The relu is applied before the pooling, but its backward step runs on the pooled map, 4x
+    // smaller: pooling's backward step routes each gradient to its window's maximum, whose relu
+    // output is the pooled value, so masking by (pooled value > 0) before it is the same as
+    // masking by (relu output > 0) after.
+    const memory& pooled = block.pooled.home();
+    const memory d_pooled_masked =
+        ReluBackward(steps, pooled, d_pooled.In(pooled.get_desc(), engine_, steps));
+    dnnl::pooling_backward::primitive_desc pool_pd(
+        {kMaxPool, block.activation.get_desc(), pooled.get_desc(), kPool, kPool, kZero, kZero},
+        attr_, engine_, block.pool_pd);
+    Layouts d_conv(New(pool_pd.diff_src_desc()));
+    Add(steps, pool_pd, dnnl::pooling_backward(pool_pd),
+        {{DNNL_ARG_DIFF_DST, d_pooled_masked},
+         {DNNL_ARG_WORKSPACE, block.workspace},
+         {DNNL_ARG_DIFF_SRC, d_conv.home()}});
+
+    dnnl::convolution_backward_weights::primitive_desc weights_pd(
+        {kConv, block.src_any, block.kernel_any, block.bias, block.dst_any, kUnit, kZero, kZero},
+        attr_, engine_, block.conv_pd);
+    AddWeightGradient(steps, weights_pd, dnnl::convolution_backward_weights(weights_pd),
+                      {{DNNL_ARG_SRC, src.In(weights_pd.src_desc(), engine_, steps)},
+                       {DNNL_ARG_DIFF_DST, d_conv.In(weights_pd.diff_dst_desc(), engine_, steps)},
+                       {DNNL_ARG_DIFF_BIAS, d_bias}},
+                      weights_pd.diff_weights_desc(), d_kernel);
+    if (!data_gradient) return std::nullopt;
+    dnnl::convolution_backward_data::primitive_desc data_pd(
+        {kConv, block.src_any, block.kernel_any, block.dst_any, kUnit, kZero, kZero}, attr_,
+        engine_, block.conv_pd);
+    Layouts d_src(New(data_pd.diff_src_desc()));
+    Add(steps, data_pd, dnnl::convolution_backward_data(data_pd),
+        {{DNNL_ARG_DIFF_DST, d_conv.In(data_pd.diff_dst_desc(), engine_, steps)},
+         {DNNL_ARG_WEIGHTS, kernel.In(data_pd.weights_desc(), engine_, steps)},
+         {DNNL_ARG_DIFF_SRC, d_src.home()}});
+    return d_src;
+  }
+
+  DenseLayer ForwardDense(const memory& src, int64_t inputs, int64_t outputs, bool relu,
+                          Layouts& kernel, const memory& bias, std::vector<Step>& steps) {
+    DenseLayer layer;
+    layer.kernel_any = Any({outputs, inputs});
+    layer.bias = bias.get_desc();
+    layer.relu = relu;
+    layer.pd = dnnl::inner_product_forward::primitive_desc(
+        {kTraining, src.get_desc(), layer.kernel_any, layer.bias, Desc({n_, outputs}, Tag::nc)},
+        relu ? relu_attr_ : attr_, engine_);
+    layer.dst = New(layer.pd.dst_desc());
+    Add(steps, layer.pd, dnnl::inner_product_forward(layer.pd),
+        {{DNNL_ARG_SRC, src},
+         {DNNL_ARG_WEIGHTS, kernel.In(layer.pd.weights_desc(), engine_, steps)},
+         {DNNL_ARG_BIAS, bias},
+         {DNNL_ARG_DST, layer.dst}});
+    return layer;
+  }
+
+  // The layer's weight gradients from d(layer output); returns d(src), in src's layout.
+  memory BackwardDense(const DenseLayer& layer, const memory& src, const memory& d_dst,
+                       Layouts& kernel, const memory& d_kernel, const memory& d_bias,
+                       std::vector<Step>& steps) {
+    const memory d_pre = layer.relu ? ReluBackward(steps, layer.dst, d_dst) : d_dst;
+    dnnl::inner_product_backward_weights::primitive_desc weights_pd(
+        {src.get_desc(), layer.kernel_any, layer.bias, d_pre.get_desc()}, attr_, engine_, layer.pd);
+    AddWeightGradient(
+        steps, weights_pd, dnnl::inner_product_backward_weights(weights_pd),
+        {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, d_pre}, {DNNL_ARG_DIFF_BIAS, d_bias}},
+        weights_pd.diff_weights_desc(), d_kernel);
+    dnnl::inner_product_backward_data::primitive_desc data_pd(
+        {src.get_desc(), layer.kernel_any, d_pre.get_desc()}, attr_, engine_, layer.pd);
+    const memory d_src = New(src.get_desc());
+    Add(steps, data_pd, dnnl::inner_product_backward_data(data_pd),
+        {{DNNL_ARG_DIFF_DST, d_pre},
+         {DNNL_ARG_WEIGHTS, kernel.In(data_pd.weights_desc(), engine_, steps)},
+         {DNNL_ARG_DIFF_SRC, d_src}});
+    return d_src;
+  }
 
   // Appends a step; one that needs a scratchpad gets a placeholder filled in by Build().
   void Add(std::vector<Step>& steps, const dnnl::primitive_desc_base& pd, dnnl::primitive primitive,
@@ -323,10 +316,6 @@ class PlanBuilder {
     steps.push_back({std::move(primitive), std::move(args)});
   }
 
-  void Reorder(std::vector<Step>& steps, const memory& from, const memory& to) {
-    steps.push_back({dnnl::reorder(from, to), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}});
-  }
-
   // A weights-gradient step writing into the caller's array, through a reorder when the
   // primitive's layout is not Keras's.
   void AddWeightGradient(std::vector<Step>& steps, const dnnl::primitive_desc_base& pd,
@@ -336,14 +325,17 @@ class PlanBuilder {
     const memory target = direct ? user : New(produced);
     args[DNNL_ARG_DIFF_WEIGHTS] = target;
     Add(steps, pd, std::move(primitive), std::move(args));
-    if (!direct) Reorder(steps, target, user);
+    if (!direct) {
+      steps.push_back(
+          {dnnl::reorder(target, user), {{DNNL_ARG_FROM, target}, {DNNL_ARG_TO, user}}});
+    }
   }
 
-  // d(relu output) → d(relu input), from the relu's output `dst`.
+  // d(relu output) → d(relu input), from the relu's output `dst` (same layout as d_dst).
   memory ReluBackward(std::vector<Step>& steps, const memory& dst, const memory& d_dst) {
-    const algorithm_t relu = dnnl::algorithm::eltwise_relu_use_dst_for_bwd;
-    dnnl::eltwise_forward::primitive_desc hint(
-        {dnnl::prop_kind::forward_training, relu, dst.get_desc(), 0.0f, 0.0f}, attr_, engine_);
+    const dnnl::algorithm relu = dnnl::algorithm::eltwise_relu_use_dst_for_bwd;
+    dnnl::eltwise_forward::primitive_desc hint({kTraining, relu, dst.get_desc(), 0.0f, 0.0f}, attr_,
+                                               engine_);
     dnnl::eltwise_backward::primitive_desc pd({relu, d_dst.get_desc(), dst.get_desc(), 0.0f, 0.0f},
                                               attr_, engine_, hint);
     const memory d_src = New(pd.diff_src_desc());
@@ -352,6 +344,7 @@ class PlanBuilder {
     return d_src;
   }
 
+  const memory::dims kUnit = {1, 1}, kZero = {0, 0}, kPool = {2, 2};
   const dnnl::engine& engine_;
   const int64_t n_;
   dnnl::primitive_attr attr_;

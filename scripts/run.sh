@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The main job: install what is missing, build, show what chorus finds, train the Fashion-MNIST
-# example on 4 virtual CPU replicas (on 2 workers, and with parameter servers), and compare the
-# backends with chorus-bench (figures in build/release/bench/: CSV and SVG).
-# FASHION_MNIST_DIR=<dir with the four IDX files> trains on the real data set; without it the
-# example generates data of the same shapes and says so.
+# The main job: install what is missing (Fashion-MNIST itself comes from Debian's
+# dataset-fashion-mnist), build, show what chorus finds, train the tutorial's CNN on it under
+# OneDevice, Mirrored and MultiWorkerMirrored (one epoch each, beside TensorFlow's line), measure
+# what the strategy costs per step, train with parameter servers, and compare the backends with
+# chorus-bench (figures in build/release/bench/: CSV and SVG).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,23 +19,21 @@ echo "== chorus-info --workers 4 --hosts 2: what AUTO picks for 2 hosts of 2 wor
 build/release/bin/chorus-info --workers 4 --hosts 2 | sed -n '/collectives for a job/,/^$/p'
 
 echo
-echo "== training: the custom-training-loop tutorial under MirroredStrategy, 4 replicas"
-build/release/bin/fashion_mnist --strategy mirrored --replicas 4 --epochs 4 --global-batch 64 \
-  --data-dir "${FASHION_MNIST_DIR:-}" --checkpoint-dir build/release/fashion_mnist_ckpt \
-  --save-weights build/release/fashion_mnist_weights.bin
+echo "== training: the tutorial's CNN on Fashion-MNIST by chorus::Fit, one epoch each under"
+echo "   OneDevice (batch 16 and 64), Mirrored(4) and MultiWorkerMirrored(2 workers x 2), beside"
+echo "   TensorFlow's first epoch (scripts/fashion_mnist_table.sh 10 prints the 10-epoch table)"
+scripts/fashion_mnist_table.sh 1
 
 echo
-echo "== multi-worker: chorus-launch -n 2, MultiWorkerMirroredStrategy, 2 cpu replicas per worker"
-build/release/bin/chorus-launch -n 2 --timeout 600 -- build/release/bin/fashion_mnist \
-  --strategy multi_worker_mirrored --replicas 2 --epochs 1 --steps 200 --global-batch 64 \
-  --data-dir "${FASHION_MNIST_DIR:-}" --checkpoint-dir build/release/fashion_mnist_mwms_ckpt
+echo "== what the strategy itself costs per step: the CNN against a no-op model, Mirrored(2)"
+scripts/bench_fit_overhead.sh
 
 echo
 echo "== parameter servers: chorus-launch --ps 2 --workers 2 --evaluator, ParameterServerStrategy"
 echo "   (asynchronous steps on the workers, variables and Adam on the ps tasks)"
 build/release/bin/chorus-launch --ps 2 --workers 2 --evaluator --timeout 600 -- \
   build/release/bin/fashion_mnist --strategy parameter_server --epochs 2 --global-batch 64 \
-  --data-dir "${FASHION_MNIST_DIR:-}" --checkpoint-dir build/release/fashion_mnist_ps_ckpt
+  --checkpoint-dir build/release/fashion_mnist_ps_ckpt
 
 echo
 echo "== chorus-ps-bench: the coordinator with 4 workers, push-pull beside raw gRPC streaming"

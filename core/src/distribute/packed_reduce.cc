@@ -4,7 +4,6 @@
 #include <chorus/base/error.h>
 
 namespace chorus::internal {
-namespace {
 
 void CheckSameLayout(const std::vector<std::vector<Tensor>>& inputs) {
   for (size_t r = 1; r < inputs.size(); ++r) {
@@ -26,8 +25,6 @@ void CheckSameLayout(const std::vector<std::vector<Tensor>>& inputs) {
     }
   }
 }
-
-}  // namespace
 
 std::vector<std::vector<size_t>> PlanPacks(const std::vector<Tensor>& tensors,
                                            int64_t bytes_per_pack) {
@@ -54,53 +51,54 @@ std::vector<std::vector<size_t>> PlanPacks(const std::vector<Tensor>& tensors,
   return packs;
 }
 
-std::vector<std::vector<Tensor>> PackedBatchReduce(CrossDeviceOps& ops, chorus_reduce_op op,
-                                                   const std::vector<std::vector<Tensor>>& inputs,
-                                                   const std::vector<Device>& devices,
-                                                   int64_t bytes_per_pack) {
-  CheckSameLayout(inputs);
-  const size_t replicas = inputs.size();
-  std::vector<std::vector<Tensor>> outputs(replicas);
-  if (replicas == 0 || inputs[0].empty()) return outputs;
-  const auto packs = PlanPacks(inputs[0], bytes_per_pack);
-
-  // Per pack and replica: one flat tensor reduced in place, concatenating the pack's tensors.
-  std::vector<std::vector<Tensor>> flats(packs.size());
-  std::vector<ReduceSpec> specs(packs.size());
-  for (size_t p = 0; p < packs.size(); ++p) {
+std::vector<Tensor> PackTensors(const std::vector<Tensor>& tensors,
+                                const std::vector<std::vector<size_t>>& packs,
+                                const Device& device) {
+  std::vector<Tensor> flats;
+  flats.reserve(packs.size());
+  for (const std::vector<size_t>& pack : packs) {
     int64_t elements = 0;
-    for (size_t t : packs[p]) elements += inputs[0][t].num_elements();
-    const chorus_dtype dtype = inputs[0][packs[p][0]].dtype();
-    specs[p].dtype = dtype;
-    specs[p].count = static_cast<size_t>(elements);
-    for (size_t r = 0; r < replicas; ++r) {
-      Tensor flat(devices[r], dtype, {elements});
-      size_t offset = 0;
-      for (size_t t : packs[p]) {
-        const Tensor& in = inputs[r][t];
-        Tensor local = in.device() == devices[r] ? in : in.CopyTo(devices[r]);
-        devices[r].enumerator->Copy(devices[r].index, static_cast<char*>(flat.raw()) + offset,
-                                    devices[r].index, local.raw(), local.bytes());
-        offset += local.bytes();
-      }
-      specs[p].inputs.push_back(flat.buffer());
-      flats[p].push_back(std::move(flat));
+    for (size_t t : pack) elements += tensors[t].num_elements();
+    // Every byte is written below.
+    Tensor flat = Tensor::Uninitialized(device, tensors[pack[0]].dtype(), {elements});
+    size_t offset = 0;
+    for (size_t t : pack) {
+      const Tensor local = tensors[t].device() == device ? tensors[t] : tensors[t].CopyTo(device);
+      device.enumerator->Copy(device.index, static_cast<char*>(flat.raw()) + offset, device.index,
+                              local.raw(), local.bytes());
+      offset += local.bytes();
     }
-    specs[p].outputs = specs[p].inputs;
+    flats.push_back(std::move(flat));
+  }
+  return flats;
+}
+
+void ReducePacks(CrossDeviceOps& ops, chorus_reduce_op op,
+                 const std::vector<std::vector<Tensor>>& flats) {
+  if (flats.empty() || flats[0].empty()) return;
+  std::vector<ReduceSpec> specs(flats[0].size());
+  for (size_t p = 0; p < specs.size(); ++p) {
+    specs[p].dtype = flats[0][p].dtype();
+    specs[p].count = static_cast<size_t>(flats[0][p].num_elements());
+    for (const std::vector<Tensor>& replica : flats) specs[p].inputs.push_back(replica[p].buffer());
+    specs[p].outputs = specs[p].inputs;  // in place
   }
   ops.BatchReduce(op, specs);  // one call for every pack
+}
 
-  for (size_t r = 0; r < replicas; ++r) {
-    outputs[r].resize(inputs[r].size());
-    for (size_t p = 0; p < packs.size(); ++p) {
-      size_t offset = 0;
-      for (size_t t : packs[p]) {
-        Tensor out(devices[r], inputs[r][t].dtype(), inputs[r][t].shape());
-        devices[r].enumerator->Copy(devices[r].index, out.raw(), devices[r].index,
-                                    static_cast<char*>(flats[p][r].raw()) + offset, out.bytes());
-        offset += out.bytes();
-        outputs[r][t] = std::move(out);
-      }
+std::vector<Tensor> UnpackTensors(const std::vector<Tensor>& flats,
+                                  const std::vector<Tensor>& tensors,
+                                  const std::vector<std::vector<size_t>>& packs,
+                                  const Device& device) {
+  std::vector<Tensor> outputs(tensors.size());
+  for (size_t p = 0; p < packs.size(); ++p) {
+    size_t offset = 0;
+    for (size_t t : packs[p]) {
+      Tensor out = Tensor::Uninitialized(device, tensors[t].dtype(), tensors[t].shape());
+      device.enumerator->Copy(device.index, out.raw(), device.index,
+                              static_cast<char*>(flats[p].raw()) + offset, out.bytes());
+      offset += out.bytes();
+      outputs[t] = std::move(out);
     }
   }
   return outputs;

@@ -1,7 +1,8 @@
 // The fused batch reduce behind ReplicaContext::all_reduce and the optimizers: tensors of every
 // replica grouped into packs (same dtype, at most bytes_per_pack bytes; 0 = one pack per dtype),
-// each pack concatenated on its replica's device, all packs reduced in one batch_reduce call,
-// and the results split back.
+// each pack concatenated on its replica's device (by each replica's thread), all packs reduced in
+// one batch_reduce call (in the replicas' rendezvous), and the results split back (by each
+// replica's thread again).
 #ifndef CHORUS_CORE_PACKED_REDUCE_H_
 #define CHORUS_CORE_PACKED_REDUCE_H_
 
@@ -16,12 +17,21 @@ namespace chorus::internal {
 std::vector<std::vector<size_t>> PlanPacks(const std::vector<Tensor>& tensors,
                                            int64_t bytes_per_pack);
 
-// inputs[r][t]: replica r's tensor t, on devices[r]. Returns outputs[r][t] on devices[r]
-// holding the reduction over replicas. Checks every replica passes the same dtypes and shapes.
-std::vector<std::vector<Tensor>> PackedBatchReduce(CrossDeviceOps& ops, chorus_reduce_op op,
-                                                   const std::vector<std::vector<Tensor>>& inputs,
-                                                   const std::vector<Device>& devices,
-                                                   int64_t bytes_per_pack);
+// Checks that every replica passes the same dtypes and shapes (inputs[r][t]: replica r's tensor t).
+void CheckSameLayout(const std::vector<std::vector<Tensor>>& inputs);
+
+// One replica's part, run on its own thread: its tensors concatenated per pack on `device`.
+std::vector<Tensor> PackTensors(const std::vector<Tensor>& tensors,
+                                const std::vector<std::vector<size_t>>& packs,
+                                const Device& device);
+// Every replica's packs (flats[r][p]) reduced in place, in one batch_reduce call.
+void ReducePacks(CrossDeviceOps& ops, chorus_reduce_op op,
+                 const std::vector<std::vector<Tensor>>& flats);
+// One replica's part again: its reduced packs split into tensors shaped like `tensors`.
+std::vector<Tensor> UnpackTensors(const std::vector<Tensor>& flats,
+                                  const std::vector<Tensor>& tensors,
+                                  const std::vector<std::vector<size_t>>& packs,
+                                  const Device& device);
 
 }  // namespace chorus::internal
 

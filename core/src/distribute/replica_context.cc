@@ -2,6 +2,10 @@
 #include <chorus/distribute/replica_context.h>
 #include <chorus/distribute/strategy.h>
 
+#include <any>
+#include <exception>
+#include <vector>
+
 #include "distribute/packed_reduce.h"
 #include "distribute/replica_group.h"
 
@@ -68,15 +72,40 @@ std::vector<Tensor> ReplicaContext::all_reduce(chorus_reduce_op op,
                                                const CommunicationOptions& options) {
   const CommunicationOptions merged =
       CommunicationOptions::Merge(strategy_.communication_options(), options).Resolved();
-  using Lists = std::vector<std::vector<Tensor>>;
-  std::any result = MergeCallAny("all_reduce", values, [&](std::vector<std::any>& all) {
-    Lists inputs;
-    for (auto& v : all) inputs.push_back(std::any_cast<std::vector<Tensor>>(v));
+  // Each replica packs and unpacks its own tensors; the rendezvous only checks and reduces.
+  const Device& device = strategy_.devices()[static_cast<size_t>(replica_id_)];
+  const std::vector<std::vector<size_t>> packs =
+      internal::PlanPacks(values, *merged.bytes_per_pack);
+  struct Packed {
+    const std::vector<Tensor>* tensors;
+    std::vector<Tensor> flats;
+    std::exception_ptr error;  // packing failed: raised in the rendezvous, to every replica
+  };
+  Packed mine{&values, {}, nullptr};
+  try {
+    mine.flats = internal::PackTensors(values, packs, device);
+  } catch (...) {
+    mine.error = std::current_exception();  // still join the others, so none waits in vain
+  }
+  MergeCallAny("all_reduce", std::any(&mine), [&](std::vector<std::any>& all) {
+    std::vector<std::vector<Tensor>> inputs;
+    std::vector<std::vector<Tensor>> flats;
+    for (auto& v : all) {
+      const Packed* packed = std::any_cast<Packed*>(v);
+      inputs.push_back(*packed->tensors);
+      flats.push_back(packed->flats);
+    }
+    internal::CheckSameLayout(inputs);
+    for (auto& v : all) {
+      if (const Packed* packed = std::any_cast<Packed*>(v); packed->error) {
+        std::rethrow_exception(packed->error);
+      }
+    }
     strategy_.cross_device_ops().set_timeout_seconds(*merged.timeout_seconds);
-    return std::any(internal::PackedBatchReduce(strategy_.cross_device_ops(), op, inputs,
-                                                strategy_.devices(), *merged.bytes_per_pack));
+    internal::ReducePacks(strategy_.cross_device_ops(), op, flats);
+    return std::any(true);
   });
-  return std::any_cast<const Lists&>(result)[static_cast<size_t>(replica_id_)];
+  return internal::UnpackTensors(mine.flats, values, packs, device);
 }
 
 Tensor ReplicaContext::all_reduce(chorus_reduce_op op, const Tensor& value,

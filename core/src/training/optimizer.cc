@@ -143,6 +143,25 @@ void Optimizer::apply_gradients(const GradientsAndVariables& grads_and_vars,
   gradients.reserve(grads_and_vars.size());
   for (const auto& pair : grads_and_vars) gradients.push_back(pair.first);
   const std::vector<Tensor> reduced = context->all_reduce(CHORUS_REDUCE_SUM, gradients, options);
+  if (UpdatesInReplicas(grads_and_vars, *context)) {
+    // Every replica holds the same reduced gradients: each updates its own copies, in parallel,
+    // to the same values the merge_call below would write; one merge_call then counts the step
+    // (every replica has read iterations_ before anyone writes it).
+    const int64_t step = iterations_ + 1;
+    const auto me = static_cast<size_t>(context->local_replica_id());
+    for (size_t v = 0; v < grads_and_vars.size(); ++v) {
+      const Variable& variable = grads_and_vars[v].second;
+      const std::vector<Variable> slots = SlotsOf(slots_, slot_names(), variable);
+      UpdateComponent(variable.components()[me], reduced[v], SlotCopies(slots, me), step);
+    }
+    context->merge_call<bool, bool>(
+        [&](Strategy&, const std::vector<bool>&) {
+          iterations_ = step;
+          return true;
+        },
+        true);
+    return;
+  }
   using Lists = std::vector<Tensor>;
   context->merge_call<bool, Lists>(
       [&](Strategy&, const std::vector<Lists>& per_replica) {
@@ -150,6 +169,25 @@ void Optimizer::apply_gradients(const GradientsAndVariables& grads_and_vars,
         return true;
       },
       reduced);
+}
+
+bool Optimizer::UpdatesInReplicas(const GradientsAndVariables& grads_and_vars,
+                                  const ReplicaContext& context) const {
+  const std::vector<Device>& devices = context.strategy().devices();
+  const auto me = static_cast<size_t>(context.local_replica_id());
+  for (const auto& [gradient, variable] : grads_and_vars) {
+    // One copy per local replica, this replica's on its device (mirrored), and slots made
+    // (creating them needs cross-replica context).
+    const std::vector<Tensor>& copies = variable.components();
+    if (copies.size() != devices.size() || !(copies[me].device() == devices[me]) ||
+        !(gradient.device() == devices[me])) {
+      return false;
+    }
+    for (const std::string& name : slot_names()) {
+      if (slots_.count(variable.name() + "/" + name) == 0) return false;
+    }
+  }
+  return true;
 }
 
 void Optimizer::build(const std::vector<Variable>& variables) {

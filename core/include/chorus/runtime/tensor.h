@@ -25,6 +25,9 @@ class Tensor {
   // Zero-filled storage on `device`.
   Tensor(Device device, chorus_dtype dtype, Shape shape);
 
+  // Storage whose contents are unspecified, for a caller that writes every byte before reading
+  // (it saves the zero fill of a buffer about to be overwritten).
+  static Tensor Uninitialized(Device device, chorus_dtype dtype, Shape shape);
   static Tensor FromVector(Device device, Shape shape, const std::vector<float>& values);
 
   bool defined() const { return storage_ != nullptr; }
@@ -59,6 +62,7 @@ class Tensor {
 
  private:
   void RequireHostAccess(chorus_dtype wanted) const;
+  void Allocate(Device device);
 
   std::shared_ptr<DeviceBuffer> storage_;
   chorus_dtype dtype_ = CHORUS_F32;

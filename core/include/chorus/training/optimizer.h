@@ -5,6 +5,7 @@
 #define CHORUS_OPTIMIZER_H_
 
 #include <chorus/collective/communication_options.h>
+#include <chorus/distribute/replica_context.h>
 #include <chorus/distribute/variable.h>
 
 #include <map>
@@ -43,6 +44,10 @@ class Optimizer {
 
  private:
   void CreateSlots(const Variable& variable);
+  // Whether each replica can update its own copy of every variable (mirrored variables whose
+  // slots exist) instead of one thread updating all copies in a merge_call.
+  bool UpdatesInReplicas(const GradientsAndVariables& grads_and_vars,
+                         const ReplicaContext& context) const;
   void ApplyReduced(const std::vector<std::pair<std::vector<Tensor>, Variable>>& gradients);
 
   std::map<std::string, Variable> slots_;

@@ -3,6 +3,7 @@
 #include <chorus/base/error.h>
 
 #include <chrono>
+#include <thread>
 
 namespace chorus::internal {
 
@@ -10,8 +11,18 @@ ReplicaGroup::ReplicaGroup(int num_replicas) {
   if (num_replicas < 1)
     throw Error(CHORUS_INVALID_ARGUMENT, "a strategy needs at least one replica");
   kinds_.resize(static_cast<size_t>(num_replicas));
+  spin_ = static_cast<unsigned>(num_replicas) <= std::thread::hardware_concurrency();
   values_.resize(static_cast<size_t>(num_replicas));
   for (int i = 0; i < num_replicas; ++i) threads_.emplace_back([this, i] { ThreadMain(i); });
+}
+
+template <typename Done>
+void ReplicaGroup::SpinBriefly(const Done& done) const {
+  if (!spin_) return;
+  // About a futex sleep and wake-up on a VM: longer spins cost a busy core more than they save.
+  constexpr auto kSpin = std::chrono::microseconds(30);
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  while (!done() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
 }
 
 ReplicaGroup::~ReplicaGroup() {
@@ -27,6 +38,7 @@ void ReplicaGroup::ThreadMain(int replica) {
   uint64_t seen = 0;
   for (;;) {
     const std::function<void(int)>* job = nullptr;
+    SpinBriefly([&] { return job_signal_.load(std::memory_order_acquire) != seen; });
     {
       std::unique_lock<std::mutex> lock(mutex_);
       work_cv_.wait(lock, [&] { return stopping_ || job_generation_ != seen; });
@@ -68,6 +80,7 @@ void ReplicaGroup::ThreadMain(int replica) {
 
 void ReplicaGroup::Abort(const std::string& reason) {
   abort_reason_ = reason;
+  aborted_.store(true, std::memory_order_release);
   meet_cv_.notify_all();
 }
 
@@ -78,8 +91,10 @@ void ReplicaGroup::Run(const std::function<void(int)>& body) {
   returned_ = 0;
   first_error_ = nullptr;
   abort_reason_.clear();
+  aborted_.store(false, std::memory_order_release);
   arrived_ = 0;
   ++job_generation_;
+  job_signal_.store(job_generation_, std::memory_order_release);
   work_cv_.notify_all();
   done_cv_.wait(lock, [&] { return running_ == 0; });
   job_ = nullptr;
@@ -104,6 +119,12 @@ std::any ReplicaGroup::Rendezvous(int replica, const std::string& kind, std::any
   values_[me] = std::move(value);
   const uint64_t generation = meet_generation_;
   if (++arrived_ < size()) {
+    lock.unlock();
+    SpinBriefly([&] {
+      return meet_signal_.load(std::memory_order_acquire) != generation ||
+             aborted_.load(std::memory_order_acquire);
+    });
+    lock.lock();
     const auto deadline = std::chrono::steady_clock::now() +
                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                               std::chrono::duration<double>(timeout_seconds));
@@ -141,6 +162,7 @@ std::any ReplicaGroup::Rendezvous(int replica, const std::string& kind, std::any
   result_ = std::move(result);
   arrived_ = 0;
   ++meet_generation_;
+  meet_signal_.store(meet_generation_, std::memory_order_release);
   meet_cv_.notify_all();
   return result_;
 }

@@ -4,6 +4,7 @@
 #define CHORUS_CORE_REPLICA_GROUP_H_
 
 #include <any>
+#include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <functional>
@@ -38,6 +39,10 @@ class ReplicaGroup {
  private:
   void ThreadMain(int replica);
   void Abort(const std::string& reason);  // needs mutex_ held
+  // Spins (yielding) without the mutex for a few microseconds while `done` is false, when every
+  // replica can have a core: a replica that arrives soon then costs no sleep and wake-up.
+  template <typename Done>
+  void SpinBriefly(const Done& done) const;
 
   std::mutex mutex_;
   std::condition_variable work_cv_;  // replicas wait here for a job
@@ -46,6 +51,7 @@ class ReplicaGroup {
   std::vector<std::thread> threads_;
   const std::function<void(int)>* job_ = nullptr;
   uint64_t job_generation_ = 0;
+  std::atomic<uint64_t> job_signal_{0};  // job_generation_, readable without the mutex
   bool stopping_ = false;
   int running_ = 0;
   int returned_ = 0;  // replicas whose body returned normally in this job
@@ -54,6 +60,9 @@ class ReplicaGroup {
 
   // The rendezvous in progress.
   uint64_t meet_generation_ = 0;
+  std::atomic<uint64_t> meet_signal_{0};  // meet_generation_, readable without the mutex
+  std::atomic<bool> aborted_{false};      // !abort_reason_.empty(), readable without the mutex
+  bool spin_ = false;                     // the replicas fit on the machine's cores
   int arrived_ = 0;
   std::vector<std::string> kinds_;
   std::vector<std::any> values_;

@@ -30,7 +30,8 @@ scripts/bench_fit_overhead.sh
 
 echo
 echo "== parameter servers: chorus-launch --ps 2 --workers 2 --evaluator, ParameterServerStrategy"
-echo "   (asynchronous steps on the workers, variables and Adam on the ps tasks)"
+echo "   (FitWithParameterServers of the CNN: asynchronous steps on the workers, variables and"
+echo "   Adam on the ps tasks, an evaluator following the checkpoints)"
 build/release/bin/chorus-launch --ps 2 --workers 2 --evaluator --timeout 600 -- \
   build/release/bin/fashion_mnist --strategy parameter_server --epochs 2 --global-batch 64 \
   --checkpoint-dir build/release/fashion_mnist_ps_ckpt

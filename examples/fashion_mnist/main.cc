@@ -25,6 +25,10 @@
 #include "synthetic_data.h"
 #include "trainer.h"
 #ifdef CHORUS_FASHION_MNIST_WITH_PARAMETER_SERVER
+#include <chorus/parameter_server/cluster_coordinator.h>
+#include <chorus/parameter_server/fit.h>
+#include <chorus/parameter_server/parameter_server_strategy.h>
+
 #include "parameter_server_training.h"
 #include "sidecar_evaluator.h"
 #endif
@@ -198,6 +202,9 @@ void FitWithParameterServers(const Flags& flags, const TrainAndTest& data) {
 void RestoreIntoAModelWithNoStrategy(const Flags& flags, const TrainAndTest& data);
 void RestoreFitModelWithNoStrategy(const Flags& flags, const TrainAndTest& data,
                                    int64_t batch_size);
+fashion_mnist::Evaluation EvaluateFitCheckpoint(const Flags& flags, const std::string& path,
+                                                const fashion_mnist::ImageSet& test,
+                                                int64_t batch_size);
 
 // The tutorial's custom training loop (trainer.h): the MLP, Adam, a checkpoint every 2 epochs.
 void RunCustomLoop(const Flags& flags, const TrainAndTest& data, chorus::Strategy& strategy) {
@@ -242,6 +249,40 @@ chorus::ProgressBar::Mode ProgressMode(const std::string& name) {
   Fail("unknown --progress '" + name + "'; valid: auto, bar, lines, none");
 }
 
+// The training steps' time over a fit, for the closing line.
+struct TrainingTotals {
+  double seconds = 0;
+  int64_t steps = 0;
+  void Print(int64_t batch_size) const {
+    if (steps == 0 || seconds <= 0) return;
+    std::printf("Trained %lld steps: %.2f ms/step, %.0f images/s (training steps only)\n",
+                static_cast<long long>(steps), 1000.0 * seconds / static_cast<double>(steps),
+                static_cast<double>(steps * batch_size) / seconds);
+  }
+};
+
+// The chief prints the tutorial's line after every epoch (with the epoch's time and training
+// images per second) and records the epoch's checkpoint as the latest.
+chorus::EpochEndCallback TutorialLine(const Flags& flags, int64_t batch_size,
+                                      TrainingTotals& totals) {
+  return chorus::EpochEndCallback([&flags, batch_size, &totals](chorus::FitState& state,
+                                                                const chorus::EpochLogs& logs) {
+    totals.seconds += logs.train_seconds;
+    totals.steps += logs.steps;
+    if (!state.chief) return;
+    fashion_mnist::RecordLatestCheckpoint(flags.checkpoint_dir,
+                                          "ckpt-" + std::to_string(logs.epoch + 1));
+    std::printf(
+        "Epoch %d, Loss: %.4f, Accuracy: %.2f, Test Loss: %.4f, Test Accuracy: %.2f  (%.1f s, "
+        "%.0f images/s)\n",
+        logs.epoch + 1, logs.loss, 100 * logs.accuracy, logs.val_loss.value_or(0.0),
+        100 * logs.val_accuracy.value_or(0.0), logs.seconds,
+        logs.train_seconds > 0 ? static_cast<double>(logs.steps * batch_size) / logs.train_seconds
+                               : 0.0);
+    std::fflush(stdout);
+  });
+}
+
 // Keras' model.fit under the strategy: the tutorial's per-epoch line on the chief, a checkpoint
 // after every epoch, BackupAndRestore with --backup-dir.
 void RunFitLoop(const Flags& flags, const TrainAndTest& data, chorus::Strategy& strategy) {
@@ -273,24 +314,8 @@ void RunFitLoop(const Flags& flags, const TrainAndTest& data, chorus::Strategy& 
   }
   chorus::ModelCheckpoint checkpoints(flags.checkpoint_dir + "/ckpt-{epoch}");
   callbacks.push_back(&checkpoints);
-  double train_seconds = 0;
-  int64_t train_steps = 0;
-  chorus::EpochEndCallback tutorial_line([&](chorus::FitState& state,
-                                             const chorus::EpochLogs& logs) {
-    train_seconds += logs.train_seconds;
-    train_steps += logs.steps;
-    if (!state.chief) return;
-    fashion_mnist::RecordLatestCheckpoint(flags.checkpoint_dir,
-                                          "ckpt-" + std::to_string(logs.epoch + 1));
-    std::printf(
-        "Epoch %d, Loss: %.4f, Accuracy: %.2f, Test Loss: %.4f, Test Accuracy: %.2f  (%.1f s, "
-        "%.0f images/s)\n",
-        logs.epoch + 1, logs.loss, 100 * logs.accuracy, logs.val_loss.value_or(0.0),
-        100 * logs.val_accuracy.value_or(0.0), logs.seconds,
-        logs.train_seconds > 0 ? static_cast<double>(logs.steps * batch_size) / logs.train_seconds
-                               : 0.0);
-    std::fflush(stdout);
-  });
+  TrainingTotals totals;
+  chorus::EpochEndCallback tutorial_line = TutorialLine(flags, batch_size, totals);
   callbacks.push_back(&tutorial_line);
 
   const chorus::Dataset train = data.train.ToDataset();
@@ -303,11 +328,7 @@ void RunFitLoop(const Flags& flags, const TrainAndTest& data, chorus::Strategy& 
   options.validation_data = &test;
   options.callbacks = callbacks;
   chorus::Fit(&strategy, *model, adam, train, options);
-  if (train_steps > 0) {
-    std::printf("Trained %lld steps: %.2f ms/step, %.0f images/s (training steps only)\n",
-                static_cast<long long>(train_steps), 1000.0 * train_seconds / train_steps,
-                static_cast<double>(train_steps * batch_size) / train_seconds);
-  }
+  totals.Print(batch_size);
 
   if (!strategy.should_checkpoint()) {
     std::cout << "This worker is not the leader: the leader writes the weights and checkpoints, "
@@ -330,6 +351,83 @@ void RunFitLoop(const Flags& flags, const TrainAndTest& data, chorus::Strategy& 
   RestoreFitModelWithNoStrategy(flags, data, batch_size);
 }
 
+#ifdef CHORUS_FASHION_MNIST_WITH_PARAMETER_SERVER
+// The name the job's roles register the model under for FitWithParameterServers.
+std::string ParameterServerModelName(const Flags& flags) { return "fashion_mnist/" + flags.model; }
+
+int64_t ParameterServerBatch(const Flags& flags) {
+  return flags.global_batch > 0 ? flags.global_batch : 64;
+}
+
+// Every role of a parameter-server job with --loop fit: the model and each worker's data.
+void RegisterParameterServerFitModel(const Flags& flags,
+                                     const std::function<TrainAndTest()>& load) {
+  if (flags.loop != "fit") return;
+  const std::string model = flags.model;
+  const uint64_t seed = flags.seed;
+  const int64_t batch = ParameterServerBatch(flags);
+  chorus::RegisterFitModel(
+      ParameterServerModelName(flags),
+      [model, seed] {
+        fashion_mnist::FitModelConfig config;
+        config.seed = seed;
+        return std::unique_ptr<chorus::TrainableModel>(fashion_mnist::CreateFitModel(model, config));
+      },
+      [load, seed, batch](const chorus::InputContext& input) {
+        return load()
+            .train.ToDataset()
+            .Shard(input.num_input_pipelines(), input.input_pipeline_id())
+            .Shuffle(seed + static_cast<uint64_t>(input.input_pipeline_id()))
+            .Batch(batch, true);
+      });
+}
+
+// The chief with --loop fit: chorus::FitWithParameterServers schedules each step on a worker.
+void RunFitWithParameterServers(const Flags& flags, const TrainAndTest& data) {
+  if (flags.resume) {
+    Fail("--resume applies to --loop custom under parameter servers (its checkpoints hold the ps "
+         "tasks' optimizer state; --loop fit saves the weights)");
+  }
+  if (!flags.backup_dir.empty()) {
+    Fail("--backup-dir does not apply to --strategy parameter_server: the optimizer's state lives "
+         "on the ps tasks (use --loop custom and --resume)");
+  }
+  const int64_t batch_size = ParameterServerBatch(flags);
+  chorus::ParameterServerStrategy strategy(
+      nullptr, std::make_shared<chorus::partitioners::MinSizePartitioner>(256 << 10, 2));
+  strategy.set_optimizer(chorus::ServerOptimizer::Adam(1e-3f));
+  chorus::ClusterCoordinator coordinator(strategy);
+  std::printf(
+      "Strategy: ParameterServerStrategy, %d workers, %d ps tasks, variables split by "
+      "MinSizePartitioner(256 KiB, at most 2 shards), Adam 0.001 on the ps tasks\n"
+      "Loop: fit (FitWithParameterServers); model: %s, batch: %lld per step (one worker's)\n",
+      strategy.num_workers(), strategy.num_ps(), flags.model.c_str(),
+      static_cast<long long>(batch_size));
+
+  std::vector<chorus::Callback*> callbacks;
+  std::optional<chorus::ProgressBar> progress;
+  if (flags.progress != "none") {
+    progress.emplace(ProgressMode(flags.progress));
+    callbacks.push_back(&*progress);
+  }
+  chorus::ModelCheckpoint checkpoints(flags.checkpoint_dir + "/ckpt-{epoch}");
+  callbacks.push_back(&checkpoints);
+  TrainingTotals totals;
+  chorus::EpochEndCallback tutorial_line = TutorialLine(flags, batch_size, totals);
+  callbacks.push_back(&tutorial_line);
+
+  const chorus::Dataset test = data.test.ToDataset();
+  chorus::ParameterServerFitOptions options;
+  options.epochs = flags.epochs;
+  options.steps_per_epoch = flags.steps > 0 ? flags.steps : data.train.size() / batch_size;
+  options.validation_data = &test;
+  options.validation_batch_size = batch_size;
+  options.callbacks = callbacks;
+  chorus::FitWithParameterServers(coordinator, ParameterServerModelName(flags), options);
+  totals.Print(batch_size);
+}
+#endif
+
 int Run(const Flags& flags) {
   if (flags.global_batch < 0) Fail("--global-batch must be positive (or 0: 16 per replica)");
   if (flags.epochs <= 0) Fail("--epochs must be positive");
@@ -344,12 +442,18 @@ int Run(const Flags& flags) {
     Fail("--resume applies to --strategy parameter_server only");
   }
   if (flags.strategy == "parameter_server") {
-    if (flags.model_given && flags.model != "mlp") {
-      Fail(
-          "--strategy parameter_server trains the MLP only (its workers run model.h's step); "
-          "use --model mlp");
+#ifdef CHORUS_FASHION_MNIST_WITH_PARAMETER_SERVER
+    if (flags.loop == "fit") {
+      RunFitWithParameterServers(flags, data);
+      RestoreFitModelWithNoStrategy(flags, data, ParameterServerBatch(flags));
+      return 0;
     }
-    std::cout << "Model: mlp (the parameter-server workers train the MLP)\n";
+#endif
+    if (flags.model_given && flags.model != "mlp") {
+      Fail("--strategy parameter_server --loop custom trains the MLP (its workers run model.h's "
+           "step); use --model mlp, or --loop fit");
+    }
+    std::cout << "Model: mlp, the tutorial's custom loop on the parameter-server workers\n";
     FitWithParameterServers(flags, data);
     RestoreIntoAModelWithNoStrategy(flags, data);
     return 0;
@@ -381,21 +485,31 @@ void RestoreIntoAModelWithNoStrategy(const Flags& flags, const TrainAndTest& dat
               latest.c_str(), e.loss, e.accuracy);
 }
 
+fashion_mnist::Evaluation EvaluateFitCheckpoint(const Flags& flags, const std::string& path,
+                                                const fashion_mnist::ImageSet& test,
+                                                int64_t batch_size) {
+  fashion_mnist::FitModelConfig config;
+  config.seed = flags.seed + 1;  // different initial weights: the restore must replace them
+  const std::unique_ptr<fashion_mnist::FitModel> model =
+      fashion_mnist::CreateFitModel(flags.model, config);
+  chorus::Checkpoint checkpoint;
+  model->Track(checkpoint);
+  checkpoint.Restore(path);
+  const chorus::Evaluation e = chorus::Evaluate(nullptr, *model, test.ToDataset(), batch_size);
+  fashion_mnist::Evaluation out;
+  out.loss = e.loss;
+  out.accuracy = 100 * e.accuracy;
+  out.examples = e.examples;
+  return out;
+}
+
 void RestoreFitModelWithNoStrategy(const Flags& flags, const TrainAndTest& data,
                                    int64_t batch_size) {
   const std::string latest = fashion_mnist::LatestCheckpoint(flags.checkpoint_dir);
   if (latest.empty()) Fail("no checkpoint was recorded in '" + flags.checkpoint_dir + "'");
-  fashion_mnist::FitModelConfig config;
-  config.seed = flags.seed + 1;  // different initial weights: the restore must replace them
-  const std::unique_ptr<fashion_mnist::FitModel> restored =
-      fashion_mnist::CreateFitModel(flags.model, config);
-  chorus::Checkpoint checkpoint;
-  restored->Track(checkpoint);
-  checkpoint.Restore(latest);
-  const chorus::Evaluation e =
-      chorus::Evaluate(nullptr, *restored, data.test.ToDataset(), batch_size);
+  const fashion_mnist::Evaluation e = EvaluateFitCheckpoint(flags, latest, data.test, batch_size);
   std::printf("Restored %s into a model with no strategy: Test Loss: %.4f, Test Accuracy: %.2f\n",
-              latest.c_str(), e.loss, 100 * e.accuracy);
+              latest.c_str(), e.loss, e.accuracy);
 }
 
 }  // namespace
@@ -470,11 +584,19 @@ int main(int argc, char** argv) {
         options.checkpoint_dir = flags.checkpoint_dir;
         options.batch_size = flags.global_batch > 0 ? flags.global_batch : 64;
         options.final_epoch = flags.epochs;
+        if (flags.loop == "fit") {
+          options.evaluate = [&flags](const std::string& path, const fashion_mnist::ImageSet& test) {
+            return EvaluateFitCheckpoint(flags, path, test, ParameterServerBatch(flags));
+          };
+        }
         fashion_mnist::RunSidecarEvaluator(LoadData(flags).test, options);
         return 0;
       }
     }
     // Its worker and ps tasks run this same program too: they serve here.
+    if (flags.strategy == "parameter_server") {
+      RegisterParameterServerFitModel(flags, [&flags] { return LoadData(flags); });
+    }
     if (flags.strategy == "parameter_server" &&
         fashion_mnist::ServeParameterServerTasks([&flags] { return LoadData(flags).train; },
                                                  OptionsFrom(flags))) {

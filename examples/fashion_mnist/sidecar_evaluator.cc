@@ -11,6 +11,18 @@
 #include "trainer.h"
 
 namespace fashion_mnist {
+namespace {
+
+Evaluation EvaluateMlpCheckpoint(const std::string& path, const ImageSet& test,
+                                 const SidecarOptions& options) {
+  const Model model;  // no strategy: plain variables, replaced by the restore
+  chorus::Checkpoint checkpoint;
+  TrackModel(checkpoint, model);
+  checkpoint.Restore(path);
+  return EvaluateWithoutStrategy(model, test, options.batch_size);
+}
+
+}  // namespace
 
 int RunSidecarEvaluator(const ImageSet& test, const SidecarOptions& options) {
   using Clock = std::chrono::steady_clock;
@@ -34,11 +46,8 @@ int RunSidecarEvaluator(const ImageSet& test, const SidecarOptions& options) {
     if (!latest.empty() && version(latest) != seen) {
       seen = version(latest);
       last_new = Clock::now();
-      const Model model;  // no strategy: plain variables, replaced by the restore
-      chorus::Checkpoint checkpoint;
-      TrackModel(checkpoint, model);
-      checkpoint.Restore(latest);
-      const Evaluation e = EvaluateWithoutStrategy(model, test, options.batch_size);
+      const Evaluation e = options.evaluate ? options.evaluate(latest, test)
+                                            : EvaluateMlpCheckpoint(latest, test, options);
       std::printf("Evaluator: %s: Test Loss: %.4f, Test Accuracy: %.2f\n", latest.c_str(), e.loss,
                   e.accuracy);
       std::fflush(stdout);

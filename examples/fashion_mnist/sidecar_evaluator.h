@@ -8,13 +8,19 @@
 #include <cstdint>
 #include <string>
 
+#include <functional>
+
 #include "image_set.h"
+#include "trainer.h"
 
 namespace fashion_mnist {
 
 struct SidecarOptions {
   std::string checkpoint_dir;
   int64_t batch_size = 64;
+  // Restores a checkpoint into a model of its own and evaluates it on the test set; unset: the
+  // MLP of model.h.
+  std::function<Evaluation(const std::string& checkpoint, const ImageSet& test)> evaluate;
   // Stops after evaluating the checkpoint of this epoch (the chief's last), ckpt-<final_epoch>.
   int final_epoch = 1;
   // Stops with an error when no new checkpoint came for this long.

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "fit_model.h"
 #include "regression_problem.h"
 
 namespace {
@@ -72,6 +73,7 @@ void RegisterTestFunctions() {
 int main() {
   try {
     RegisterTestFunctions();
+    chorus::test::RegisterFitModelForTests();
     if (chorus::ServeIfServerTask()) return 0;
     std::fprintf(stderr, "ps_test_task: TF_CONFIG does not make this a worker or ps task\n");
     return 2;

@@ -43,7 +43,7 @@ TEST(ParameterServerExample, TrainsUnderChorusLaunchWithAnEvaluator) {
   std::filesystem::create_directories(dir);
   const std::string common =
       " --synthetic --epochs 2 --global-batch 64 --train-examples 6400 --test-examples 1000"
-      " --seed 3";
+      " --seed 3 --model mlp --loop custom";
   const std::string ps =
       std::string(CHORUS_LAUNCH) + " --ps 2 --workers 2 --evaluator --timeout 120 -- " +
       CHORUS_FASHION_MNIST + " --strategy parameter_server" + common + " --checkpoint-dir " +
@@ -62,12 +62,12 @@ TEST(ParameterServerExample, TrainsUnderChorusLaunchWithAnEvaluator) {
 
   // The recovery from a ps failure: the job restarted from the last checkpoint resumes at its
   // step (2 epochs of 100 steps) and trains the third epoch only.
-  const std::string resumed = std::string(CHORUS_LAUNCH) + " --ps 2 --workers 2 --timeout 120 -- " +
-                              CHORUS_FASHION_MNIST + " --strategy parameter_server --resume" +
-                              " --synthetic --epochs 3 --global-batch 64 --train-examples 6400" +
-                              " --test-examples 1000 --seed 3 --checkpoint-dir " +
-                              (dir / "ckpt_ps").string() + " > " + (dir / "resumed.log").string() +
-                              " 2>&1";
+  const std::string resumed =
+      std::string(CHORUS_LAUNCH) + " --ps 2 --workers 2 --timeout 120 -- " + CHORUS_FASHION_MNIST +
+      " --strategy parameter_server --resume" +
+      " --model mlp --loop custom --synthetic --epochs 3 --global-batch 64 --train-examples 6400" +
+      " --test-examples 1000 --seed 3 --checkpoint-dir " + (dir / "ckpt_ps").string() + " > " +
+      (dir / "resumed.log").string() + " 2>&1";
   ASSERT_EQ(std::system(resumed.c_str()), 0) << ReadAll(dir / "resumed.log");
   const std::string resumed_log = ReadAll(dir / "resumed.log");
   EXPECT_NE(resumed_log.find("ckpt-2 at step 200: epoch 3"), std::string::npos) << resumed_log;
@@ -76,13 +76,39 @@ TEST(ParameterServerExample, TrainsUnderChorusLaunchWithAnEvaluator) {
   EXPECT_GT(LastTestAccuracy(resumed_log, "[chief 0] Epoch 3"), chief - 2.0) << resumed_log;
 
   const std::string mirrored = std::string(CHORUS_FASHION_MNIST) +
-                               " --strategy mirrored --replicas 2 --model mlp --loop custom" +
-                               common + " --checkpoint-dir " + (dir / "ckpt_mirrored").string() +
-                               " > " + (dir / "mirrored.log").string() + " 2>&1";
+                               " --strategy mirrored --replicas 2" + common + " --checkpoint-dir " +
+                               (dir / "ckpt_mirrored").string() + " > " +
+                               (dir / "mirrored.log").string() + " 2>&1";
   ASSERT_EQ(std::system(mirrored.c_str()), 0) << ReadAll(dir / "mirrored.log");
   const double synchronous = LastTestAccuracy(ReadAll(dir / "mirrored.log"), "Epoch 2");
   // Asynchronous steps on stale weights: close to, not equal to, the synchronous result.
   EXPECT_NEAR(chief, synchronous, 3.0) << log;
+  std::filesystem::remove_all(dir);
+}
+
+// --loop fit (the default): chorus::FitWithParameterServers trains the CNN on the workers, the
+// chief prints the progress and the tutorial's lines, and the evaluator follows the weights.
+TEST(ParameterServerExample, FitTrainsTheCnnOnTheWorkersWithAnEvaluator) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("chorus_ps_fit_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string job =
+      std::string(CHORUS_LAUNCH) + " --ps 2 --workers 2 --evaluator --timeout 120 -- " +
+      CHORUS_FASHION_MNIST +
+      " --strategy parameter_server --synthetic --epochs 2 --train-examples 3200"
+      " --test-examples 500 --progress lines --checkpoint-dir " +
+      (dir / "ckpt").string() + " > " + (dir / "fit.log").string() + " 2>&1";
+  ASSERT_EQ(std::system(job.c_str()), 0) << ReadAll(dir / "fit.log");
+  const std::string log = ReadAll(dir / "fit.log");
+  EXPECT_NE(log.find("Loop: fit (FitWithParameterServers); model: cnn"), std::string::npos) << log;
+  EXPECT_NE(log.find("[chief 0] Epoch 2/2\n"), std::string::npos) << log;
+  EXPECT_NE(log.find("[chief 0] 50/50 - "), std::string::npos) << log;
+  const double chief = LastTestAccuracy(log, "[chief 0] Epoch 2,");
+  EXPECT_GT(chief, 20) << log;  // better than chance after 100 steps
+  EXPECT_EQ(chief, LastTestAccuracy(log, "[evaluator 0] Evaluator: ")) << log;
+  EXPECT_EQ(chief, LastTestAccuracy(log, "[chief 0] Restored ")) << log;
+  EXPECT_EQ(log.find("died"), std::string::npos) << log;
   std::filesystem::remove_all(dir);
 }
 

@@ -44,7 +44,8 @@ void TrackModelAndOptimizer(Checkpoint& checkpoint, const FitState& state, bool 
   for (const Variable& variable : state.model->trainable_variables()) {
     checkpoint.Track("model/" + variable.name(), variable);
   }
-  if (with_optimizer) checkpoint.Track("optimizer", *state.optimizer);
+  // Under parameter servers the optimizer runs on the ps tasks: there is none here.
+  if (with_optimizer && state.optimizer != nullptr) checkpoint.Track("optimizer", *state.optimizer);
 }
 
 void CreateDirectoryFor(const std::filesystem::path& file) {
@@ -145,6 +146,12 @@ std::string BackupAndRestore::BackupFile() const {
 }
 
 void BackupAndRestore::on_train_begin(FitState& state) {
+  if (state.optimizer == nullptr) {
+    throw Error(CHORUS_UNSUPPORTED,
+                "BackupAndRestore needs the optimizer's state in this process; under parameter "
+                "servers it lives on the ps tasks: save it with ShardedCheckpoint and restart "
+                "the ps tasks and the chief from it");
+  }
   // The epoch is a variable of the fit's strategy, so it is saved and restored with the rest.
   VariableSpec spec;
   spec.name = "backup_and_restore/epoch";

@@ -283,6 +283,27 @@ chorus::EpochEndCallback TutorialLine(const Flags& flags, int64_t batch_size,
   });
 }
 
+// The callbacks both fit loops use: the progress (--progress), a checkpoint per epoch, and the
+// tutorial's line.
+struct ExampleCallbacks {
+  ExampleCallbacks(const Flags& flags, int64_t batch_size)
+      : checkpoints(flags.checkpoint_dir + "/ckpt-{epoch}"),
+        tutorial_line(TutorialLine(flags, batch_size, totals)) {
+    if (flags.progress != "none") progress.emplace(ProgressMode(flags.progress));
+  }
+  void AppendTo(std::vector<chorus::Callback*>& callbacks) {
+    if (progress) callbacks.push_back(&*progress);
+    callbacks.push_back(&checkpoints);
+    callbacks.push_back(&tutorial_line);
+  }
+  ExampleCallbacks(const ExampleCallbacks&) = delete;  // tutorial_line refers to totals
+
+  TrainingTotals totals;
+  std::optional<chorus::ProgressBar> progress;
+  chorus::ModelCheckpoint checkpoints;
+  chorus::EpochEndCallback tutorial_line;
+};
+
 // Keras' model.fit under the strategy: the tutorial's per-epoch line on the chief, a checkpoint
 // after every epoch, BackupAndRestore with --backup-dir.
 void RunFitLoop(const Flags& flags, const TrainAndTest& data, chorus::Strategy& strategy) {
@@ -307,16 +328,8 @@ void RunFitLoop(const Flags& flags, const TrainAndTest& data, chorus::Strategy& 
     backup.emplace(flags.backup_dir);
     callbacks.push_back(&*backup);
   }
-  std::optional<chorus::ProgressBar> progress;
-  if (flags.progress != "none") {
-    progress.emplace(ProgressMode(flags.progress));
-    callbacks.push_back(&*progress);
-  }
-  chorus::ModelCheckpoint checkpoints(flags.checkpoint_dir + "/ckpt-{epoch}");
-  callbacks.push_back(&checkpoints);
-  TrainingTotals totals;
-  chorus::EpochEndCallback tutorial_line = TutorialLine(flags, batch_size, totals);
-  callbacks.push_back(&tutorial_line);
+  ExampleCallbacks example(flags, batch_size);
+  example.AppendTo(callbacks);
 
   const chorus::Dataset train = data.train.ToDataset();
   const chorus::Dataset test = data.test.ToDataset();
@@ -328,7 +341,7 @@ void RunFitLoop(const Flags& flags, const TrainAndTest& data, chorus::Strategy& 
   options.validation_data = &test;
   options.callbacks = callbacks;
   chorus::Fit(&strategy, *model, adam, train, options);
-  totals.Print(batch_size);
+  example.totals.Print(batch_size);
 
   if (!strategy.should_checkpoint()) {
     std::cout << "This worker is not the leader: the leader writes the weights and checkpoints, "
@@ -371,7 +384,8 @@ void RegisterParameterServerFitModel(const Flags& flags,
       [model, seed] {
         fashion_mnist::FitModelConfig config;
         config.seed = seed;
-        return std::unique_ptr<chorus::TrainableModel>(fashion_mnist::CreateFitModel(model, config));
+        return std::unique_ptr<chorus::TrainableModel>(
+            fashion_mnist::CreateFitModel(model, config));
       },
       [load, seed, batch](const chorus::InputContext& input) {
         return load()
@@ -385,12 +399,14 @@ void RegisterParameterServerFitModel(const Flags& flags,
 // The chief with --loop fit: chorus::FitWithParameterServers schedules each step on a worker.
 void RunFitWithParameterServers(const Flags& flags, const TrainAndTest& data) {
   if (flags.resume) {
-    Fail("--resume applies to --loop custom under parameter servers (its checkpoints hold the ps "
-         "tasks' optimizer state; --loop fit saves the weights)");
+    Fail(
+        "--resume applies to --loop custom under parameter servers (its checkpoints hold the ps "
+        "tasks' optimizer state; --loop fit saves the weights)");
   }
   if (!flags.backup_dir.empty()) {
-    Fail("--backup-dir does not apply to --strategy parameter_server: the optimizer's state lives "
-         "on the ps tasks (use --loop custom and --resume)");
+    Fail(
+        "--backup-dir does not apply to --strategy parameter_server: the optimizer's state lives "
+        "on the ps tasks (use --loop custom and --resume)");
   }
   const int64_t batch_size = ParameterServerBatch(flags);
   chorus::ParameterServerStrategy strategy(
@@ -405,16 +421,8 @@ void RunFitWithParameterServers(const Flags& flags, const TrainAndTest& data) {
       static_cast<long long>(batch_size));
 
   std::vector<chorus::Callback*> callbacks;
-  std::optional<chorus::ProgressBar> progress;
-  if (flags.progress != "none") {
-    progress.emplace(ProgressMode(flags.progress));
-    callbacks.push_back(&*progress);
-  }
-  chorus::ModelCheckpoint checkpoints(flags.checkpoint_dir + "/ckpt-{epoch}");
-  callbacks.push_back(&checkpoints);
-  TrainingTotals totals;
-  chorus::EpochEndCallback tutorial_line = TutorialLine(flags, batch_size, totals);
-  callbacks.push_back(&tutorial_line);
+  ExampleCallbacks example(flags, batch_size);
+  example.AppendTo(callbacks);
 
   const chorus::Dataset test = data.test.ToDataset();
   chorus::ParameterServerFitOptions options;
@@ -424,7 +432,7 @@ void RunFitWithParameterServers(const Flags& flags, const TrainAndTest& data) {
   options.validation_batch_size = batch_size;
   options.callbacks = callbacks;
   chorus::FitWithParameterServers(coordinator, ParameterServerModelName(flags), options);
-  totals.Print(batch_size);
+  example.totals.Print(batch_size);
 }
 #endif
 
@@ -450,8 +458,9 @@ int Run(const Flags& flags) {
     }
 #endif
     if (flags.model_given && flags.model != "mlp") {
-      Fail("--strategy parameter_server --loop custom trains the MLP (its workers run model.h's "
-           "step); use --model mlp, or --loop fit");
+      Fail(
+          "--strategy parameter_server --loop custom trains the MLP (its workers run model.h's "
+          "step); use --model mlp, or --loop fit");
     }
     std::cout << "Model: mlp, the tutorial's custom loop on the parameter-server workers\n";
     FitWithParameterServers(flags, data);
@@ -585,7 +594,8 @@ int main(int argc, char** argv) {
         options.batch_size = flags.global_batch > 0 ? flags.global_batch : 64;
         options.final_epoch = flags.epochs;
         if (flags.loop == "fit") {
-          options.evaluate = [&flags](const std::string& path, const fashion_mnist::ImageSet& test) {
+          options.evaluate = [&flags](const std::string& path,
+                                      const fashion_mnist::ImageSet& test) {
             return EvaluateFitCheckpoint(flags, path, test, ParameterServerBatch(flags));
           };
         }

@@ -1,14 +1,9 @@
 #include "fit_models.h"
 
 #include <chorus/base/error.h>
-#include <chorus/distribute/replica_context.h>
-#include <chorus/distribute/strategy.h>
 
-#include <algorithm>
 #include <cmath>
 #include <map>
-#include <random>
-#include <thread>
 #include <utility>
 
 #ifdef CHORUS_FASHION_MNIST_WITH_CNN
@@ -19,7 +14,6 @@ namespace fashion_mnist {
 namespace {
 
 // ---- the MLP of model.h
-// --------------------------------------------------------------------------
 
 class MlpFitModel : public FitModel {
  public:
@@ -72,11 +66,9 @@ class MlpFitModel : public FitModel {
 };
 
 // ---- the CNN
-// --------------------------------------------------------------------------------------
 
 #ifdef CHORUS_FASHION_MNIST_WITH_CNN
 std::vector<float> Read(const chorus::Variable& variable) { return variable.value().ToVector(); }
-
 
 // One OpenMP thread per replica unless asked otherwise: with 16 images per replica a layer's
 // work is too small to share, and libgomp's barriers then cost more than they save (measured
@@ -153,10 +145,10 @@ class CnnFitModel : public FitModel {
     const std::lock_guard<std::mutex> lock(mutex_);
     auto it = computes_.find(device.index);
     if (it == computes_.end()) {
-      it = computes_
-               .emplace(device.index, std::make_unique<CnnCompute>(
-                                          cnn_, ThreadsPerReplica(config_)))
-               .first;
+      it =
+          computes_
+              .emplace(device.index, std::make_unique<CnnCompute>(cnn_, ThreadsPerReplica(config_)))
+              .first;
     }
     return *it->second;
   }
@@ -170,7 +162,6 @@ class CnnFitModel : public FitModel {
 #endif
 
 // ---- no arithmetic
-// --------------------------------------------------------------------------------
 
 // The CNN's variables (so the all-reduce and the update move the same bytes), zero gradients
 // and zero outputs: a step of it costs what the strategy costs.

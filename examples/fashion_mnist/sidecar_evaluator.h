@@ -6,9 +6,8 @@
 
 #include <chrono>
 #include <cstdint>
-#include <string>
-
 #include <functional>
+#include <string>
 
 #include "image_set.h"
 #include "trainer.h"

@@ -2,8 +2,8 @@
 #include <chorus/distribute/strategy.h>
 #include <chorus/parameter_server/fit.h>
 #include <chorus/runtime/registry.h>
+#include <chorus/training/metrics.h>
 
-#include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -41,11 +41,12 @@ std::shared_ptr<RegisteredModel> FindModel(const std::string& name) {
   const auto it = Models().find(name);
   if (it != Models().end()) return it->second;
   std::string known;
-  for (const auto& [registered, entry] : Models()) known += (known.empty() ? "" : ", ") + registered;
-  throw Error(CHORUS_NOT_FOUND, "FitWithParameterServers: no model '" + name +
-                                    "' is registered (registered: " +
-                                    (known.empty() ? "none" : known) +
-                                    "); call RegisterFitModel in every role at start-up");
+  for (const auto& [registered, entry] : Models())
+    known += (known.empty() ? "" : ", ") + registered;
+  throw Error(CHORUS_NOT_FOUND,
+              "FitWithParameterServers: no model '" + name +
+                  "' is registered (registered: " + (known.empty() ? "none" : known) +
+                  "); call RegisterFitModel in every role at start-up");
 }
 
 Batch ToBatch(const HostBatch& host, const Device& device) {
@@ -55,17 +56,6 @@ Batch ToBatch(const HostBatch& host, const Device& device) {
   batch.labels = Tensor::Uninitialized(device, CHORUS_I32, {host.size});
   if (host.size > 0) batch.labels.CopyFromHost(host.labels.data());
   return batch;
-}
-
-double Correct(const StepOutputs& out, const std::vector<int32_t>& labels) {
-  if (out.logits.empty() || out.num_classes <= 0) return 0;
-  const auto classes = static_cast<size_t>(out.num_classes);
-  double correct = 0;
-  for (size_t i = 0; i < labels.size(); ++i) {
-    const float* row = out.logits.data() + i * classes;
-    correct += std::max_element(row, row + classes) - row == labels[i] ? 1 : 0;
-  }
-  return correct;
 }
 
 // A worker's step: the ps tasks' weights into this process's model, its TrainStep on the next
@@ -96,9 +86,12 @@ std::vector<Tensor> RunStep(RegisteredModel& entry, FunctionContext& context) {
 
   double loss = out.regularization_loss;
   for (float l : out.per_example_loss) loss += scale.per_example * l;
-  return {Tensor::FromVector(Host(), {3},
-                             {static_cast<float>(loss), static_cast<float>(Correct(out, host.labels)),
-                              static_cast<float>(examples)})};
+  return {Tensor::FromVector(
+      Host(), {3},
+      {static_cast<float>(loss),
+       static_cast<float>(
+           out.logits.empty() ? 0 : CountCorrect(host.labels, out.logits, out.num_classes)),
+       static_cast<float>(examples)})};
 }
 
 // The model's variables on the ps tasks: those of these names the strategy has, else new ones.

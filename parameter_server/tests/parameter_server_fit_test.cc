@@ -84,16 +84,19 @@ TEST_F(ParameterServerFit, TrainsTheModelOnTheWorkersAndReportsEveryEpoch) {
 
   BackupAndRestore backup(::testing::TempDir() + "/chorus_ps_fit_backup");
   options.callbacks = {&backup};
-  EXPECT_NE(ErrorOf([&] { FitWithParameterServers(coordinator, test::kFitModel, options); })
-                .find("BackupAndRestore needs the optimizer's state in this process"),
+  EXPECT_NE(ErrorOf([&] {
+              FitWithParameterServers(coordinator, test::kFitModel, options);
+            }).find("BackupAndRestore needs the optimizer's state in this process"),
             std::string::npos);
   options.callbacks = {};
-  EXPECT_NE(ErrorOf([&] { FitWithParameterServers(coordinator, "nonesuch", options); })
-                .find("no model 'nonesuch' is registered (registered: linear_softmax)"),
+  EXPECT_NE(ErrorOf([&] {
+              FitWithParameterServers(coordinator, "nonesuch", options);
+            }).find("no model 'nonesuch' is registered (registered: linear_softmax)"),
             std::string::npos);
   options.steps_per_epoch = 0;
-  EXPECT_NE(ErrorOf([&] { FitWithParameterServers(coordinator, test::kFitModel, options); })
-                .find("steps_per_epoch must be positive"),
+  EXPECT_NE(ErrorOf([&] {
+              FitWithParameterServers(coordinator, test::kFitModel, options);
+            }).find("steps_per_epoch must be positive"),
             std::string::npos);
 }
 

@@ -1,7 +1,7 @@
 // The multi-worker promise: `chorus-launch -n 2` of the fashion_mnist example (chorus::Fit of the
 // MLP on generated data), 2 virtual cpu devices per worker under MultiWorkerMirroredStrategy,
-// ends with the weights MirroredStrategy with 4 replicas in one process reaches (max relative difference 1e-5, per tensor against its
-// largest element, as tests/integration measures it).
+// ends with the weights MirroredStrategy with 4 replicas in one process reaches (max relative
+// difference 1e-5, per tensor against its largest element, as tests/integration measures it).
 #include <gtest/gtest.h>
 #include <unistd.h>
 

@@ -52,17 +52,22 @@ Batch EmptyBatch(const Dataset& dataset, const Device& device) {
 
 }  // namespace
 
+std::vector<int32_t> CopyLabelsToHost(const Batch& batch) {
+  std::vector<int32_t> labels(static_cast<size_t>(batch.size));
+  if (batch.size > 0) {
+    const Device& device = batch.labels.device();
+    device.enumerator->Copy(CHORUS_HOST_DEVICE, labels.data(), device.index, batch.labels.raw(),
+                            batch.labels.bytes());
+  }
+  return labels;
+}
+
 HostBatch CopyToHost(const Batch& batch) {
   HostBatch host;
   host.size = batch.size;
   host.feature_shape = batch.features.shape();
   host.features = batch.features.ToVector();
-  host.labels.resize(static_cast<size_t>(batch.size));
-  if (batch.size > 0) {
-    const Device& device = batch.labels.device();
-    device.enumerator->Copy(CHORUS_HOST_DEVICE, host.labels.data(), device.index,
-                            batch.labels.raw(), batch.labels.bytes());
-  }
+  host.labels = CopyLabelsToHost(batch);
   return host;
 }
 

@@ -61,7 +61,6 @@ void CreateDirectoryFor(const std::filesystem::path& file) {
 }  // namespace
 
 // ---- ProgressBar
-// ---------------------------------------------------------------------------------
 
 ProgressBar::ProgressBar(Mode mode, std::FILE* out) : out_(out), mode_(mode) {}
 
@@ -112,7 +111,6 @@ void ProgressBar::on_epoch_end(FitState& state, const EpochLogs& logs) {
 }
 
 // ---- ModelCheckpoint
-// -----------------------------------------------------------------------------
 
 ModelCheckpoint::ModelCheckpoint(std::string path, bool weights_only)
     : path_(std::move(path)), weights_only_(weights_only) {
@@ -133,7 +131,6 @@ void ModelCheckpoint::on_epoch_end(FitState& state, const EpochLogs& logs) {
 }
 
 // ---- BackupAndRestore
-// ----------------------------------------------------------------------------
 
 BackupAndRestore::BackupAndRestore(std::string backup_dir) : backup_dir_(std::move(backup_dir)) {
   if (backup_dir_.empty()) {

@@ -132,8 +132,7 @@ void ReplicaTrainStep(ReplicaContext* context, const Device& device, const Batch
   const bool counts_step = context == nullptr || context->replica_id_in_sync_group() == 0;
   metrics.loss.update_totals(scaled, counts_step ? 1.0 : 0.0);
   if (!out.logits.empty()) {
-    const HostBatch host = CopyToHost(batch);
-    metrics.accuracy.update_state(host.labels, out.logits, out.num_classes);
+    metrics.accuracy.update_state(CopyLabelsToHost(batch), out.logits, out.num_classes);
   }
 }
 
@@ -143,8 +142,7 @@ void ReplicaTestStep(const Device& device, const Batch& batch, TrainableModel& m
   CheckOutputs(out, batch, "TestStep");
   metrics.loss.update_state(out.per_example_loss);
   if (!out.logits.empty()) {
-    const HostBatch host = CopyToHost(batch);
-    metrics.accuracy.update_state(host.labels, out.logits, out.num_classes);
+    metrics.accuracy.update_state(CopyLabelsToHost(batch), out.logits, out.num_classes);
   }
 }
 

@@ -78,18 +78,17 @@ void Mean::update_state(std::span<const float> values, std::span<const float> sa
   Add(total, count);
 }
 
-void SparseCategoricalAccuracy::update_state(std::span<const int32_t> labels,
-                                             std::span<const float> logits,
-                                             int64_t num_classes) const {
+int64_t CountCorrect(std::span<const int32_t> labels, std::span<const float> logits,
+                     int64_t num_classes) {
   if (num_classes <= 0 || logits.size() != labels.size() * static_cast<size_t>(num_classes)) {
     throw Error(
         CHORUS_INVALID_ARGUMENT,
-        "metric '" + name() + "': " + std::to_string(labels.size()) + " labels of " +
-            std::to_string(num_classes) + " classes need " +
+        std::to_string(labels.size()) + " labels of " + std::to_string(num_classes) +
+            " classes need " +
             std::to_string(labels.size() * static_cast<size_t>(std::max<int64_t>(num_classes, 0))) +
             " logits, got " + std::to_string(logits.size()));
   }
-  double correct = 0;
+  int64_t correct = 0;
   const auto classes = static_cast<size_t>(num_classes);
   for (size_t i = 0; i < labels.size(); ++i) {
     const float* row = logits.data() + i * classes;
@@ -97,9 +96,21 @@ void SparseCategoricalAccuracy::update_state(std::span<const int32_t> labels,
     for (size_t c = 1; c < classes; ++c) {
       if (row[c] > row[best]) best = c;
     }
-    correct += static_cast<int64_t>(best) == labels[i] ? 1.0 : 0.0;
+    correct += static_cast<int64_t>(best) == labels[i] ? 1 : 0;
   }
-  Add(correct, static_cast<double>(labels.size()));
+  return correct;
+}
+
+void SparseCategoricalAccuracy::update_state(std::span<const int32_t> labels,
+                                             std::span<const float> logits,
+                                             int64_t num_classes) const {
+  int64_t correct = 0;
+  try {
+    correct = CountCorrect(labels, logits, num_classes);
+  } catch (const Error& e) {
+    throw Error(e.status(), "metric '" + name() + "': " + e.what());
+  }
+  Add(static_cast<double>(correct), static_cast<double>(labels.size()));
 }
 
 }  // namespace chorus

@@ -62,6 +62,8 @@ struct Batch {
 
 // The batch copied to host memory (features flattened, labels), whatever its device.
 HostBatch CopyToHost(const Batch& batch);
+// Its labels alone, copied to host memory.
+std::vector<int32_t> CopyLabelsToHost(const Batch& batch);
 
 // One step's input: a batch per replica (some may be empty on a short final batch).
 struct DistributedBatch {

@@ -61,6 +61,11 @@ class SparseCategoricalAccuracy : public Metric {
                     int64_t num_classes) const;
 };
 
+// Examples whose largest logit is at the label (ties: the lowest class); the count behind
+// SparseCategoricalAccuracy. labels: n classes; logits: n x num_classes. Error on a size mismatch.
+int64_t CountCorrect(std::span<const int32_t> labels, std::span<const float> logits,
+                     int64_t num_classes);
+
 }  // namespace chorus
 
 #endif  // CHORUS_METRICS_H_

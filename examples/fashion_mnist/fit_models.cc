@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <mutex>
 #include <utility>
 
 #ifdef CHORUS_FASHION_MNIST_WITH_CNN
@@ -188,10 +189,19 @@ class NoOpModel : public FitModel {
                                 const chorus::LossScale& scale,
                                 std::vector<chorus::Tensor>& gradients) override {
     (void)scale;
-    gradients.clear();
-    for (const chorus::Variable& variable : variables_) {
-      gradients.emplace_back(device, CHORUS_F32, variable.shape());  // zeroed
+    // The same zero tensors every step, one set per device: the strategy reads the gradients and
+    // never writes them, and a real model's cost of writing its gradients is not the strategy's.
+    std::vector<chorus::Tensor>* zeros = nullptr;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      zeros = &zero_gradients_[device.index];
     }
+    if (zeros->empty()) {
+      for (const chorus::Variable& variable : variables_) {
+        zeros->emplace_back(device, CHORUS_F32, variable.shape());  // zeroed
+      }
+    }
+    gradients = *zeros;
     return TestStep(device, batch);
   }
 
@@ -204,6 +214,8 @@ class NoOpModel : public FitModel {
 
  private:
   std::vector<chorus::Variable> variables_;
+  std::mutex mutex_;  // replicas' threads look up their zeros at once
+  std::map<uint32_t, std::vector<chorus::Tensor>> zero_gradients_;
 };
 
 }  // namespace

@@ -81,6 +81,34 @@ TEST(Strategy, AllReduceInReplicaContextSumMeanAndPacked) {
   }
 }
 
+// Tensors of 64 KiB or more are reduced straight from their storage into their own packs (out
+// of place), beside packed small ones: the sums are right and no input changes.
+TEST(Strategy, AllReduceOfLargeAndSmallTensorsLeavesTheInputsAlone) {
+  for (int64_t bytes_per_pack : {0, 8, 1 << 20}) {
+    CommunicationOptions options;
+    options.bytes_per_pack = bytes_per_pack;
+    MirroredStrategy strategy(CpuDevices(3), "reduction_to_one_device", options);
+    strategy.run([](ReplicaContext& ctx) {
+      const float id = static_cast<float>(ctx.replica_id_in_sync_group());
+      const std::vector<Tensor> inputs = {
+          Filled(ctx.device(), {3}, id), Filled(ctx.device(), {200, 100}, id + 1),
+          Filled(ctx.device(), {1}, 2 * id), Filled(ctx.device(), {16384}, 10 * id)};
+      const auto sums = ctx.all_reduce(CHORUS_REDUCE_SUM, inputs);
+      ASSERT_EQ(sums.size(), 4u);
+      EXPECT_EQ(sums[0].ToVector(), std::vector<float>(3, 3.0f));
+      EXPECT_EQ(sums[1].shape(), (Shape{200, 100}));
+      EXPECT_EQ(sums[1].ToVector(), std::vector<float>(20000, 6.0f));
+      EXPECT_EQ(sums[2].ToVector(), std::vector<float>(1, 6.0f));
+      EXPECT_EQ(sums[3].ToVector(), std::vector<float>(16384, 30.0f));
+      EXPECT_EQ(inputs[1].ToVector(), std::vector<float>(20000, id + 1));
+      EXPECT_EQ(inputs[3].ToVector(), std::vector<float>(16384, 10 * id));
+      for (const Tensor& sum : sums) EXPECT_EQ(sum.device(), ctx.device());
+      const Tensor mean = ctx.all_reduce(CHORUS_REDUCE_MEAN, inputs[1]);
+      EXPECT_EQ(mean.ToVector(), std::vector<float>(20000, 2.0f));
+    });
+  }
+}
+
 TEST(Strategy, AllReduceOfMismatchedShapesIsAnError) {
   MirroredStrategy strategy(CpuDevices(2), "reduction_to_one_device");
   ExpectMessage(

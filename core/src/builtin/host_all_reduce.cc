@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -10,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/helper_pool.h"
 #include "base/host_kernels.h"
 
 namespace chorus::internal {
@@ -22,81 +22,6 @@ constexpr size_t kChunkBytes = size_t{32} << 10;
 // it and sharing the caches with it made 2 MB (a CNN's 0.5 MB of gradients over 2 replicas) slower
 // than one thread here, while 8 MB (1 MiB over 4 replicas) gains from it.
 constexpr size_t kParallelBytes = size_t{4} << 20;
-
-// Helper threads kept for the process's lifetime: starting a thread per call cost about 0.1 ms
-// here (a training step's whole all-reduce of 0.5 MB took less). Run(n, work) has up to n - 1
-// helpers call work() beside the caller and returns when all have returned. Calls from several
-// threads at once take turns.
-class HelperPool {
- public:
-  static HelperPool& Get() {
-    static HelperPool pool;
-    return pool;
-  }
-
-  void Run(unsigned threads, const std::function<void()>& work) {
-    const std::lock_guard<std::mutex> turn(turn_);
-    unsigned helpers = 0;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      while (threads_.size() + 1 < threads) {
-        try {
-          // Started under the lock: it has not seen this call's generation yet.
-          threads_.emplace_back([this, seen = generation_] { Loop(seen); });
-        } catch (const std::system_error&) {
-          break;  // the caller does the work of those it could not start
-        }
-      }
-      helpers = std::min<unsigned>(threads - 1, static_cast<unsigned>(threads_.size()));
-      work_ = &work;
-      wanted_ = helpers;
-      running_ = helpers;
-      ++generation_;
-    }
-    wake_.notify_all();
-    work();
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [&] { return running_ == 0; });
-    work_ = nullptr;
-  }
-
-  ~HelperPool() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    wake_.notify_all();
-    for (std::thread& thread : threads_) thread.join();
-  }
-
- private:
-  void Loop(uint64_t seen) {
-    for (;;) {
-      const std::function<void()>* work = nullptr;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return stopping_ || (generation_ != seen && wanted_ > 0); });
-        if (stopping_) return;
-        seen = generation_;
-        --wanted_;
-        work = work_;
-      }
-      (*work)();  // work() catches its own exceptions
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--running_ == 0) done_.notify_all();
-    }
-  }
-
-  std::mutex turn_;
-  std::mutex mutex_;
-  std::condition_variable wake_, done_;
-  std::vector<std::thread> threads_;
-  const std::function<void()>* work_ = nullptr;
-  uint64_t generation_ = 0;
-  unsigned wanted_ = 0;   // helpers still to pick up this generation's work
-  unsigned running_ = 0;  // helpers of this generation not yet done
-  bool stopping_ = false;
-};
 
 // Elements [begin, end) of one reduce.
 struct Piece {
@@ -157,7 +82,9 @@ void HostAllReduce(const std::vector<HostReduce>& batch, unsigned max_threads) {
     total_bytes += r.count * element * (r.inputs.size() + r.outputs.size());
   }
   if (units.empty()) return;
-  unsigned threads = max_threads != 0 ? max_threads : std::thread::hardware_concurrency();
+  // Asked once: glibc reads sysfs for it, a few microseconds per call.
+  static const unsigned cores = std::thread::hardware_concurrency();
+  unsigned threads = max_threads != 0 ? max_threads : cores;
   threads = std::clamp(threads, 1u, 8u);
   if (total_bytes < kParallelBytes) threads = 1;
   threads = std::min<unsigned>(threads, static_cast<unsigned>(units.size()));
@@ -177,11 +104,9 @@ void HostAllReduce(const std::vector<HostReduce>& batch, unsigned max_threads) {
       if (!error) error = std::current_exception();
     }
   };
-  if (threads > 1) {
-    HelperPool::Get().Run(threads, work);
-  } else {
-    work();
-  }
+  // Through the pool even on one thread: replicas waiting for this reduce join it as guests
+  // (helper threads, which need waking, only from kParallelBytes).
+  HelperPool::Get().Run(threads, work);
   if (error) std::rethrow_exception(error);
 }
 

@@ -239,7 +239,7 @@ void CrossDeviceOps::BatchReduce(chorus_reduce_op op, const std::vector<ReduceSp
   size_t workers = 1;
   if (cross_worker_ != nullptr) {
     workers = static_cast<size_t>(cross_worker_->size());
-    for (const auto& spec : specs) ReduceAcrossWorkers(plugin_op, spec);
+    ReduceAcrossWorkers(plugin_op, specs);
   }
   if (op == CHORUS_REDUCE_MEAN) {
     for (const auto& spec : specs) {
@@ -248,19 +248,50 @@ void CrossDeviceOps::BatchReduce(chorus_reduce_op op, const std::vector<ReduceSp
   }
 }
 
-// The local result (identical in every output) through host memory: all-reduced across workers,
-// then copied back into every output. One collective per spec: a spec is one pack already.
-void CrossDeviceOps::ReduceAcrossWorkers(chorus_reduce_op op, const ReduceSpec& spec) {
-  if (spec.outputs.empty()) return;
+// The local results (identical in every output of a spec) through host memory: the specs of one
+// dtype side by side in one host buffer, all-reduced across workers in one collective (a call
+// across workers costs a network round trip or more), then copied back into every output.
+void CrossDeviceOps::ReduceAcrossWorkers(chorus_reduce_op op,
+                                         const std::vector<ReduceSpec>& specs) {
   const auto& enumerator = *devices_.front().enumerator;
-  const size_t bytes = spec.count * chorus_dtype_size(spec.dtype);
-  std::vector<unsigned char> host(bytes);
-  const chorus_buffer first = spec.outputs.front();
-  if (bytes > 0) enumerator.Copy(CHORUS_HOST_DEVICE, host.data(), first.device, first.data, bytes);
-  cross_worker_->AllReduce(host.data(), host.data(), spec.count, spec.dtype, op);
-  if (bytes == 0) return;
-  for (const auto& output : spec.outputs) {
-    enumerator.Copy(output.device, output.data, CHORUS_HOST_DEVICE, host.data(), bytes);
+  std::vector<bool> done(specs.size(), false);
+  for (size_t first = 0; first < specs.size(); ++first) {
+    if (done[first]) continue;
+    const chorus_dtype dtype = specs[first].dtype;
+    const size_t element = chorus_dtype_size(dtype);
+    std::vector<size_t> group;  // specs of this dtype with outputs
+    size_t count = 0;
+    for (size_t i = first; i < specs.size(); ++i) {
+      if (done[i] || specs[i].dtype != dtype) continue;
+      done[i] = true;
+      if (specs[i].outputs.empty()) continue;
+      group.push_back(i);
+      count += specs[i].count;
+    }
+    if (group.empty()) continue;
+    std::vector<unsigned char> host(count * element);
+    size_t offset = 0;
+    for (size_t i : group) {
+      const size_t bytes = specs[i].count * element;
+      const chorus_buffer output = specs[i].outputs.front();
+      if (bytes > 0) {
+        enumerator.Copy(CHORUS_HOST_DEVICE, host.data() + offset, output.device, output.data,
+                        bytes);
+      }
+      offset += bytes;
+    }
+    cross_worker_->AllReduce(host.data(), host.data(), count, dtype, op);
+    offset = 0;
+    for (size_t i : group) {
+      const size_t bytes = specs[i].count * element;
+      if (bytes > 0) {
+        for (const auto& output : specs[i].outputs) {
+          enumerator.Copy(output.device, output.data, CHORUS_HOST_DEVICE, host.data() + offset,
+                          bytes);
+        }
+      }
+      offset += bytes;
+    }
   }
 }
 

@@ -27,16 +27,15 @@ Batch ToDevice(const HostBatch& host, int64_t begin, int64_t end, const Device& 
   const int64_t row = host.size > 0 ? static_cast<int64_t>(host.features.size()) / host.size : 0;
   Shape feature_shape = host.feature_shape;
   feature_shape[0] = end - begin;
-  std::vector<float> features(host.features.begin() + begin * row,
-                              host.features.begin() + end * row);
   Batch batch;
   batch.size = end - begin;
-  batch.features = Tensor::FromVector(device, std::move(feature_shape), features);
-  batch.labels = Tensor(device, CHORUS_I32, {batch.size});
+  // Straight from the host batch into uninitialised device tensors, through the enumerator's
+  // copy, so that device memory that is not host memory works too.
+  batch.features = Tensor::Uninitialized(device, CHORUS_F32, std::move(feature_shape));
+  batch.labels = Tensor::Uninitialized(device, CHORUS_I32, {batch.size});
   if (batch.size > 0) {
-    // Through the enumerator's copy, so that device memory that is not host memory works too.
-    device.enumerator->Copy(device.index, batch.labels.raw(), CHORUS_HOST_DEVICE,
-                            host.labels.data() + begin, batch.labels.bytes());
+    batch.features.CopyFromHost(host.features.data() + begin * row);
+    batch.labels.CopyFromHost(host.labels.data() + begin);
   }
   return batch;
 }

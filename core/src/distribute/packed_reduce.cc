@@ -30,13 +30,14 @@ std::vector<std::vector<size_t>> PlanPacks(const std::vector<Tensor>& tensors,
                                            int64_t bytes_per_pack) {
   std::vector<std::vector<size_t>> packs;
   std::vector<chorus_dtype> pack_dtype;
-  std::vector<int64_t> pack_bytes;
+  std::vector<int64_t> pack_bytes;  // -1: a solo pack, closed to others
   for (size_t t = 0; t < tensors.size(); ++t) {
     const int64_t bytes = static_cast<int64_t>(tensors[t].bytes());
+    const bool solo = bytes >= kSoloPackBytes;
     // The last open pack of this dtype takes the tensor if it fits.
     size_t chosen = packs.size();
-    for (size_t p = packs.size(); p-- > 0;) {
-      if (pack_dtype[p] != tensors[t].dtype()) continue;
+    for (size_t p = packs.size(); !solo && p-- > 0;) {
+      if (pack_dtype[p] != tensors[t].dtype() || pack_bytes[p] < 0) continue;
       if (bytes_per_pack == 0 || pack_bytes[p] + bytes <= bytes_per_pack) chosen = p;
       break;
     }
@@ -46,21 +47,28 @@ std::vector<std::vector<size_t>> PlanPacks(const std::vector<Tensor>& tensors,
       pack_bytes.push_back(0);
     }
     packs[chosen].push_back(t);
-    pack_bytes[chosen] += bytes;
+    pack_bytes[chosen] = solo ? -1 : pack_bytes[chosen] + bytes;
   }
   return packs;
 }
 
-std::vector<Tensor> PackTensors(const std::vector<Tensor>& tensors,
-                                const std::vector<std::vector<size_t>>& packs,
-                                const Device& device) {
-  std::vector<Tensor> flats;
-  flats.reserve(packs.size());
+ReplicaPacks PackTensors(const std::vector<Tensor>& tensors,
+                         const std::vector<std::vector<size_t>>& packs, const Device& device) {
+  ReplicaPacks out;
+  out.inputs.reserve(packs.size());
+  out.outputs.reserve(packs.size());
   for (const std::vector<size_t>& pack : packs) {
     int64_t elements = 0;
     for (size_t t : pack) elements += tensors[t].num_elements();
-    // Every byte is written below.
+    // Every byte is written below, or by the reduce.
     Tensor flat = Tensor::Uninitialized(device, tensors[pack[0]].dtype(), {elements});
+    if (pack.size() == 1) {
+      const Tensor& tensor = tensors[pack[0]];
+      const Tensor local = tensor.device() == device ? tensor : tensor.CopyTo(device);
+      out.inputs.push_back(local.Reshaped({elements}));
+      out.outputs.push_back(std::move(flat));
+      continue;
+    }
     size_t offset = 0;
     for (size_t t : pack) {
       const Tensor local = tensors[t].device() == device ? tensors[t] : tensors[t].CopyTo(device);
@@ -68,40 +76,40 @@ std::vector<Tensor> PackTensors(const std::vector<Tensor>& tensors,
                               local.raw(), local.bytes());
       offset += local.bytes();
     }
-    flats.push_back(std::move(flat));
+    out.inputs.push_back(flat);
+    out.outputs.push_back(std::move(flat));
   }
-  return flats;
+  return out;
 }
 
 void ReducePacks(CrossDeviceOps& ops, chorus_reduce_op op,
-                 const std::vector<std::vector<Tensor>>& flats) {
-  if (flats.empty() || flats[0].empty()) return;
-  std::vector<ReduceSpec> specs(flats[0].size());
+                 const std::vector<const ReplicaPacks*>& replicas) {
+  if (replicas.empty() || replicas[0]->outputs.empty()) return;
+  std::vector<ReduceSpec> specs(replicas[0]->outputs.size());
   for (size_t p = 0; p < specs.size(); ++p) {
-    specs[p].dtype = flats[0][p].dtype();
-    specs[p].count = static_cast<size_t>(flats[0][p].num_elements());
-    for (const std::vector<Tensor>& replica : flats) specs[p].inputs.push_back(replica[p].buffer());
-    specs[p].outputs = specs[p].inputs;  // in place
+    specs[p].dtype = replicas[0]->outputs[p].dtype();
+    specs[p].count = static_cast<size_t>(replicas[0]->outputs[p].num_elements());
+    for (const ReplicaPacks* replica : replicas) {
+      specs[p].inputs.push_back(replica->inputs[p].buffer());
+      specs[p].outputs.push_back(replica->outputs[p].buffer());
+    }
   }
   ops.BatchReduce(op, specs);  // one call for every pack
 }
 
-std::vector<Tensor> UnpackTensors(const std::vector<Tensor>& flats,
+std::vector<Tensor> UnpackTensors(const std::vector<Tensor>& outputs,
                                   const std::vector<Tensor>& tensors,
-                                  const std::vector<std::vector<size_t>>& packs,
-                                  const Device& device) {
-  std::vector<Tensor> outputs(tensors.size());
+                                  const std::vector<std::vector<size_t>>& packs) {
+  std::vector<Tensor> results(tensors.size());
   for (size_t p = 0; p < packs.size(); ++p) {
-    size_t offset = 0;
+    // Views into the reduced pack, which no one else holds: no copy.
+    int64_t first = 0;
     for (size_t t : packs[p]) {
-      Tensor out = Tensor::Uninitialized(device, tensors[t].dtype(), tensors[t].shape());
-      device.enumerator->Copy(device.index, out.raw(), device.index,
-                              static_cast<char*>(flats[p].raw()) + offset, out.bytes());
-      offset += out.bytes();
-      outputs[t] = std::move(out);
+      results[t] = outputs[p].View(first, tensors[t].shape());
+      first += tensors[t].num_elements();
     }
   }
-  return outputs;
+  return results;
 }
 
 }  // namespace chorus::internal

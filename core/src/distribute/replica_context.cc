@@ -78,22 +78,22 @@ std::vector<Tensor> ReplicaContext::all_reduce(chorus_reduce_op op,
       internal::PlanPacks(values, *merged.bytes_per_pack);
   struct Packed {
     const std::vector<Tensor>* tensors;
-    std::vector<Tensor> flats;
+    internal::ReplicaPacks packs;
     std::exception_ptr error;  // packing failed: raised in the rendezvous, to every replica
   };
   Packed mine{&values, {}, nullptr};
   try {
-    mine.flats = internal::PackTensors(values, packs, device);
+    mine.packs = internal::PackTensors(values, packs, device);
   } catch (...) {
     mine.error = std::current_exception();  // still join the others, so none waits in vain
   }
   MergeCallAny("all_reduce", std::any(&mine), [&](std::vector<std::any>& all) {
     std::vector<std::vector<Tensor>> inputs;
-    std::vector<std::vector<Tensor>> flats;
+    std::vector<const internal::ReplicaPacks*> replicas;
     for (auto& v : all) {
       const Packed* packed = std::any_cast<Packed*>(v);
       inputs.push_back(*packed->tensors);
-      flats.push_back(packed->flats);
+      replicas.push_back(&packed->packs);
     }
     internal::CheckSameLayout(inputs);
     for (auto& v : all) {
@@ -102,10 +102,10 @@ std::vector<Tensor> ReplicaContext::all_reduce(chorus_reduce_op op,
       }
     }
     strategy_.cross_device_ops().set_timeout_seconds(*merged.timeout_seconds);
-    internal::ReducePacks(strategy_.cross_device_ops(), op, flats);
+    internal::ReducePacks(strategy_.cross_device_ops(), op, replicas);
     return std::any(true);
   });
-  return internal::UnpackTensors(mine.flats, values, packs, device);
+  return internal::UnpackTensors(mine.packs.outputs, values, packs);
 }
 
 Tensor ReplicaContext::all_reduce(chorus_reduce_op op, const Tensor& value,

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <thread>
 
+#include "base/helper_pool.h"
+
 namespace chorus::internal {
 
 ReplicaGroup::ReplicaGroup(int num_replicas) {
@@ -13,7 +15,10 @@ ReplicaGroup::ReplicaGroup(int num_replicas) {
   kinds_.resize(static_cast<size_t>(num_replicas));
   spin_ = static_cast<unsigned>(num_replicas) <= std::thread::hardware_concurrency();
   values_.resize(static_cast<size_t>(num_replicas));
-  for (int i = 0; i < num_replicas; ++i) threads_.emplace_back([this, i] { ThreadMain(i); });
+  size_ = num_replicas;
+  // Replica 0 runs on Run's caller, which would only wait otherwise: one thread fewer to wake,
+  // and on a machine with a core per replica no thread shares a core.
+  for (int i = 1; i < num_replicas; ++i) threads_.emplace_back([this, i] { ThreadMain(i); });
 }
 
 template <typename Done>
@@ -21,8 +26,16 @@ void ReplicaGroup::SpinBriefly(const Done& done) const {
   if (!spin_) return;
   // About a futex sleep and wake-up on a VM: longer spins cost a busy core more than they save.
   constexpr auto kSpin = std::chrono::microseconds(30);
-  const auto until = std::chrono::steady_clock::now() + kSpin;
-  while (!done() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  auto until = std::chrono::steady_clock::now() + kSpin;
+  while (!done() && std::chrono::steady_clock::now() < until) {
+    // The replica running the merge may have published a parallel loop (the host all-reduce):
+    // lend it this thread, then spin on for the result.
+    if (HelperPool::Get().JoinAsGuest()) {
+      until = std::chrono::steady_clock::now() + kSpin;
+    } else {
+      std::this_thread::yield();
+    }
+  }
 }
 
 ReplicaGroup::~ReplicaGroup() {
@@ -46,36 +59,40 @@ void ReplicaGroup::ThreadMain(int replica) {
       seen = job_generation_;
       job = job_;
     }
-    std::exception_ptr error;
-    try {
-      (*job)(replica);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (error) {
-      // Keep the root cause: a replica that failed because another aborted the job comes later.
-      if (!first_error_) first_error_ = error;
-      if (abort_reason_.empty()) {
-        std::string what = "unknown error";
-        try {
-          std::rethrow_exception(error);
-        } catch (const std::exception& e) {
-          what = e.what();
-        } catch (...) {
-        }
-        Abort("replica " + std::to_string(replica) + " failed: " + what);
-      }
-    } else {
-      ++returned_;
-      if (arrived_ > 0 && abort_reason_.empty()) {
-        Abort("replica " + std::to_string(replica) + " returned from the replica function while " +
-              std::to_string(arrived_) + " other replica(s) wait in " + kinds_[0] +
-              ": every replica must make the same merge_call/all_reduce calls in the same order");
-      }
-    }
-    if (--running_ == 0) done_cv_.notify_all();
+    RunReplica(replica, *job);
   }
+}
+
+void ReplicaGroup::RunReplica(int replica, const std::function<void(int)>& job) {
+  std::exception_ptr error;
+  try {
+    job(replica);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (error) {
+    // Keep the root cause: a replica that failed because another aborted the job comes later.
+    if (!first_error_) first_error_ = error;
+    if (abort_reason_.empty()) {
+      std::string what = "unknown error";
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      Abort("replica " + std::to_string(replica) + " failed: " + what);
+    }
+  } else {
+    ++returned_;
+    if (arrived_ > 0 && abort_reason_.empty()) {
+      Abort("replica " + std::to_string(replica) + " returned from the replica function while " +
+            std::to_string(arrived_) + " other replica(s) wait in " + kinds_[0] +
+            ": every replica must make the same merge_call/all_reduce calls in the same order");
+    }
+  }
+  if (--running_ == 0) done_cv_.notify_all();
 }
 
 void ReplicaGroup::Abort(const std::string& reason) {
@@ -95,7 +112,10 @@ void ReplicaGroup::Run(const std::function<void(int)>& body) {
   arrived_ = 0;
   ++job_generation_;
   job_signal_.store(job_generation_, std::memory_order_release);
+  lock.unlock();
   work_cv_.notify_all();
+  RunReplica(0, body);
+  lock.lock();
   done_cv_.wait(lock, [&] { return running_ == 0; });
   job_ = nullptr;
   if (first_error_) std::rethrow_exception(first_error_);

@@ -1,5 +1,5 @@
-// The replicas of one strategy: a persistent thread per replica, and the rendezvous that
-// merge_call and the in-replica collectives are built on.
+// The replicas of one strategy: a persistent thread per replica (replica 0 runs on the caller of
+// Run), and the rendezvous that merge_call and the in-replica collectives are built on.
 #ifndef CHORUS_CORE_REPLICA_GROUP_H_
 #define CHORUS_CORE_REPLICA_GROUP_H_
 
@@ -22,10 +22,11 @@ class ReplicaGroup {
   ReplicaGroup(const ReplicaGroup&) = delete;
   ReplicaGroup& operator=(const ReplicaGroup&) = delete;
 
-  int size() const { return static_cast<int>(threads_.size()); }
+  int size() const { return size_; }
 
-  // Runs body(replica) on every replica's thread and waits for all. Rethrows the first failure
-  // (the original error, not the aborts it caused in the other replicas). Not reentrant.
+  // Runs body(replica) on every replica's thread (replica 0's is the caller's) and waits for all.
+  // Rethrows the first failure (the original error, not the aborts it caused in the other
+  // replicas). Not reentrant.
   void Run(const std::function<void(int)>& body);
 
   // Called by every replica in turn: once all have arrived with the same `kind`, the last one
@@ -38,6 +39,8 @@ class ReplicaGroup {
 
  private:
   void ThreadMain(int replica);
+  // One replica's part of a job, and its bookkeeping (the first error, aborts, running_).
+  void RunReplica(int replica, const std::function<void(int)>& job);
   void Abort(const std::string& reason);  // needs mutex_ held
   // Spins (yielding) without the mutex for a few microseconds while `done` is false, when every
   // replica can have a core: a replica that arrives soon then costs no sleep and wake-up.
@@ -48,7 +51,8 @@ class ReplicaGroup {
   std::condition_variable work_cv_;  // replicas wait here for a job
   std::condition_variable done_cv_;  // Run waits here for the replicas
   std::condition_variable meet_cv_;  // replicas wait here in a rendezvous
-  std::vector<std::thread> threads_;
+  int size_ = 0;
+  std::vector<std::thread> threads_;  // replicas 1..size_-1
   const std::function<void(int)>* job_ = nullptr;
   uint64_t job_generation_ = 0;
   std::atomic<uint64_t> job_signal_{0};  // job_generation_, readable without the mutex

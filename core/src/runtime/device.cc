@@ -202,20 +202,24 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   return *this;
 }
 
-void DeviceBuffer::CopyFromHost(const void* src, size_t bytes) {
-  if (bytes > bytes_) {
+void DeviceBuffer::CopyFromHost(const void* src, size_t bytes, size_t offset) {
+  if (offset > bytes_ || bytes > bytes_ - offset) {
     throw Error(CHORUS_INVALID_ARGUMENT, "CopyFromHost: " + std::to_string(bytes) +
-                                             " bytes into a buffer of " + std::to_string(bytes_));
+                                             " bytes at offset " + std::to_string(offset) +
+                                             " into a buffer of " + std::to_string(bytes_));
   }
-  device_.enumerator->Copy(device_.index, data_, CHORUS_HOST_DEVICE, src, bytes);
+  device_.enumerator->Copy(device_.index, static_cast<char*>(data_) + offset, CHORUS_HOST_DEVICE,
+                           src, bytes);
 }
 
-void DeviceBuffer::CopyToHost(void* dst, size_t bytes) const {
-  if (bytes > bytes_) {
+void DeviceBuffer::CopyToHost(void* dst, size_t bytes, size_t offset) const {
+  if (offset > bytes_ || bytes > bytes_ - offset) {
     throw Error(CHORUS_INVALID_ARGUMENT, "CopyToHost: " + std::to_string(bytes) +
-                                             " bytes from a buffer of " + std::to_string(bytes_));
+                                             " bytes at offset " + std::to_string(offset) +
+                                             " from a buffer of " + std::to_string(bytes_));
   }
-  device_.enumerator->Copy(CHORUS_HOST_DEVICE, dst, device_.index, data_, bytes);
+  device_.enumerator->Copy(CHORUS_HOST_DEVICE, dst, device_.index,
+                           static_cast<const char*>(data_) + offset, bytes);
 }
 
 uint32_t CpuDeviceCountFromEnvironment() {

@@ -34,7 +34,7 @@ Tensor::Tensor(Device device, chorus_dtype dtype, Shape shape)
     return;
   }
   std::vector<char> zeros(bytes(), 0);
-  storage_->CopyFromHost(zeros.data(), zeros.size());
+  storage_->CopyFromHost(zeros.data(), zeros.size(), offset_);
 }
 
 void Tensor::Allocate(Device device) {
@@ -59,7 +59,7 @@ Tensor Tensor::FromVector(Device device, Shape shape, const std::vector<float>& 
                                              std::to_string(t.num_elements()) + " values, got " +
                                              std::to_string(values.size()));
   }
-  if (!values.empty()) t.storage_->CopyFromHost(values.data(), t.bytes());
+  if (!values.empty()) t.CopyFromHost(values.data());
   return t;
 }
 
@@ -78,7 +78,7 @@ int64_t Tensor::dim(size_t axis) const {
 
 void* Tensor::raw() const {
   if (!storage_) throw Error(CHORUS_INVALID_ARGUMENT, "use of an undefined tensor");
-  return storage_->data();
+  return static_cast<char*>(storage_->data()) + offset_;
 }
 
 bool Tensor::host_accessible() const {
@@ -97,11 +97,11 @@ void Tensor::RequireHostAccess(chorus_dtype wanted) const {
   }
 }
 
-#define CHORUS_TENSOR_DATA(T, DTYPE)          \
-  template <>                                 \
-  T* Tensor::data<T>() const {                \
-    RequireHostAccess(DTYPE);                 \
-    return static_cast<T*>(storage_->data()); \
+#define CHORUS_TENSOR_DATA(T, DTYPE) \
+  template <>                        \
+  T* Tensor::data<T>() const {       \
+    RequireHostAccess(DTYPE);        \
+    return static_cast<T*>(raw());   \
   }
 CHORUS_TENSOR_DATA(float, CHORUS_F32)
 CHORUS_TENSOR_DATA(double, CHORUS_F64)
@@ -116,7 +116,7 @@ std::vector<float> Tensor::ToVector() const {
                 std::string("ToVector reads f32 tensors; this one is ") + DtypeName(dtype_));
   }
   std::vector<float> out(static_cast<size_t>(num_elements()));
-  if (!out.empty()) storage_->CopyToHost(out.data(), bytes());
+  if (!out.empty()) CopyToHost(out.data());
   return out;
 }
 
@@ -128,8 +128,8 @@ Tensor Tensor::CopyTo(const Device& target) const {
       target.enumerator->Copy(target.index, out.raw(), device().index, raw(), bytes());
     } else {
       std::vector<char> staging(bytes());
-      storage_->CopyToHost(staging.data(), staging.size());
-      out.storage_->CopyFromHost(staging.data(), staging.size());
+      CopyToHost(staging.data());
+      out.CopyFromHost(staging.data());
     }
   }
   return out;
@@ -146,8 +146,8 @@ void Tensor::Assign(const Tensor& other) const {
     device().enumerator->Copy(device().index, raw(), other.device().index, other.raw(), bytes());
   } else {
     std::vector<char> staging(bytes());
-    other.storage_->CopyToHost(staging.data(), staging.size());
-    storage_->CopyFromHost(staging.data(), staging.size());
+    other.CopyToHost(staging.data());
+    CopyFromHost(staging.data());
   }
 }
 
@@ -161,12 +161,26 @@ Tensor Tensor::Reshaped(Shape shape) const {
   return out;
 }
 
+Tensor Tensor::View(int64_t first_element, Shape shape) const {
+  const int64_t count = NumElements(shape);
+  if (first_element < 0 || first_element > num_elements() ||
+      count > num_elements() - first_element) {
+    throw Error(CHORUS_INVALID_ARGUMENT,
+                "cannot view " + std::to_string(count) + " elements from element " +
+                    std::to_string(first_element) + " of a tensor of " + ShapeString(shape_));
+  }
+  Tensor out = *this;
+  out.offset_ += static_cast<size_t>(first_element) * chorus_dtype_size(dtype_);
+  out.shape_ = std::move(shape);
+  return out;
+}
+
 void Tensor::CopyToHost(void* dst) const {
-  if (bytes() > 0) storage_->CopyToHost(dst, bytes());
+  if (bytes() > 0) storage_->CopyToHost(dst, bytes(), offset_);
 }
 
 void Tensor::CopyFromHost(const void* src) const {
-  if (bytes() > 0) storage_->CopyFromHost(src, bytes());
+  if (bytes() > 0) storage_->CopyFromHost(src, bytes(), offset_);
 }
 
 }  // namespace chorus

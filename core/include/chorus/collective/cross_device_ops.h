@@ -96,7 +96,7 @@ class CrossDeviceOps {
   [[noreturn]] void Fail(const Backend& backend, chorus_status status, const char* what,
                          const std::string& detail) const;
   void DivideOutputs(const ReduceSpec& spec, size_t divisor);
-  void ReduceAcrossWorkers(chorus_reduce_op op, const ReduceSpec& spec);
+  void ReduceAcrossWorkers(chorus_reduce_op op, const std::vector<ReduceSpec>& specs);
 
   std::vector<Backend> backends_;
   std::vector<Device> devices_;

@@ -101,8 +101,9 @@ class DeviceBuffer {
   const Device& device() const { return device_; }
   chorus_buffer buffer() const { return chorus_buffer{device_.index, data_}; }
 
-  void CopyFromHost(const void* src, size_t bytes);
-  void CopyToHost(void* dst, size_t bytes) const;
+  // `bytes` bytes from `offset` on.
+  void CopyFromHost(const void* src, size_t bytes, size_t offset = 0);
+  void CopyToHost(void* dst, size_t bytes, size_t offset = 0) const;
 
  private:
   Device device_;

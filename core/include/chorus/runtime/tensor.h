@@ -59,12 +59,16 @@ class Tensor {
   void Assign(const Tensor& other) const;
   // Same storage, another shape of the same element count.
   Tensor Reshaped(Shape shape) const;
+  // Same storage: the NumElements(shape) elements from `first_element` on, as a tensor of
+  // `shape` (a view; writes through either show in both).
+  Tensor View(int64_t first_element, Shape shape) const;
 
  private:
   void RequireHostAccess(chorus_dtype wanted) const;
   void Allocate(Device device);
 
   std::shared_ptr<DeviceBuffer> storage_;
+  size_t offset_ = 0;  // bytes into storage_ where this tensor's elements start (View)
   chorus_dtype dtype_ = CHORUS_F32;
   Shape shape_;
 };

@@ -1,0 +1,89 @@
+#include "base/helper_pool.h"
+
+#include <algorithm>
+#include <system_error>
+
+namespace chorus::internal {
+
+HelperPool& HelperPool::Get() {
+  static HelperPool pool;
+  return pool;
+}
+
+void HelperPool::Run(unsigned threads, const std::function<void()>& work) {
+  const std::lock_guard<std::mutex> turn(turn_);
+  unsigned helpers = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    while (threads_.size() + 1 < threads) {
+      try {
+        // Started under the lock: it has not seen this call's generation yet.
+        threads_.emplace_back([this, seen = generation_] { Loop(seen); });
+      } catch (const std::system_error&) {
+        break;  // the caller does the work of those it could not start
+      }
+    }
+    helpers =
+        std::min<unsigned>(threads > 0 ? threads - 1 : 0, static_cast<unsigned>(threads_.size()));
+    work_ = &work;
+    wanted_ = helpers;
+    running_ = helpers;
+    ++generation_;
+    open_generation_.store(generation_, std::memory_order_release);
+  }
+  if (helpers > 0) wake_.notify_all();
+  work();
+  std::unique_lock<std::mutex> lock(mutex_);
+  open_generation_.store(0, std::memory_order_relaxed);  // no guest enters from here on
+  done_.wait(lock, [&] { return running_ == 0; });
+  work_ = nullptr;
+}
+
+bool HelperPool::JoinAsGuest() {
+  // The generation this thread last entered: it enters each at most once.
+  thread_local uint64_t entered = 0;
+  const uint64_t open = open_generation_.load(std::memory_order_acquire);
+  if (open == 0 || open == entered) return false;
+  const std::function<void()>* work = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (open_generation_.load(std::memory_order_relaxed) != generation_ || work_ == nullptr) {
+      return false;
+    }
+    entered = generation_;
+    ++running_;
+    work = work_;
+  }
+  (*work)();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (--running_ == 0) done_.notify_all();
+  return true;
+}
+
+HelperPool::~HelperPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& thread : threads_) thread.join();
+}
+
+void HelperPool::Loop(uint64_t seen) {
+  for (;;) {
+    const std::function<void()>* work = nullptr;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || (generation_ != seen && wanted_ > 0); });
+      if (stopping_) return;
+      seen = generation_;
+      --wanted_;
+      work = work_;
+    }
+    (*work)();  // work() catches its own exceptions
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (--running_ == 0) done_.notify_all();
+  }
+}
+
+}  // namespace chorus::internal

@@ -25,10 +25,12 @@ TEST(Strategy, RunGivesEachReplicaItsIdDeviceAndThread) {
   EXPECT_EQ(strategy.num_replicas_in_sync(), 4);
   std::mutex mutex;
   std::set<std::thread::id> threads;
+  std::thread::id replica_0_thread;
   PerReplica ids = strategy.run([&](ReplicaContext& ctx) {
     {
       std::lock_guard<std::mutex> lock(mutex);
       threads.insert(std::this_thread::get_id());
+      if (ctx.replica_id_in_sync_group() == 0) replica_0_thread = std::this_thread::get_id();
     }
     EXPECT_EQ(CurrentReplicaContext(), &ctx);
     EXPECT_EQ(CurrentStrategy(), &strategy);
@@ -36,6 +38,7 @@ TEST(Strategy, RunGivesEachReplicaItsIdDeviceAndThread) {
     return Filled(ctx.device(), {1}, static_cast<float>(ctx.replica_id_in_sync_group()));
   });
   EXPECT_EQ(threads.size(), 4u);
+  EXPECT_EQ(replica_0_thread, std::this_thread::get_id());  // the caller is replica 0
   ASSERT_EQ(ids.size(), 4u);
   for (size_t r = 0; r < 4; ++r) {
     EXPECT_EQ(ids[r].ToVector(), std::vector<float>{static_cast<float>(r)});
@@ -181,14 +184,22 @@ TEST(Strategy, DifferentCollectivesOnDifferentReplicasAreReported) {
 
 TEST(Strategy, AReplicaExceptionIsRethrownWithItsMessage) {
   MirroredStrategy strategy(CpuDevices(3), "reduction_to_one_device");
-  try {
-    strategy.run([](ReplicaContext& ctx) {
-      if (ctx.replica_id_in_sync_group() == 1) throw std::runtime_error("replica one broke");
-      ctx.all_reduce(CHORUS_REDUCE_SUM, Filled(ctx.device(), {1}, 1));
-    });
-    FAIL();
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("replica one broke"), std::string::npos) << e.what();
+  // Replica 0 runs on the caller's thread, the others on their own.
+  for (int broken : {0, 1}) {
+    try {
+      strategy.run([broken](ReplicaContext& ctx) {
+        if (ctx.replica_id_in_sync_group() == broken) {
+          throw std::runtime_error("replica " + std::to_string(broken) + " broke");
+        }
+        ctx.all_reduce(CHORUS_REDUCE_SUM, Filled(ctx.device(), {1}, 1));
+      });
+      FAIL();
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("replica " + std::to_string(broken) + " broke"),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_EQ(CurrentReplicaContext(), nullptr);
   }
 }
 

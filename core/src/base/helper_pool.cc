@@ -1,6 +1,7 @@
 #include "base/helper_pool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <system_error>
 
 namespace chorus::internal {
@@ -27,15 +28,22 @@ void HelperPool::Run(unsigned threads, const std::function<void()>& work) {
         std::min<unsigned>(threads > 0 ? threads - 1 : 0, static_cast<unsigned>(threads_.size()));
     work_ = &work;
     wanted_ = helpers;
-    running_ = helpers;
+    running_.store(helpers, std::memory_order_relaxed);
     ++generation_;
     open_generation_.store(generation_, std::memory_order_release);
   }
   if (helpers > 0) wake_.notify_all();
   work();
+  open_generation_.store(0, std::memory_order_release);  // no guest enters from here on
+  // The others are on their last piece (the work is shared piece by piece): spin for them
+  // briefly, as a futex sleep and wake-up costs more than a piece on a VM.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(30);
+  while (running_.load(std::memory_order_acquire) != 0 &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::yield();
+  }
   std::unique_lock<std::mutex> lock(mutex_);
-  open_generation_.store(0, std::memory_order_relaxed);  // no guest enters from here on
-  done_.wait(lock, [&] { return running_ == 0; });
+  done_.wait(lock, [&] { return running_.load(std::memory_order_relaxed) == 0; });
   work_ = nullptr;
 }
 
@@ -51,12 +59,12 @@ bool HelperPool::JoinAsGuest() {
       return false;
     }
     entered = generation_;
-    ++running_;
+    running_.fetch_add(1, std::memory_order_relaxed);
     work = work_;
   }
   (*work)();
   std::lock_guard<std::mutex> lock(mutex_);
-  if (--running_ == 0) done_.notify_all();
+  if (running_.fetch_sub(1, std::memory_order_release) == 1) done_.notify_all();
   return true;
 }
 
@@ -82,7 +90,7 @@ void HelperPool::Loop(uint64_t seen) {
     }
     (*work)();  // work() catches its own exceptions
     std::lock_guard<std::mutex> lock(mutex_);
-    if (--running_ == 0) done_.notify_all();
+    if (running_.fetch_sub(1, std::memory_order_release) == 1) done_.notify_all();
   }
 }
 

@@ -43,7 +43,8 @@ class HelperPool {
   uint64_t generation_ = 0;
   std::atomic<uint64_t> open_generation_{0};  // generation_ while guests may enter, else 0
   unsigned wanted_ = 0;                       // helpers still to pick up this generation's work
-  unsigned running_ = 0;                      // helpers and guests of this generation not yet done
+  // Helpers and guests of this generation not yet done; changed under mutex_, read without it.
+  std::atomic<unsigned> running_{0};
   bool stopping_ = false;
 };
 

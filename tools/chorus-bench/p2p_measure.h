@@ -34,8 +34,13 @@ struct P2pSamples {
 struct P2pBuffers {
   P2pBuffers(uint64_t bytes, int window);
   uint64_t bytes;
-  std::vector<uint8_t> send, echo;          // rank 0: what it sends, and the echo it receives
-  std::vector<std::vector<uint8_t>> slots;  // the receiver's: one per message of a window
+  int window;                       // messages in flight in the bandwidth test
+  std::vector<uint8_t> send, echo;  // rank 0: what it sends, and the echo it receives
+  // The receiver's: every message of a window lands here, as ucx_perftest's tag_bw and
+  // fi_pingpong receive theirs. A buffer per message (64 MiB for 16 x 4 MiB, past the last-level
+  // cache) measured the memory's write bandwidth more than the transport: 4 MiB over UCX's shared
+  // memory ran 15-20% slower that way. The messages of a window carry the same bytes.
+  std::vector<uint8_t> receive;
 };
 
 // `stamp` makes the checked messages of this run differ from every other run's (each run takes

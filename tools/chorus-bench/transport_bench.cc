@@ -26,8 +26,8 @@ namespace {
 // Bad input the user can fix: exit code 2.
 using UsageError = std::invalid_argument;
 
-// The streaming test keeps at most this many bytes in flight (the receiver holds a buffer per
-// message of a window), so large sizes run with fewer messages per window than --window.
+// The streaming test keeps at most this many bytes in flight (a transport may stage what is in
+// flight, e.g. the core's tcp), so large sizes run with fewer messages per window than --window.
 constexpr uint64_t kMaxBytesInFlight = uint64_t{256} << 20;
 
 int WindowFor(uint64_t bytes, int window) {

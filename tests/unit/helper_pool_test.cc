@@ -96,5 +96,23 @@ TEST(HelperPool, AGuestJoinsOnceAndRunWaitsForIt) {
   w.ExpectEveryUnitOnce();
 }
 
+TEST(HelperPool, ALoopWithoutHelpersDoesNotWaitForAnotherCallersLoop) {
+  std::atomic<bool> other_returned{false};
+  std::atomic<bool> holding{false};
+  std::thread holder([&] {
+    HelperPool::Get().Run(1, [&] {
+      holding = true;
+      // Holds the pool until the other caller's loop has run and returned (at most 10 s).
+      EXPECT_TRUE(WaitFor([&] { return other_returned.load(); }));
+    });
+  });
+  ASSERT_TRUE(WaitFor([&] { return holding.load(); }));
+  CountingWork w;
+  HelperPool::Get().Run(1, [&] { w.TakeAll(); });
+  other_returned = true;
+  holder.join();
+  w.ExpectEveryUnitOnce();
+}
+
 }  // namespace
 }  // namespace chorus::internal

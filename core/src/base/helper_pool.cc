@@ -12,7 +12,14 @@ HelperPool& HelperPool::Get() {
 }
 
 void HelperPool::Run(unsigned threads, const std::function<void()>& work) {
-  const std::lock_guard<std::mutex> turn(turn_);
+  std::unique_lock<std::mutex> turn(turn_, std::defer_lock);
+  if (threads <= 1 && !turn.try_lock()) {
+    // Another thread's loop holds the pool: a loop that wants no helper runs alone rather than
+    // wait its turn (independent callers' small reduces stay concurrent).
+    work();
+    return;
+  }
+  if (!turn.owns_lock()) turn.lock();
   unsigned helpers = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -5,7 +5,8 @@
 // Run(threads, work) publishes work(), wakes up to threads - 1 helpers, calls work() itself and
 // returns when every thread that entered work() has left it. work() must be safe to run on any
 // number of threads at once (it takes its pieces from a shared counter) and must catch its own
-// exceptions. Calls of Run from several threads take turns.
+// exceptions. Calls of Run from several threads take turns, but one that asks for no helper runs
+// at once, alone, when another holds the pool.
 #ifndef CHORUS_CORE_BASE_HELPER_POOL_H_
 #define CHORUS_CORE_BASE_HELPER_POOL_H_
 

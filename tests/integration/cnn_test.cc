@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "invalid_argument_of.h"
 #include "synthetic_data.h"
 
 namespace fashion_mnist {
@@ -322,29 +323,19 @@ TEST(CnnCompute, BadLabelsAndCountsAreErrors) {
   Batch batch = RandomBatch(4, 1);
   CnnCompute cnn({}, 1);
   std::vector<std::vector<float>> gradients;
-  auto error_of = [](const std::function<void()>& fn) -> std::string {
-    try {
-      fn();
-    } catch (const chorus::Error& e) {
-      EXPECT_EQ(e.status(), CHORUS_INVALID_ARGUMENT);
-      return e.what();
-    }
-    ADD_FAILURE() << "no error";
-    return {};
-  };
   batch.labels[2] = 10;
-  const std::string message = error_of([&] {
+  const std::string message = test::InvalidArgumentOf([&] {
     cnn.ForwardBackward(Pointers(weights), batch.images.data(), batch.labels.data(), 4, 0.25, 1,
                         gradients);
   });
   EXPECT_NE(message.find("label 10 of example 2"), std::string::npos) << message;
   EXPECT_NE(message.find("[0, 10)"), std::string::npos) << message;
   batch.labels[2] = -1;
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(test::InvalidArgumentOf([&] {
               cnn.Forward(Pointers(weights), batch.images.data(), batch.labels.data(), 4);
             }).find("label -1 of example 2"),
             std::string::npos);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(test::InvalidArgumentOf([&] {
               cnn.Forward(Pointers(weights), batch.images.data(), batch.labels.data(), -1);
             }).find("n >= 0"),
             std::string::npos);

@@ -11,6 +11,7 @@
 
 #include "fashion_mnist_files.h"
 #include "idx_reader.h"
+#include "invalid_argument_of.h"
 #include "synthetic_data.h"
 
 namespace fashion_mnist {
@@ -24,17 +25,6 @@ std::vector<uint8_t> Idx(std::vector<uint32_t> dims, const std::vector<uint8_t>&
   }
   bytes.insert(bytes.end(), data.begin(), data.end());
   return bytes;
-}
-
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const chorus::Error& e) {
-    EXPECT_EQ(e.status(), CHORUS_INVALID_ARGUMENT);
-    return e.what();
-  }
-  ADD_FAILURE() << "no error";
-  return {};
 }
 
 class DataDir : public ::testing::Test {
@@ -111,7 +101,7 @@ TEST_F(DataDir, LoadsTheFourFilesMixingRawAndGzip) {
 TEST_F(DataDir, AnEmptyDirectoryMeansSyntheticDataAndSomeFilesAreAnError) {
   EXPECT_FALSE(LoadFashionMnist(dir_.string()).has_value());
   WriteSet(kTrainImages, kTrainLabels, 3, false);
-  const std::string message = ErrorOf([&] { LoadFashionMnist(dir_.string()); });
+  const std::string message = test::InvalidArgumentOf([&] { LoadFashionMnist(dir_.string()); });
   EXPECT_NE(message.find("is incomplete: missing t10k-images-idx3-ubyte[.gz], "
                          "t10k-labels-idx1-ubyte[.gz]"),
             std::string::npos)
@@ -133,34 +123,35 @@ TEST_F(DataDir, EachBrokenFileGetsAMessageNamingIt) {
   };
   for (const Case& c : cases) {
     const std::string path = Write("broken", c.bytes);
-    const std::string message = ErrorOf([&] { ReadIdx(path); });
+    const std::string message = test::InvalidArgumentOf([&] { ReadIdx(path); });
     EXPECT_NE(message.find(path), std::string::npos) << message;
     EXPECT_NE(message.find(c.expected), std::string::npos) << message;
   }
   const std::string missing = (dir_ / "absent").string();
-  EXPECT_NE(ErrorOf([&] { ReadIdx(missing); }).find("cannot open"), std::string::npos);
+  EXPECT_NE(test::InvalidArgumentOf([&] { ReadIdx(missing); }).find("cannot open"),
+            std::string::npos);
 }
 
 TEST_F(DataDir, ACorruptGzipFileIsAnError) {
   std::vector<uint8_t> gz = {0x1f, 0x8b, 0x08, 0x00, 0xde, 0xad, 0xbe, 0xef, 0x00, 0x03, 0x42};
   const std::string path = Write("bad.gz", gz);
-  const std::string message = ErrorOf([&] { ReadIdx(path); });
+  const std::string message = test::InvalidArgumentOf([&] { ReadIdx(path); });
   EXPECT_NE(message.find("corrupt gzip data"), std::string::npos) << message;
 }
 
 TEST(ImageSetFromIdx, ShapesAndLabelsAreChecked) {
   IdxArray images{{2, 1, 1}, {0, 255}};
   IdxArray labels{{3}, {0, 1, 2}};
-  EXPECT_NE(ErrorOf([&] {
+  EXPECT_NE(test::InvalidArgumentOf([&] {
               ImageSetFromIdx(images, labels, "the train set");
             }).find("the train set: 2 images but 3 labels"),
             std::string::npos);
   labels = {{2}, {0, 10}};
-  EXPECT_NE(ErrorOf([&] {
+  EXPECT_NE(test::InvalidArgumentOf([&] {
               ImageSetFromIdx(images, labels, "the test set");
             }).find("the test set: label 1 is 10; classes are 0..9"),
             std::string::npos);
-  EXPECT_NE(ErrorOf([&] {
+  EXPECT_NE(test::InvalidArgumentOf([&] {
               ImageSetFromIdx(labels, labels, "x");
             }).find("x: the images file has 1 dimensions; expected 3"),
             std::string::npos);

@@ -66,14 +66,9 @@ TEST(HelperPool, HelpersShareTheUnits) {
 TEST(HelperPool, AGuestJoinsOnceAndRunWaitsForIt) {
   CountingWork w;
   std::atomic<bool> guest_inside{false};
-  std::atomic<bool> guest_left{false};
+  std::atomic<bool> guest_done{false};  // the guest's work body has returned
   std::atomic<bool> joined_again{true};
-  std::thread guest([&] {
-    bool joined = false;
-    ASSERT_TRUE(WaitFor([&] { return joined = HelperPool::Get().JoinAsGuest(); }));
-    EXPECT_TRUE(joined);
-    guest_left = true;
-  });
+  std::thread guest([&] { EXPECT_TRUE(WaitFor([&] { return HelperPool::Get().JoinAsGuest(); })); });
   HelperPool::Get().Run(1, [&] {
     const bool is_guest = w.entered.fetch_add(1) > 0;
     if (is_guest) {
@@ -87,11 +82,13 @@ TEST(HelperPool, AGuestJoinsOnceAndRunWaitsForIt) {
       ASSERT_TRUE(WaitFor([&] { return guest_inside.load(); }));
     }
     w.TakeAll();
+    if (is_guest) guest_done = true;
   });
-  // Run returned only after the guest left the work.
+  // Run returned only after the guest left the work (it slept 50 ms in it, past the caller's
+  // 30 us spin, so this fails if Run does not wait for its guests).
+  EXPECT_TRUE(guest_done.load());
   EXPECT_EQ(w.entered.load(), 2);
   guest.join();
-  EXPECT_TRUE(guest_left.load());
   EXPECT_FALSE(joined_again.load());
   w.ExpectEveryUnitOnce();
 }

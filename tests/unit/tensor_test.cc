@@ -30,7 +30,7 @@ TEST(Tensor, AViewSharesTheStorageFromItsFirstElement) {
   const Tensor inner = whole.View(1, {4}).View(3, {1});
   EXPECT_EQ(inner.ToVector(), std::vector<float>{4});
   EXPECT_EQ(view.CopyTo(devices[1]).ToVector(), (std::vector<float>{9, 7}));
-  EXPECT_EQ(view.Clone().raw() == view.raw(), false);
+  EXPECT_NE(view.Clone().raw(), view.raw());  // a copy, not a view
   inner.Assign(Tensor::FromVector(devices[1], {1}, {8}));
   EXPECT_EQ(whole.ToVector(), (std::vector<float>{0, 1, 9, 7, 8, 5}));
   EXPECT_EQ(view.Reshaped({2}).ToVector(), (std::vector<float>{9, 7}));

@@ -461,7 +461,13 @@ std::unique_ptr<Request> Endpoint::NewRequestLocked() {
 
 void Endpoint::RecycleLocked(std::unique_ptr<Request> r) {
   if (spare_.size() >= kSpareRequests) return;  // deleted
-  *r = Request{};
+  // Field by field: a fresh Request{} assigned over it cost 6% of a small ping-pong's cycles.
+  r->endpoint = nullptr;
+  r->ucx = nullptr;
+  r->done = r->freed = r->ucx_done = false;
+  r->status = CHORUS_OK;
+  r->message.clear();
+  r->live_prev = r->live_next = nullptr;
   spare_.push_back(std::move(r));
 }
 
@@ -672,18 +678,21 @@ bool Endpoint::Wait(Request& r, int64_t timeout_ms) {
     std::lock_guard<std::mutex> lock(mutex_);
     progress_idle_.notify_all();
   });
-  for (uint32_t spins = 1;; ++spins) {
+  for (uint32_t spins = 16;; spins += 16) {
     {
       // One progress per spin, as ucx_perftest: over tcp each is an epoll_wait system call, and a
-      // request that finished (a send done in place) needs none.
+      // request that finished (a send done in place) needs none. The lock is held for 16 spins:
+      // taking it for each cost a ping-pong of 8 bytes a fifth of its cycles. Other threads wait
+      // at most those 16 progresses.
       std::lock_guard<std::mutex> lock(mutex_);
-      if (r.done) return true;
-      events += ProgressLocked(/*until_idle=*/false);
+      for (int spin = 0; spin < 16; ++spin) {
+        if (r.done) return true;
+        events += ProgressLocked(/*until_idle=*/false);
+      }
       if (r.done) return true;
     }
     // The clock, the peer and the abort flag every 16th spin: reading the clock cost more than
     // progressing the worker.
-    if (spins % 16 != 0) continue;
     const Clock::time_point now = Clock::now();
     if (spins == 16) deadline = DeadlineAfter(timeout_ms);
     if (spins == 16 || events != 0) {

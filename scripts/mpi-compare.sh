@@ -8,10 +8,17 @@
 #   ROUNDS=3 PROCS="2" scripts/mpi-compare.sh -b 4K -e 1M
 # BEFORE_PLUGIN_PATH=<folder holding another build's libchorus-mpi.so> adds a third program per
 # round, chorus-bench with that plugin (CHORUS_PLUGIN_PATH: first found wins), as 'mpi-before'.
+# THREAD_LEVEL_B=single instead adds chorus-bench with CHORUS_MPI_THREAD_LEVEL set to that
+# (plugins/mpi/README.md), in the same column, headed by the level.
 # NICE=-10 runs every program at that niceness (as root): on a machine other work loads, spinning
 # MPI ranks wait whole time slices for a descheduled peer, and the figures measure the load.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ -n "${BEFORE_PLUGIN_PATH:-}" ] && [ -n "${THREAD_LEVEL_B:-}" ]; then
+  echo "mpi-compare.sh: set BEFORE_PLUGIN_PATH or THREAD_LEVEL_B, not both (one extra column)" >&2
+  exit 2
+fi
+third=${THREAD_LEVEL_B:-before}
 bin=${BIN:-build/release/bin}
 rounds=${ROUNDS:-5}
 procs=${PROCS:-"2 4"}
@@ -48,6 +55,7 @@ for n in $procs; do
     -x MASTER_PORT)
   programs=(baseline chorus)
   if [ -n "${BEFORE_PLUGIN_PATH:-}" ]; then programs+=(before); fi
+  if [ -n "${THREAD_LEVEL_B:-}" ]; then programs+=(level); fi
   for round in $(seq 1 "$rounds"); do
     for size in "${sizes[@]}"; do
       one=(-b "$size" -e "$size" "${rest[@]}")
@@ -58,6 +66,9 @@ for n in $procs; do
           chorus) out=$("${mpirun[@]}" "$bin/chorus-bench" --backends mpi,shm "${one[@]}" 2>/dev/null) ;;
           before)
             out=$("${mpirun[@]}" -x CHORUS_PLUGIN_PATH="$BEFORE_PLUGIN_PATH" "$bin/chorus-bench" \
+              --backends mpi "${one[@]}" 2>/dev/null | sed 's/^  mpi /  mpi-before /') ;;
+          level)
+            out=$("${mpirun[@]}" -x CHORUS_MPI_THREAD_LEVEL="$THREAD_LEVEL_B" "$bin/chorus-bench" \
               --backends mpi "${one[@]}" 2>/dev/null | sed 's/^  mpi /  mpi-before /') ;;
         esac
         # A row: backend size count type redop root, then time algbw busbw #wrong out of place
@@ -74,7 +85,7 @@ sweep=(-b "$min" -e "$max" -f "$factor" "${rest[@]}")
 echo
 echo "# MPI_Allreduce (mpi-allreduce-baseline) against chorus-bench's mpi and shm collectives:"
 echo "# busbw in GB/s, medians over $rounds alternating rounds (${sweep[*]}; nice ${NICE:-0});"
-awk '
+awk -v third="$third" '
   function median(list,   n, a, i, j, t) {
     n = split(list, a, " ")
     if (n == 0) return -1
@@ -103,14 +114,16 @@ awk '
     wrong += $7; if (!(key in seen)) { seen[key] = 1; keys[++k] = key } }
   END {
     printf "%5s %10s | %-44s | %-44s\n", "", "", "out of place", "in place"
-    h = sprintf(" | %7s %7s %5s %7s %5s %7s", "MPI", "mpi", "ratio", "before", "ratio", "shm")
+    h = sprintf(" | %7s %7s %5s %7s %5s %7s", "MPI", "mpi", "ratio", third, "ratio", "shm")
     printf "%5s %10s%s%s\n", "procs", "size(B)", h, h
     for (i = 1; i <= k; ++i) {
       split(keys[i], f, " ")
       printf "%5d %10d%s%s\n", f[1], f[2], cells("o", keys[i]), cells("i", keys[i])
     }
-    printf "# MPI: MPI_Allreduce (mpi-allreduce-baseline); mpi: chorus-bench --backends mpi; before: "
-    printf "the same with BEFORE_PLUGIN_PATH'"'"'s plugin; shm: chorus'"'"'s shm collective (busbw, GB/s, "
+    printf "# MPI: MPI_Allreduce (mpi-allreduce-baseline); mpi: chorus-bench --backends mpi; "
+    if (third != "before") printf "%s: the same with CHORUS_MPI_THREAD_LEVEL=%s; shm:", third, third
+    else printf "before: the same with BEFORE_PLUGIN_PATH'"'"'s plugin; shm:"
+    printf " chorus'"'"'s shm collective (busbw, GB/s, "
     printf "medians over the rounds); ratio: the median over the rounds of that round'"'"'s busbw over "
     printf "MPI'"'"'s\n# wrong elements over every row: %d\n", wrong
   }' "$rows"

@@ -6,8 +6,8 @@
 
 namespace chorus::mpi {
 
-CallWatchdog::CallWatchdog(MPI_Comm comm, int64_t timeout_ms, std::string where)
-    : comm_(comm), timeout_ms_(timeout_ms), where_(std::move(where)) {
+CallWatchdog::CallWatchdog(MPI_Comm comm, int64_t timeout_ms, std::string where, EndBy end_by)
+    : comm_(comm), timeout_ms_(timeout_ms), where_(std::move(where)), end_by_(end_by) {
   thread_ = std::thread([this] { Watch(); });
 }
 
@@ -57,16 +57,23 @@ void CallWatchdog::EndJob(const char* what, int64_t waited_ms) {
       std::string(what) + " (" + where_ + ") did not finish within its time-out of " +
       std::to_string(timeout_ms_) + " ms (in flight for at least " + std::to_string(waited_ms) +
       " ms; is every rank issuing the same operations?). MPI cannot cancel a blocking "
-      "collective: the mpi plugin ends the job with MPI_Abort (exit status " +
-      std::to_string(kTimedOutExitCode) + ")";
+      "collective: the mpi plugin ends the job " +
+      (end_by_ == EndBy::kMpiAbort
+           ? std::string("with MPI_Abort")
+           : std::string("by ending this process (MPI's thread level is below "
+                         "MPI_THREAD_MULTIPLE, so this thread may not call MPI_Abort; mpirun "
+                         "stops the other processes)")) +
+      " (exit status " + std::to_string(kTimedOutExitCode) + ")";
   if (sdk::LogEnabled(CHORUS_LOG_ERROR)) {
     sdk::Log(CHORUS_LOG_ERROR, message);
   } else {  // the job ends: say why even when the host logs nothing
     std::fprintf(stderr, "chorus mpi: %s\n", message.c_str());
     std::fflush(stderr);
   }
-  MPI_Abort(comm_, kTimedOutExitCode);
-  std::_Exit(kTimedOutExitCode);  // MPI_Abort does not return; should it, the process still ends
+  if (end_by_ == EndBy::kMpiAbort) MPI_Abort(comm_, kTimedOutExitCode);
+  // MPI_Abort does not return; should it, the process still ends. A process that ends without
+  // MPI_Finalize makes mpirun end the job.
+  std::_Exit(kTimedOutExitCode);
 }
 
 }  // namespace chorus::mpi

@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdlib>
 #include <mutex>
+#include <string_view>
 
 #include "datatypes.h"
 #include "mpi_errors.h"
@@ -17,6 +18,23 @@ using sdk::Fail;
 
 std::mutex g_init_mutex;
 
+// The level the plugin asks of MPI_Init_thread: CHORUS_MPI_THREAD_LEVEL, `multiple` (the
+// default), `serialized` or `single`. Read at every create, so that a wrong value is an error
+// even after MPI is initialised. Open MPI 4 turns its locks on at any level above
+// MPI_THREAD_SINGLE (opal_set_using_threads), so only `single` gives a plain MPI program's speed
+// there; the plugin then still makes every MPI call under its process lock.
+int WantedThreadLevel() {
+  const char* value = std::getenv("CHORUS_MPI_THREAD_LEVEL");
+  const std::string_view level = value == nullptr ? "" : value;
+  if (level.empty() || level == "multiple") return MPI_THREAD_MULTIPLE;
+  if (level == "serialized") return MPI_THREAD_SERIALIZED;
+  if (level == "single") return MPI_THREAD_SINGLE;
+  Fail(CHORUS_INVALID_ARGUMENT, "mpi: CHORUS_MPI_THREAD_LEVEL is '", level,
+       "'; use 'multiple' (the default: MPI_THREAD_MULTIPLE), 'serialized' or 'single' (MPI's "
+       "lower levels: the plugin's MPI calls take turns, one communicator in a collective at a "
+       "time; 'single' is what makes Open MPI drop its locks)");
+}
+
 void FinalizeAtExit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -25,6 +43,7 @@ void FinalizeAtExit() {
 
 // MPI_Init_thread unless someone (the application, an earlier communicator) already did.
 void EnsureInitialized() {
+  const int wanted = WantedThreadLevel();
   std::lock_guard<std::mutex> lock(g_init_mutex);
   int initialized = 0;
   int finalized = 0;
@@ -40,15 +59,16 @@ void EnsureInitialized() {
       if (dlopen(name, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD) != nullptr) break;
     }
     int provided = 0;
-    const int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+    const int code = MPI_Init_thread(nullptr, nullptr, wanted, &provided);
     if (code != MPI_SUCCESS) {
       Fail(CHORUS_UNAVAILABLE, "mpi: MPI_Init_thread failed: ", ErrorText(code));
     }
     std::atexit(FinalizeAtExit);
-    if (provided < MPI_THREAD_SERIALIZED) {
+    if (provided < wanted) {
       sdk::Log(CHORUS_LOG_WARN, "mpi: the MPI library offers thread level " +
-                                    std::to_string(provided) +
-                                    " only; use the communicator from one thread at a time");
+                                    std::to_string(provided) + " only, below the " +
+                                    std::to_string(wanted) +
+                                    " asked; the plugin's MPI calls take turns");
     }
   }
   InitDatatypes();
@@ -67,6 +87,11 @@ void RequireData(const void* p, size_t count, const char* what, const char* name
 }
 
 }  // namespace
+
+std::timed_mutex& MpiCommunicator::SerialMutex() {
+  static std::timed_mutex mutex;
+  return mutex;
+}
 
 MpiCommunicator::MpiCommunicator(const chorus_communicator_create_args& args)
     : timeout_ms_(args.timeout_ms) {
@@ -88,6 +113,18 @@ MpiCommunicator::MpiCommunicator(const chorus_communicator_create_args& args)
          args.options[i].key == nullptr ? "" : args.options[i].key, "'; this plugin takes none");
   }
   EnsureInitialized();
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);  // callable from any thread at any time
+  serialized_ = provided < MPI_THREAD_MULTIPLE;
+  // Below MPI_THREAD_MULTIPLE every MPI call of the process goes under one lock; another
+  // communicator's collective may hold it (the creates of one job run in the same order, so
+  // this waits for that collective to end, bounded by the time-out).
+  std::unique_lock<std::timed_mutex> serial(SerialMutex(), std::defer_lock);
+  if (serialized_ && !serial.try_lock_for(std::chrono::milliseconds(args.timeout_ms))) {
+    Fail(CHORUS_TIMEOUT, "mpi create: another communicator's MPI call held MPI for longer than ",
+         "the time-out of ", args.timeout_ms, " ms (MPI's thread level here is below ",
+         "MPI_THREAD_MULTIPLE, so calls take turns; CHORUS_MPI_THREAD_LEVEL=multiple lifts that)");
+  }
   int world_rank = 0;
   int world_size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
@@ -103,17 +140,22 @@ MpiCommunicator::MpiCommunicator(const chorus_communicator_create_args& args)
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   rank_ = world_rank;
   size_ = world_size;
+  // Below MPI_THREAD_MULTIPLE the watchdog's thread may not call MPI_Abort: it ends the process.
   watchdog_ = std::make_unique<CallWatchdog>(
-      comm_, timeout_ms_, "rank " + std::to_string(rank_) + " of " + std::to_string(size_));
+      comm_, timeout_ms_, "rank " + std::to_string(rank_) + " of " + std::to_string(size_),
+      serialized_ ? CallWatchdog::EndBy::kExit : CallWatchdog::EndBy::kMpiAbort);
 }
 
 MpiCommunicator::~MpiCommunicator() {
   watchdog_.reset();
   // A communicator whose collective failed may be left with it in flight and cannot be freed
-  // safely; leave it to MPI_Finalize.
+  // safely; leave it to MPI_Finalize. So too when another communicator's call holds MPI.
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (comm_ != MPI_COMM_NULL && broken_.empty() && !finalized) MPI_Comm_free(&comm_);
+  if (comm_ == MPI_COMM_NULL || !broken_.empty() || finalized) return;
+  std::unique_lock<std::timed_mutex> serial(SerialMutex(), std::defer_lock);
+  if (serialized_ && !serial.try_lock_for(std::chrono::milliseconds(timeout_ms_))) return;
+  MPI_Comm_free(&comm_);
 }
 
 void MpiCommunicator::Begin(const char* what) {

@@ -1,14 +1,14 @@
 // MpiCommunicator: a chorus communicator over a duplicate of MPI_COMM_WORLD.
 //
-// The first create initialises MPI (MPI_THREAD_MULTIPLE when the library offers it, or
-// MPI_THREAD_SERIALIZED under CHORUS_MPI_THREAD_LEVEL=serialized) unless the application did; the
-// plugin then finalizes MPI at process exit. The chorus rank and size must be MPI_COMM_WORLD's: the
-// processes must have been started by mpirun (or srun). Operations call MPI's blocking collectives
-// (MPI_Allreduce, ...) on the calling thread, as an MPI program does: Open MPI's tuned algorithms
-// and its own progress loop, no copies (in place is MPI_IN_PLACE). A blocking call cannot be
-// interrupted: a CallWatchdog ends the job when one runs past the time-out (CHORUS_TIMEOUT's
-// bound), and abort() fails the call in flight with CHORUS_ABORTED when it returns and every later
-// call at once (README, Semantics).
+// The first create initialises MPI (at the level CHORUS_MPI_THREAD_LEVEL names: MPI_THREAD_MULTIPLE
+// by default, or serialized or single, where every MPI call takes the plugin's process lock)
+// unless the application did; the plugin then finalizes MPI at process exit. The chorus rank and
+// size must be MPI_COMM_WORLD's: the processes must have been started by mpirun (or srun).
+// Operations call MPI's blocking collectives (MPI_Allreduce, ...) on the calling thread, as an MPI
+// program does: Open MPI's tuned algorithms and its own progress loop, no copies (in place is
+// MPI_IN_PLACE). A blocking call cannot be interrupted: a CallWatchdog ends the job when one runs
+// past the time-out (CHORUS_TIMEOUT's bound), and abort() fails the call in flight with
+// CHORUS_ABORTED when it returns and every later call at once (README, Semantics).
 #ifndef CHORUS_MPI_MPI_COMMUNICATOR_H_
 #define CHORUS_MPI_MPI_COMMUNICATOR_H_
 

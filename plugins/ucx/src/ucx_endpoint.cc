@@ -465,7 +465,8 @@ void Endpoint::RecycleLocked(std::unique_ptr<Request> r) {
   // Start sets the fields not reset here (receive, peer, tag, bytes) on every use.
   r->endpoint = nullptr;
   r->ucx = nullptr;
-  r->done = r->freed = r->ucx_done = false;
+  r->done.store(false, std::memory_order_relaxed);
+  r->freed = r->ucx_done = false;
   r->status = CHORUS_OK;
   r->message.clear();
   r->live_prev = r->live_next = nullptr;
@@ -505,9 +506,9 @@ unsigned Endpoint::ProgressLocked(bool until_idle) {
 
 void Endpoint::FinishLocked(Request& r, chorus_status status, std::string message) {
   if (r.done) return;
-  r.done = true;
   r.status = status;
   r.message = std::move(message);
+  r.done.store(true, std::memory_order_release);
   if (sleeping_.load() > 0) finished_.notify_all();
   if (efd_sleepers_.load() > 0) ucp_worker_signal(worker_);
 }
@@ -668,6 +669,7 @@ class SpinningWait {
 }  // namespace
 
 bool Endpoint::Wait(Request& r, int64_t timeout_ms) {
+  if (r.done.load(std::memory_order_acquire)) return true;  // a send done in place, say
   // Set at the first look at the clock: a request done within 16 spins reads it never.
   Clock::time_point deadline{}, spin_until{}, yield_until{};
   // The spin lasts while the worker moves: it ends spin_us after the last progress that did

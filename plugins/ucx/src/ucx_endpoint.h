@@ -52,7 +52,9 @@ struct Request {
   int32_t peer = 0;
   uint64_t tag = 0;
   size_t bytes = 0;
-  bool done = false;
+  // Set (release) under the endpoint's mutex after status and message; a wait reads it (acquire)
+  // without the mutex first, so a send completed in place costs its wait no lock.
+  std::atomic<bool> done{false};
   chorus_status status = CHORUS_OK;
   std::string message;    // of a failure, handed out at every wait and test
   bool freed = false;     // request_free came while UCX still held it: its callback deletes it

@@ -34,7 +34,7 @@ Tensor::Tensor(Device device, chorus_dtype dtype, Shape shape)
     return;
   }
   std::vector<char> zeros(bytes(), 0);
-  storage_->CopyFromHost(zeros.data(), zeros.size(), offset_);
+  CopyFromHost(zeros.data());
 }
 
 void Tensor::Allocate(Device device) {

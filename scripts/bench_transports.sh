@@ -21,7 +21,7 @@ bin=${CHORUS_BIN_DIR:-build/release/bin}
 out=${CHORUS_BENCH_OUT:-build/release/bench}
 mkdir -p "$out"
 lat_iters=${LAT_ITERS:-2000}  # ping-pongs at 8 B (chorus and ucx_perftest; fi_pingpong: a quarter)
-bw_iters=${BW_ITERS:-20}      # windows (chorus) per size; ucx_perftest: that many x WINDOW sends
+bw_iters=${BW_ITERS:-20}      # a stream of BW_ITERS x WINDOW messages per size (both tools)
 window=${WINDOW:-16}
 # ucx: rounds of chorus-bench and ucx_perftest alternating; each figure is the median over them
 # (one run of either swings 2-3x on a shared VM: a single pair of runs compares little).
@@ -101,8 +101,9 @@ ucx_final() { awk 'NF == 8 && $1 ~ /^[0-9]+$/ { line = $0 } END { print line }' 
 row() { printf "  %-22s %8s %14s %14s %16s %16s\n" "$@"; }
 
 echo "== transports point to point: native peer and chorus-bench --transports, same settings"
-echo "   (2 processes on 127.0.0.1; chorus: $lat_iters ping-pongs at 8 B, $bw_iters windows of" \
-  "up to $window messages per size; see tools/chorus-bench/README.md, '--transports')"
+echo "   (2 processes on 127.0.0.1; chorus: $lat_iters ping-pongs at 8 B, a stream of $bw_iters" \
+  "x $window messages per size, $window sends in flight; see tools/chorus-bench/README.md," \
+  "'--transports')"
 
 # ---- ucx ----------------------------------------------------------------------------------------
 echo
@@ -176,8 +177,9 @@ else
   done
   echo "   medians over $rounds alternating rounds; lat in us: ucx_perftest's 50.0%ile, chorus's" \
     "median of round trip / 2; MB/s:" \
-    "ucx_perftest's 'overall' with -O $window sends in flight, chorus's window x size / median" \
-    "window time; -e: ucx_perftest with peer error handling, as chorus's endpoints over tcp"
+    "bytes / time of a stream with up to $window sends in flight (ucx_perftest -O $window, its" \
+    "'overall'; chorus the same way); -e: ucx_perftest with peer error handling, as chorus's" \
+    "endpoints over tcp"
 fi
 
 # ---- ofi ----------------------------------------------------------------------------------------

@@ -3,8 +3,10 @@
 #include <chorus/base/error.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace chorus::bench {
 
@@ -156,48 +158,83 @@ void MeasurePingPong(TransportEndpoint& endpoint, const P2pSettings& settings, P
   }
 }
 
+namespace {
+
+// One stream of `messages` messages from rank 0 to rank 1 as ucx_perftest's tag_bw runs it:
+// rank 0 keeps up to `window` sends in flight (it waits for the oldest before it posts another),
+// rank 1 posts one receive at a time; at the end rank 1 sends an 8-byte ack. Returns rank 0's
+// time from its first send to the ack. Message 0 goes from `send` into rank 1's `echo` when
+// `first_to_echo`; the message `last_from_echo` (if any) goes from rank 0's `echo`; every other
+// message from `send` into `receive`.
+double RunStream(TransportEndpoint& endpoint, const P2pSettings& settings, P2pBuffers& buffers,
+                 uint64_t messages, bool first_to_echo, uint64_t last_from_echo) {
+  const uint64_t bytes = buffers.bytes;
+  uint64_t ack = 0;
+  if (endpoint.rank() == 0) {
+    const auto window = static_cast<size_t>(buffers.window);
+    std::vector<P2pOperation> in_flight;  // a ring: message m uses slot m % window
+    in_flight.reserve(window);
+    P2pOperation ack_receive(endpoint);
+    ack_receive.Start(false, 1, kAckTag, &ack, sizeof ack);
+    const auto start = Clock::now();
+    for (uint64_t m = 0; m < messages; ++m) {
+      const size_t slot = m % window;
+      if (slot == in_flight.size()) {
+        in_flight.emplace_back(endpoint);
+      } else {
+        in_flight[slot].Wait(settings.timeout_ms, bytes);
+      }
+      uint8_t* data = m == last_from_echo ? buffers.echo.data() : buffers.send.data();
+      in_flight[slot].Start(true, 1, kStreamTag, data, bytes);
+    }
+    // The oldest first, as they were posted.
+    for (uint64_t m = messages > window ? messages - window : 0; m < messages; ++m) {
+      in_flight[m % window].Wait(settings.timeout_ms, bytes);
+    }
+    ack_receive.Wait(settings.timeout_ms, sizeof ack);
+    return MicrosecondsSince(start);
+  }
+  for (uint64_t m = 0; m < messages; ++m) {
+    uint8_t* data = m == 0 && first_to_echo ? buffers.echo.data() : buffers.receive.data();
+    Receive(endpoint, 0, kStreamTag, data, bytes, settings.timeout_ms);
+  }
+  Send(endpoint, 0, kAckTag, &ack, sizeof ack, settings.timeout_ms);
+  return 0;
+}
+
+}  // namespace
+
 void MeasureStream(TransportEndpoint& endpoint, const P2pSettings& settings, P2pBuffers& buffers,
                    uint64_t stamp, P2pSamples& samples) {
   const int rank = endpoint.rank();
   if (rank > 1) return;
   const uint64_t bytes = buffers.bytes;
-  const auto window = static_cast<size_t>(buffers.window);
-  const int total = settings.warmup_iters + settings.iters;
-  uint64_t ack = 0;
-  for (int it = 0; it < total; ++it) {
-    // Checked: the first message of the first window and the last one of the last window. Every
-    // message of a window is sent from the one buffer, so a window carries one stamp.
-    const bool first = it == 0, last = it == total - 1;
-    const uint64_t first_stamp = stamp, last_stamp = stamp + (total > 1 ? 1 : 0);
-    std::vector<P2pOperation> operations;
-    operations.reserve(window);
-    if (rank == 0) {
-      if (first) FillPattern(buffers.send.data(), bytes, first_stamp);
-      if (last && total > 1) FillPattern(buffers.send.data(), bytes, last_stamp);
-      P2pOperation ack_receive(endpoint);
-      ack_receive.Start(false, 1, kAckTag, &ack, sizeof ack);
-      const auto start = Clock::now();
-      for (size_t k = 0; k < window; ++k) {
-        operations.emplace_back(endpoint);
-        operations.back().Start(true, 1, kStreamTag, buffers.send.data(), bytes);
-      }
-      for (auto& send : operations) send.Wait(settings.timeout_ms, bytes);
-      ack_receive.Wait(settings.timeout_ms, sizeof ack);
-      const double window_us = MicrosecondsSince(start);
-      if (it >= settings.warmup_iters) samples.window_us.push_back(window_us);
-    } else {
-      uint8_t* received = buffers.receive.data();
-      if (first || last) MarkUnwritten(received, bytes);
-      for (size_t k = 0; k < window; ++k) {
-        operations.emplace_back(endpoint);
-        operations.back().Start(false, 0, kStreamTag, received, bytes);
-      }
-      for (auto& receive : operations) receive.Wait(settings.timeout_ms, bytes);
-      Send(endpoint, 0, kAckTag, &ack, sizeof ack, settings.timeout_ms);
-      // Every message of the window wrote the window's bytes here: checked after the window.
-      if (first) samples.wrong += CountWrongBytes(received, bytes, first_stamp);
-      if (last && total > 1) samples.wrong += CountWrongBytes(received, bytes, last_stamp);
-    }
+  const auto window = static_cast<uint64_t>(buffers.window);
+  const uint64_t warmup = static_cast<uint64_t>(settings.warmup_iters) * window;
+  const uint64_t timed = static_cast<uint64_t>(settings.iters) * window;
+  const uint64_t total = warmup + timed;
+  if (total == 0) return;
+  // Checked: the first message of the run (it lands in a buffer of its own) and the last one
+  // (sent from a buffer of its own, so that no buffer changes under a send in flight).
+  const uint64_t first_stamp = stamp, last_stamp = stamp + 1;
+  const uint64_t last = total > 1 ? total - 1 : UINT64_MAX;
+  if (rank == 0) {
+    FillPattern(buffers.send.data(), bytes, first_stamp);
+    if (total > 1) FillPattern(buffers.echo.data(), bytes, last_stamp);
+  } else {
+    MarkUnwritten(buffers.echo.data(), bytes);
+    if (total > 1) MarkUnwritten(buffers.receive.data(), bytes);
+  }
+  // The warm-up stream ends with its own ack, as ucx_perftest's warm-up is a run of its own.
+  if (warmup > 0) RunStream(endpoint, settings, buffers, warmup, true, last);
+  if (timed > 0) {
+    const double stream_us = RunStream(endpoint, settings, buffers, timed, warmup == 0,
+                                       last == UINT64_MAX ? last : last - warmup);
+    if (rank == 0) samples.stream_us.push_back(stream_us);
+  }
+  if (rank == 1) {
+    samples.wrong += CountWrongBytes(buffers.echo.data(), bytes, first_stamp);
+    if (total > 1) samples.wrong += CountWrongBytes(buffers.receive.data(), bytes, last_stamp);
   }
 }
 

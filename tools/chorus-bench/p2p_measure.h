@@ -2,11 +2,13 @@
 // tag_lat and tag_bw measure them:
 //   ping-pong: rank 0 sends `bytes`, rank 1 receives them and sends them back; the time of one
 //     round trip, halved, is one latency sample (ucx_perftest's and fi_pingpong's latency).
-//   stream: rank 0 posts `window` sends back to back, rank 1 the matching receives, then rank 1
-//     sends rank 0 one small ack; the time from the first send to the ack is one window sample.
+//   stream: rank 0 sends warmup_iters x window messages, then iters x window, keeping up to
+//     `window` sends in flight (it waits for the oldest before it posts the next), rank 1 posts
+//     one receive at a time; each of the two streams ends with an 8-byte ack from rank 1. The
+//     time of the second from rank 0's first send to the ack is one sample (tag_bw's "overall").
 // Only rank 0 times. The first and the last message of each run carry a pattern of their own
-// that the receiving rank checks byte by byte (the echo too); wrong bytes are counted, not
-// thrown. A failure of the transport (a lost peer, a time-out) throws chorus::Error.
+// that the receiving rank checks byte by byte after the run (the echo too); wrong bytes are
+// counted, not thrown. A failure of the transport (a lost peer, a time-out) throws chorus::Error.
 #ifndef CHORUS_TOOLS_BENCH_P2P_MEASURE_H_
 #define CHORUS_TOOLS_BENCH_P2P_MEASURE_H_
 
@@ -18,7 +20,7 @@
 namespace chorus::bench {
 
 struct P2pSettings {
-  int warmup_iters = 5;  // untimed ping-pongs / windows first
+  int warmup_iters = 5;  // untimed ping-pongs / windows of messages first
   int iters = 20;        // timed ones
   int64_t timeout_ms = 120000;
 };
@@ -26,7 +28,7 @@ struct P2pSettings {
 // What this rank measured (times: rank 0 only) and the wrong bytes it received.
 struct P2pSamples {
   std::vector<double> half_round_trip_us;
-  std::vector<double> window_us;
+  std::vector<double> stream_us;  // one per timed stream of iters x window messages
   uint64_t wrong = 0;
 };
 
@@ -36,10 +38,10 @@ struct P2pBuffers {
   uint64_t bytes;
   int window;                       // messages in flight in the bandwidth test
   std::vector<uint8_t> send, echo;  // rank 0: what it sends, and the echo it receives
-  // The receiver's: every message of a window lands here, as ucx_perftest's tag_bw and
-  // fi_pingpong receive theirs. A buffer per message (64 MiB for 16 x 4 MiB, past the last-level
-  // cache) measured the memory's write bandwidth more than the transport: 4 MiB over UCX's shared
-  // memory ran 15-20% slower that way. The messages of a window carry the same bytes.
+  // The receiver's: every message of a stream lands here (the first in `echo`), as
+  // ucx_perftest's tag_bw and fi_pingpong receive theirs. A buffer per message (64 MiB for 16 x 4
+  // MiB, past the last-level cache) measured the memory's write bandwidth more than the transport:
+  // 4 MiB over UCX's shared memory ran 15-20% slower that way.
   std::vector<uint8_t> receive;
 };
 

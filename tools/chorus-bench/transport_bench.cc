@@ -99,10 +99,11 @@ int Run(const BenchOptions& options, WorkerJob& job) {
               << "# latency: median over " << options.iters << " x " << options.repeats
               << " ping-pongs (after " << options.warmup_iters
               << " warm-up) of the round trip / 2, as ucx_perftest tag_lat's 50.0%ile\n"
-              << "# bandwidth: window x size / median window time; a window: up to "
-              << options.window
-              << " sends in flight (at most 256M), then one 8-byte ack; MB = 2^20 B as "
-                 "ucx_perftest\n"
+              << "# bandwidth: " << options.iters << " x window messages / median stream "
+              << "time over " << options.repeats << " streams, as ucx_perftest tag_bw's overall: "
+              << "up to window = " << options.window
+              << " sends in flight (at most 256M), one receive posted at a time, one 8-byte ack "
+                 "at the end; MB = 2^20 B\n"
               << "# #wrong: wrong bytes of the first and last message of each test (both ranks)\n"
               << "# transports alternate per size and repeat\n"
               << TransportTableHeader(options.transports) << std::flush;
@@ -134,8 +135,9 @@ int Run(const BenchOptions& options, WorkerJob& job) {
       figures.window = window;
       figures.latency_us = Median(samples[t].half_round_trip_us);
       figures.latency_mean_us = Mean(samples[t].half_round_trip_us);
-      figures.bandwidth_mbps = MebibytesPerSecond(sizes[si] * static_cast<uint64_t>(window),
-                                                  Median(samples[t].window_us));
+      const auto stream_bytes =
+          sizes[si] * static_cast<uint64_t>(window) * static_cast<uint64_t>(options.iters);
+      figures.bandwidth_mbps = MebibytesPerSecond(stream_bytes, Median(samples[t].stream_us));
       figures.wrong =
           GatherWrong(job, "bench/transport_wrong/" + std::to_string(si) + "/" + std::to_string(t),
                       samples[t].wrong, options.timeout_seconds);

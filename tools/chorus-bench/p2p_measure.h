@@ -39,8 +39,8 @@ struct P2pBuffers {
   int window;                       // messages in flight in the bandwidth test
   std::vector<uint8_t> send, echo;  // rank 0: what it sends, and the echo it receives
   // The receiver's: every message of a stream lands here (the first in `echo`), as
-  // ucx_perftest's tag_bw and fi_pingpong receive theirs. A buffer per message (64 MiB for 16 x 4
-  // MiB, past the last-level cache) measured the memory's write bandwidth more than the transport:
+  // ucx_perftest's tag_bw and fi_pingpong receive theirs. A buffer per message (16 of 4 MiB were
+  // past the last-level cache) measured the memory's write bandwidth more than the transport:
   // 4 MiB over UCX's shared memory ran 15-20% slower that way.
   std::vector<uint8_t> receive;
 };

@@ -1,5 +1,6 @@
 #include "builtin/core_request.h"
 
+#include <algorithm>
 #include <chorus/plugin_sdk.hpp>
 #include <chrono>
 
@@ -29,6 +30,18 @@ constexpr int64_t kForeverMs = int64_t{1} << 40;
 
 }  // namespace
 
+bool CallerProgress::PollOnce() {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  if (!poll_) return false;
+  poll_();
+  return true;
+}
+
+void CallerProgress::Detach() {
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  poll_ = nullptr;
+}
+
 void CoreRequest::Complete(chorus_status status, std::string message) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -36,6 +49,7 @@ void CoreRequest::Complete(chorus_status status, std::string message) {
     done_ = true;
     status_ = status;
     message_ = std::move(message);
+    done_flag_.store(true, std::memory_order_release);
   }
   finished_.notify_all();
 }
@@ -49,11 +63,22 @@ bool CoreRequest::Test(chorus_status* status, std::string* message) const {
 }
 
 chorus_status CoreRequest::Wait(int64_t timeout_ms, std::string* message) const {
+  const bool forever = timeout_ms < 0 || timeout_ms >= kForeverMs;
+  const auto start = std::chrono::steady_clock::now();
+  if (progress_ != nullptr && progress_->spin().count() > 0 && timeout_ms != 0) {
+    const auto spin_until =
+        start + (forever ? progress_->spin()
+                         : std::min<std::chrono::microseconds>(
+                               progress_->spin(), std::chrono::milliseconds(timeout_ms)));
+    while (!done_flag_.load(std::memory_order_acquire) && progress_->PollOnce() &&
+           std::chrono::steady_clock::now() < spin_until) {
+    }
+  }
   std::unique_lock<std::mutex> lock(mutex_);
-  if (timeout_ms < 0 || timeout_ms >= kForeverMs) {
+  if (forever) {
     finished_.wait(lock, [&] { return done_; });
-  } else if (!finished_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                                 [&] { return done_; })) {
+  } else if (!finished_.wait_until(lock, start + std::chrono::milliseconds(timeout_ms),
+                                   [&] { return done_; })) {
     return CHORUS_TIMEOUT;
   }
   *message = message_;

@@ -7,21 +7,54 @@
 // another while the operation is pending, so freeing the handle of an aborted request, or
 // destroying the endpoint before the handle is freed, never leaves either side with a dangling
 // pointer.
+//
+// A request may carry a CallerProgress: then a wait first spins for a short while, moving the
+// operation along on the caller's own thread, before it sleeps on the condition variable. Without
+// it a message costs two thread hops (the progress thread wakes from poll(), then wakes the
+// caller): about 50 us per 8-byte message on a 2-core VM, against 6-7 us with the spin.
 #ifndef CHORUS_CORE_CORE_REQUEST_H_
 #define CHORUS_CORE_CORE_REQUEST_H_
 
 #include <chorus/plugin.h>
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 
 namespace chorus::internal {
 
+// What a waiting caller may run to move operations along itself (a transport's non-blocking look
+// at its sockets), and for how long it spins so before it sleeps. Its owner (the endpoint)
+// detaches it before it goes away; requests that outlive the owner then just sleep.
+class CallerProgress {
+ public:
+  CallerProgress(std::function<void()> poll, std::chrono::microseconds spin)
+      : poll_(std::move(poll)), spin_(spin) {}
+
+  // Runs the poll once; false (without running it) once detached.
+  bool PollOnce();
+  // After it returns no poll runs or will run. Waits for one in flight.
+  void Detach();
+  std::chrono::microseconds spin() const { return spin_; }
+
+ private:
+  std::shared_mutex mutex_;  // shared by the polls, exclusive for Detach
+  std::function<void()> poll_;
+  const std::chrono::microseconds spin_;
+};
+
 class CoreRequest {
  public:
+  CoreRequest() = default;
+  // `progress` may be null: waits then sleep at once.
+  explicit CoreRequest(std::shared_ptr<CallerProgress> progress) : progress_(std::move(progress)) {}
+
   // Finishes the operation with `status`; the first call wins and later ones are ignored (an
   // abort racing a completion). Never blocks on anything but the request's own mutex.
   void Complete(chorus_status status, std::string message = {});
@@ -29,14 +62,17 @@ class CoreRequest {
   // True when finished; then *status and *message hold the outcome.
   bool Test(chorus_status* status, std::string* message) const;
 
-  // Waits up to timeout_ms (negative: no limit). CHORUS_TIMEOUT when still pending (the
-  // operation stays live), else the operation's status with *message set.
+  // Waits up to timeout_ms (negative: no limit), first spinning on the CallerProgress (if any).
+  // CHORUS_TIMEOUT when still pending (the operation stays live), else the operation's status
+  // with *message set.
   chorus_status Wait(int64_t timeout_ms, std::string* message) const;
 
  private:
   mutable std::mutex mutex_;
   mutable std::condition_variable finished_;
   bool done_ = false;
+  std::atomic<bool> done_flag_{false};  // done_, read without the mutex by a spinning wait
+  const std::shared_ptr<CallerProgress> progress_;
   chorus_status status_ = CHORUS_OK;
   std::string message_;
 };

@@ -6,6 +6,10 @@
 // of a 16-byte header {tag, bytes} (little-endian u64s) followed by `bytes` of payload.
 //
 // Progress: one thread per endpoint runs poll() over every peer's socket and a wake-up eventfd.
+// A caller waiting on a message of up to 64 KiB first spins for up to 50 us, polling the sockets
+// itself (PollFromCaller), so that a message that comes soon completes without two thread hops;
+// it does not when this host runs more of the job's ranks than this process has cpus (a
+// spinning rank would keep a core from the rank it waits for).
 // One thread rather than one per peer because the ring algorithm keeps only two peers busy at a
 // time, a single thread needs no ordering between threads that share a socket, and abort or
 // shutdown has one thread to stop. Sends start on the caller's thread (a non-blocking write) and
@@ -22,6 +26,7 @@
 #define CHORUS_CORE_TCP_ENDPOINT_H_
 
 #include <chorus/plugin.h>
+#include <poll.h>
 
 #include <cstdint>
 #include <deque>
@@ -92,8 +97,20 @@ class TcpEndpoint {
                          Clock::time_point deadline);
   void ProgressLoop();
   bool ProgressOnce();  // false when the loop should end
+  // A waiting caller's look at the sockets: poll() without waiting, then read and write what is
+  // ready, as the progress thread does.
+  void PollFromCaller();
+  // Ranks of this job on this host (this one, and every peer whose connection has the same
+  // address at both ends) against the cpus this process may run on.
+  bool Oversubscribed() const;
 
   // Everything below runs with mutex_ held.
+  // Appends a pollfd (and its peer) for every connected peer not lost: POLLIN, and POLLOUT
+  // while sends wait.
+  void AddPeerFdsLocked(std::vector<pollfd>& fds, std::vector<int>& owners) const;
+  // Reads and writes for every fds[i], i >= first, that poll() reported ready.
+  void ServeReadyLocked(const std::vector<pollfd>& fds, const std::vector<int>& owners,
+                        size_t first);
   void WriteLocked(int peer, size_t budget);  // writes until EAGAIN or `budget` bytes
   void ReadLocked(int peer);
   void StartMessageLocked(int peer);
@@ -111,8 +128,12 @@ class TcpEndpoint {
   bool failed_ = false;      // after Abort or destruction: every operation fails
   chorus_status failure_status_ = CHORUS_OK;
   std::string failure_message_;
-  std::vector<uint8_t> discard_;  // payload of a message whose receive was rejected
-  int wake_fd_ = -1;              // eventfd: interrupts the progress thread's poll()
+  std::vector<uint8_t> discard_;    // payload of a message whose receive was rejected
+  int wake_fd_ = -1;                // eventfd: interrupts the progress thread's poll()
+  std::vector<pollfd> caller_fds_;  // PollFromCaller's, under mutex_
+  std::vector<int> caller_owners_;
+  // Handed to every request; null when waits should not spin (Oversubscribed()).
+  std::shared_ptr<CallerProgress> caller_progress_;
   std::thread progress_;
 };
 

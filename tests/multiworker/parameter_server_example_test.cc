@@ -36,6 +36,21 @@ double LastTestAccuracy(const std::string& log, const std::string& prefix) {
   return accuracy;
 }
 
+// The training "Loss: X" of the last line that starts with `prefix` (an epoch line: "Epoch N,
+// Loss: X, ..."), -1 when none does.
+double LastTrainingLoss(const std::string& log, const std::string& prefix) {
+  const std::string label = ", Loss: ";
+  double loss = -1;
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t at = line.find(label);
+    if (line.rfind(prefix, 0) == 0 && at != std::string::npos) {
+      loss = std::stod(line.substr(at + label.size()));
+    }
+  }
+  return loss;
+}
+
 TEST(ParameterServerExample, TrainsUnderChorusLaunchWithAnEvaluator) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("chorus_ps_example_" + std::to_string(getpid()));
@@ -73,7 +88,16 @@ TEST(ParameterServerExample, TrainsUnderChorusLaunchWithAnEvaluator) {
   EXPECT_NE(resumed_log.find("ckpt-2 at step 200: epoch 3"), std::string::npos) << resumed_log;
   EXPECT_NE(resumed_log.find("[chief 0] Epoch 3, Loss: "), std::string::npos) << resumed_log;
   EXPECT_EQ(resumed_log.find("[chief 0] Epoch 1, "), std::string::npos) << resumed_log;
-  EXPECT_GT(LastTestAccuracy(resumed_log, "[chief 0] Epoch 3"), chief - 2.0) << resumed_log;
+  // Started from the checkpoint's weights, not from new ones: the resumed epoch's mean training
+  // loss is far below the first epoch's, which starts from the initial weights (0.71 against
+  // 0.24-0.25 in runs of 2026-11-25). Test accuracy tells the two apart poorly here (the first
+  // epoch already ends near 88.6%) and moves 3 points between epochs of asynchronous training
+  // (under ASan: 90.7 after epoch 2, 87.4 after the resumed epoch 3), so it is only bounded.
+  const double first_epoch_loss = LastTrainingLoss(log, "[chief 0] Epoch 1");
+  EXPECT_GT(first_epoch_loss, 0) << log;
+  EXPECT_LT(LastTrainingLoss(resumed_log, "[chief 0] Epoch 3"), 0.6 * first_epoch_loss)
+      << log << resumed_log;
+  EXPECT_GT(LastTestAccuracy(resumed_log, "[chief 0] Epoch 3"), chief - 5.0) << resumed_log;
 
   const std::string mirrored = std::string(CHORUS_FASHION_MNIST) +
                                " --strategy mirrored --replicas 2" + common + " --checkpoint-dir " +

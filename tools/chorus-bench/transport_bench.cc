@@ -99,9 +99,9 @@ int Run(const BenchOptions& options, WorkerJob& job) {
               << "# latency: median over " << options.iters << " x " << options.repeats
               << " ping-pongs (after " << options.warmup_iters
               << " warm-up) of the round trip / 2, as ucx_perftest tag_lat's 50.0%ile\n"
-              << "# bandwidth: " << options.iters << " x window messages / median stream "
-              << "time over " << options.repeats << " streams, as ucx_perftest tag_bw's overall: "
-              << "up to window = " << options.window
+              << "# bandwidth: " << options.iters << " x window x size / median time of "
+              << options.repeats << " streams of that many messages, as ucx_perftest tag_bw's "
+              << "overall: up to window = " << options.window
               << " sends in flight (at most 256M), one receive posted at a time, one 8-byte ack "
                  "at the end; MB = 2^20 B\n"
               << "# #wrong: wrong bytes of the first and last message of each test (both ranks)\n"

@@ -22,33 +22,25 @@ std::string ReadAll(const std::filesystem::path& path) {
   return text.str();
 }
 
-// The "Test Accuracy: X" of the last line that starts with `prefix`, -1 when none does.
-double LastTestAccuracy(const std::string& log, const std::string& prefix) {
-  const std::string label = "Test Accuracy: ";
-  double accuracy = -1;
+// The number after `label` in the last line that starts with `prefix`, -1 when none does.
+double LastFigure(const std::string& log, const std::string& prefix, const std::string& label) {
+  double figure = -1;
   std::istringstream lines(log);
   for (std::string line; std::getline(lines, line);) {
     const size_t at = line.find(label);
     if (line.rfind(prefix, 0) == 0 && at != std::string::npos) {
-      accuracy = std::stod(line.substr(at + label.size()));
+      figure = std::stod(line.substr(at + label.size()));
     }
   }
-  return accuracy;
+  return figure;
 }
 
-// The training "Loss: X" of the last line that starts with `prefix` (an epoch line: "Epoch N,
-// Loss: X, ..."), -1 when none does.
+// An epoch line's "Test Accuracy: X" and its training "Loss: X" ("Epoch N, Loss: X, ...").
+double LastTestAccuracy(const std::string& log, const std::string& prefix) {
+  return LastFigure(log, prefix, "Test Accuracy: ");
+}
 double LastTrainingLoss(const std::string& log, const std::string& prefix) {
-  const std::string label = ", Loss: ";
-  double loss = -1;
-  std::istringstream lines(log);
-  for (std::string line; std::getline(lines, line);) {
-    const size_t at = line.find(label);
-    if (line.rfind(prefix, 0) == 0 && at != std::string::npos) {
-      loss = std::stod(line.substr(at + label.size()));
-    }
-  }
-  return loss;
+  return LastFigure(log, prefix, ", Loss: ");
 }
 
 TEST(ParameterServerExample, TrainsUnderChorusLaunchWithAnEvaluator) {

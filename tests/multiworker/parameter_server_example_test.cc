@@ -86,9 +86,10 @@ TEST(ParameterServerExample, TrainsUnderChorusLaunchWithAnEvaluator) {
   // epoch already ends near 88.6%) and moves 3 points between epochs of asynchronous training
   // (under ASan: 90.7 after epoch 2, 87.4 after the resumed epoch 3), so it is only bounded.
   const double first_epoch_loss = LastTrainingLoss(log, "[chief 0] Epoch 1");
+  const double resumed_loss = LastTrainingLoss(resumed_log, "[chief 0] Epoch 3");
   EXPECT_GT(first_epoch_loss, 0) << log;
-  EXPECT_LT(LastTrainingLoss(resumed_log, "[chief 0] Epoch 3"), 0.6 * first_epoch_loss)
-      << log << resumed_log;
+  EXPECT_GT(resumed_loss, 0) << resumed_log;  // -1 (no such line) must not pass the next check
+  EXPECT_LT(resumed_loss, 0.6 * first_epoch_loss) << log << resumed_log;
   EXPECT_GT(LastTestAccuracy(resumed_log, "[chief 0] Epoch 3"), chief - 5.0) << resumed_log;
 
   const std::string mirrored = std::string(CHORUS_FASHION_MNIST) +

@@ -67,7 +67,8 @@ TEST(OfiOptions, BadValuesAreInvalidArgumentsNamingTheOption) {
   for (const Options& options :
        {Options{{"chunk_bytes", "lots"}}, Options{{"chunk_bytes", "0"}},
         Options{{"provider", "tcp rxm!"}}, Options{{"provider", ""}},
-        Options{{"directed_receive", "maybe"}}, Options{{"colour", "blue"}}}) {
+        Options{{"directed_receive", "maybe"}}, Options{{"spin_us", "long"}},
+        Options{{"yield_us", "-1"}}, Options{{"colour", "blue"}}}) {
     const auto [status, message] = CreateOne(options);
     EXPECT_EQ(status, CHORUS_INVALID_ARGUMENT) << options[0].first << "=" << options[0].second;
     EXPECT_NE(message.find(options[0].first), std::string::npos) << message;
@@ -139,6 +140,41 @@ TEST_P(OfiTest, ChunkedMessagesArriveIntactAndMismatchesFail) {
   EXPECT_NE(message.find("sent 4101 bytes"), std::string::npos) << message;
   EXPECT_NE(message.find("receives exactly 8192"), std::string::npos) << message;
   short_send.Wait(kTimeoutMs);
+}
+
+// A wait reads the completion queue itself for spin_us, then yield_us, then sleeps and the
+// progress thread takes over. Messages that come during each phase (at once, after 0.2 ms, after
+// 5 ms, after 60 ms: beyond spin_us=100 and yield_us=1000) arrive intact and in order, and so do
+// they with both phases off (spin_us=0, yield_us=0: every wait sleeps at once).
+TEST_P(OfiTest, MessagesArriveWhetherTheWaitSpinsYieldsOrSleeps) {
+  for (const Options& phases : {Options{{"spin_us", "100"}, {"yield_us", "1000"}},
+                                Options{{"spin_us", "0"}, {"yield_us", "0"}}}) {
+    EndpointGroup group(Plugin(), Api(), 2, Config(GetParam(), phases));
+    ASSERT_EQ(group.CreateError(), "");
+    const std::chrono::microseconds delays[] = {
+        std::chrono::microseconds(0), std::chrono::microseconds(200),
+        std::chrono::microseconds(5000), std::chrono::microseconds(60000)};
+    uint64_t tag = 0;
+    for (const auto delay : delays) {
+      for (size_t bytes : {size_t{8}, size_t{1} << 20}) {  // 1 MiB: ofi_rxm's rendezvous
+        std::vector<uint8_t> data(bytes), got(bytes, 0);
+        for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<uint8_t>(i * 13 + tag);
+        PluginRequest receive, send;
+        ASSERT_EQ(StartReceive(*group.endpoint(1), 0, ++tag, got.data(), bytes, &receive),
+                  CHORUS_OK);
+        std::thread sender([&] {
+          std::this_thread::sleep_for(delay);
+          ASSERT_EQ(StartSend(*group.endpoint(0), 1, tag, data.data(), bytes, &send), CHORUS_OK);
+          EXPECT_EQ(send.Wait(kTimeoutMs), CHORUS_OK);
+        });
+        std::string message;
+        EXPECT_EQ(receive.Wait(kTimeoutMs, &message), CHORUS_OK) << message;
+        sender.join();
+        EXPECT_EQ(got, data) << bytes << " bytes after " << delay.count() << " us, "
+                             << phases[0].first << "=" << phases[0].second;
+      }
+    }
+  }
 }
 
 // Rank 1 runs in a second process (this program with --peer), rank 0 here; the store is served

@@ -5,8 +5,12 @@
 #  - ucx: ucx_perftest tag_lat at 8 B and tag_bw at 1, 4 and 16 MiB (-O WINDOW sends in flight)
 #    beside chorus-bench --transports ucx, with UCX_TLS=tcp and again UCX_TLS=sm,self (shared
 #    memory);
-#  - ofi: fi_pingpong -e rdm at 8 B and 1 MiB with -p "tcp;ofi_rxm" and -p shm beside
-#    chorus-bench --transports ofi with FI_PROVIDER set the same;
+#  - ofi: fi_pingpong -e rdm -m tagged (tagged messages, as chorus sends) at 8 B and 1 MiB with
+#    -p "tcp;ofi_rxm" and -p shm beside chorus-bench --transports ofi with FI_PROVIDER set the
+#    same; fi_pingpong has no warm-up and its mean includes the first message, which opens the
+#    connection (about 12 ms over tcp;ofi_rxm here), so it runs FI_LAT_ITERS (50000) ping-pongs at
+#    8 B and FI_BW_ITERS (2000) at 1 MiB, where that weighs little (with 500 at 8 B its mean was
+#    32 us, with 50000 8 us);
 #  - tcp (the core's transport) alone: it has no native peer.
 # A part whose plugin (chorus-info lists the transports) or native tool is missing is skipped
 # with the reason. Latency: ucx_perftest's 50.0%ile and chorus's median are both the median of
@@ -20,7 +24,9 @@ cd "$(dirname "$0")/.."
 bin=${CHORUS_BIN_DIR:-build/release/bin}
 out=${CHORUS_BENCH_OUT:-build/release/bench}
 mkdir -p "$out"
-lat_iters=${LAT_ITERS:-2000}  # ping-pongs at 8 B (chorus and ucx_perftest; fi_pingpong: a quarter)
+lat_iters=${LAT_ITERS:-2000}  # ping-pongs at 8 B (chorus and ucx_perftest)
+fi_lat_iters=${FI_LAT_ITERS:-50000}  # fi_pingpong's at 8 B and at 1 MiB (see above)
+fi_bw_iters=${FI_BW_ITERS:-2000}
 bw_iters=${BW_ITERS:-20}      # a stream of BW_ITERS x WINDOW messages per size (both tools)
 window=${WINDOW:-16}
 # ucx: rounds of chorus-bench and ucx_perftest alternating; each figure is the median over them
@@ -184,7 +190,7 @@ fi
 
 # ---- ofi ----------------------------------------------------------------------------------------
 echo
-echo "== ofi: fi_pingpong -e rdm beside chorus-bench --transports $ofi_name"
+echo "== ofi: fi_pingpong -e rdm -m tagged beside chorus-bench --transports $ofi_name"
 if ! command -v fi_pingpong >/dev/null; then
   echo "   skipped: fi_pingpong is not installed (libfabric-bin)"
 elif ! have_transport "$ofi_name"; then
@@ -197,16 +203,27 @@ else
       echo "   FI_PROVIDER=$provider: chorus-bench --transports $ofi_name failed (see above)"
       continue
     fi
+    # chorus's 1 MiB ping-pong beside fi_pingpong's: 500 after 20 warm-ups (chorus_run's bandwidth
+    # run does only its few, which swing a lot).
+    if ! FI_PROVIDER=$provider CHORUS_OFI_ALLOW_SHM=1 timeout -k 5 120 "$bin/chorus-bench" -n 2 \
+      --transports "$ofi_name" -b 1M -e 1M -w 20 -i 500 --timeout 60 --csv "$log.pingpong.csv" \
+      >/dev/null; then
+      echo "   FI_PROVIDER=$provider: chorus-bench --transports $ofi_name at 1 MiB failed (see above)"
+      continue
+    fi
     for size in 8 1048576; do
-      iters=$((lat_iters / 4))
-      [ "$size" -gt 8 ] && iters=$((bw_iters * 5))
+      iters=$fi_lat_iters
+      [ "$size" -gt 8 ] && iters=$fi_bw_iters
       native_us=failed native_mb=failed
-      if native_pair "$log.fi_pingpong_$size" fi_pingpong -e rdm -p "$provider" -B PORT -I "$iters" \
-        -S "$size" -- fi_pingpong -e rdm -p "$provider" -P PORT -I "$iters" -S "$size" 127.0.0.1; then
+      if native_pair "$log.fi_pingpong_$size" fi_pingpong -e rdm -m tagged -p "$provider" -B PORT \
+        -I "$iters" -S "$size" -- fi_pingpong -e rdm -m tagged -p "$provider" -P PORT -I "$iters" \
+        -S "$size" 127.0.0.1; then
         read -r native_mb native_us < <(awk 'NF == 8 && $1 ~ /^[0-9]/ { v = $6 " " $7 } END { print v }' \
           "$log.fi_pingpong_$size")
       fi
-      chorus_lat=$(chorus_figure "$log.csv" "$size" latency_mean_us)
+      pingpong_csv=$log.csv
+      [ "$size" -gt 8 ] && pingpong_csv=$log.pingpong.csv
+      chorus_lat=$(chorus_figure "$pingpong_csv" "$size" latency_mean_us)
       chorus_pingpong_mb=$(awk -v b="$size" -v l="$chorus_lat" 'BEGIN { if (l > 0) printf "%.2f", b / l }')
       row "$provider" "$size" "$native_us" "$chorus_lat" "$native_mb" "$chorus_pingpong_mb"
     done

@@ -751,7 +751,7 @@ chorus_status Endpoint::Wait(chorus_request& request, int64_t timeout_ms) {
   const auto deadline = Clock::now() + std::chrono::milliseconds(std::max<int64_t>(0, timeout_ms));
   // A message arrives within microseconds: read it here rather than sleep until the progress
   // thread hands it over (over tcp;ofi_rxm on 2 cpus a ping-pong of 8 bytes took 45-55 us that
-  // way, 7.5-9 us this way; fi_pingpong 13 us). Not above kSpinMaxBytes.
+  // way, 7.5-9 us this way; fi_pingpong 6-8 us). Not above kSpinMaxBytes.
   if (spin_us_ > 0 && timeout_ms != 0 && !oversubscribed_ &&
       request.bytes <= chorus::ofi::kSpinMaxBytes) {
     SpinOn(request, timeout_ms < 0 ? Clock::time_point::max() : deadline);

@@ -1,5 +1,7 @@
 // The builtin plugin's request with a CallerProgress: a wait polls on the caller's thread for the
-// spin, then sleeps until Complete; a detached progress is never run again; time-outs hold.
+// spin (longer while the polls move data), then sleeps until Complete; the progress thread is told
+// to stand back while a wait spins and for the hand-over after, and woken when a wait sleeps; a
+// detached progress is never run again; time-outs hold.
 #include "builtin/core_request.h"
 
 #include <gtest/gtest.h>
@@ -22,6 +24,7 @@ TEST(CoreRequest, AWaitCompletesThroughTheCallersOwnPolls) {
   auto progress = std::make_shared<CallerProgress>(
       [&] {
         if (++polls == 3) request->Complete(CHORUS_OK);
+        return false;
       },
       std::chrono::seconds(10));  // a spin far longer than the test: only the polls can end it
   request = std::make_shared<CoreRequest>(progress);
@@ -33,7 +36,12 @@ TEST(CoreRequest, AWaitCompletesThroughTheCallersOwnPolls) {
 
 TEST(CoreRequest, AfterTheSpinAWaitSleepsUntilComplete) {
   std::atomic<int> polls{0};
-  auto progress = std::make_shared<CallerProgress>([&] { ++polls; }, microseconds(50));
+  auto progress = std::make_shared<CallerProgress>(
+      [&] {
+        ++polls;
+        return false;
+      },
+      microseconds(50));
   auto request = std::make_shared<CoreRequest>(progress);
   std::thread finisher([&] {
     std::this_thread::sleep_for(milliseconds(30));
@@ -49,7 +57,12 @@ TEST(CoreRequest, AfterTheSpinAWaitSleepsUntilComplete) {
 
 TEST(CoreRequest, ATimeOutHoldsWithASpinLongerThanIt) {
   std::atomic<int> polls{0};
-  auto progress = std::make_shared<CallerProgress>([&] { ++polls; }, std::chrono::seconds(10));
+  auto progress = std::make_shared<CallerProgress>(
+      [&] {
+        ++polls;
+        return false;
+      },
+      std::chrono::seconds(10));
   CoreRequest request(progress);
   std::string message;
   const auto start = std::chrono::steady_clock::now();
@@ -62,7 +75,12 @@ TEST(CoreRequest, ATimeOutHoldsWithASpinLongerThanIt) {
 
 TEST(CoreRequest, AZeroTimeOutDoesNotPoll) {
   std::atomic<int> polls{0};
-  auto progress = std::make_shared<CallerProgress>([&] { ++polls; }, microseconds(50));
+  auto progress = std::make_shared<CallerProgress>(
+      [&] {
+        ++polls;
+        return false;
+      },
+      microseconds(50));
   CoreRequest request(progress);
   std::string message;
   EXPECT_EQ(request.Wait(0, &message), CHORUS_TIMEOUT);
@@ -72,7 +90,12 @@ TEST(CoreRequest, AZeroTimeOutDoesNotPoll) {
 
 TEST(CoreRequest, ADetachedProgressIsNeverPolledAgain) {
   std::atomic<int> polls{0};
-  auto progress = std::make_shared<CallerProgress>([&] { ++polls; }, microseconds(50));
+  auto progress = std::make_shared<CallerProgress>(
+      [&] {
+        ++polls;
+        return false;
+      },
+      microseconds(50));
   EXPECT_TRUE(progress->PollOnce());
   EXPECT_EQ(polls.load(), 1);
   progress->Detach();
@@ -90,6 +113,7 @@ TEST(CoreRequest, DetachWaitsForAPollInFlight) {
         in_poll = true;
         std::this_thread::sleep_for(milliseconds(50));
         poll_ended = true;
+        return false;
       },
       microseconds(50));
   std::thread poller([&] { progress->PollOnce(); });
@@ -97,6 +121,83 @@ TEST(CoreRequest, DetachWaitsForAPollInFlight) {
   progress->Detach();
   EXPECT_TRUE(poll_ended.load());  // the endpoint may go away once Detach returned
   poller.join();
+}
+
+// Every poll takes 100 us and moves data, against a spin of 200 us: the spin lasts until the 10th
+// poll completes the request (had it ended 200 us after the start, nothing would complete it).
+TEST(CoreRequest, TheSpinLastsWhileThePollsMoveData) {
+  std::atomic<int> polls{0};
+  std::shared_ptr<CoreRequest> request;
+  auto progress = std::make_shared<CallerProgress>(
+      [&] {
+        std::this_thread::sleep_for(microseconds(100));
+        if (++polls == 10) request->Complete(CHORUS_OK);
+        return true;
+      },
+      microseconds(200));
+  request = std::make_shared<CoreRequest>(progress);
+  std::string message;
+  EXPECT_EQ(request->Wait(10000, &message), CHORUS_OK);
+  EXPECT_EQ(polls.load(), 10);
+  progress->Detach();
+}
+
+TEST(CoreRequest, TheProgressThreadStandsBackWhileAWaitSpinsAndForTheHandOver) {
+  std::atomic<int> wakes{0};
+  std::atomic<bool> stood_back_in_poll{false};
+  std::shared_ptr<CallerProgress> progress;
+  std::shared_ptr<CoreRequest> request;
+  progress = std::make_shared<CallerProgress>(
+      [&] {
+        stood_back_in_poll = progress->ProgressThreadStandsBack();
+        request->Complete(CHORUS_OK);
+        return true;
+      },
+      microseconds(50), [&] { ++wakes; });
+  EXPECT_FALSE(progress->ProgressThreadStandsBack());
+  request = std::make_shared<CoreRequest>(progress);
+  std::string message;
+  const auto got = std::chrono::steady_clock::now();
+  EXPECT_EQ(request->Wait(10000, &message), CHORUS_OK);
+  EXPECT_TRUE(stood_back_in_poll.load());
+  const bool standing_back = progress->ProgressThreadStandsBack();
+  if (std::chrono::steady_clock::now() - got < CallerProgress::kHandOver / 2) {
+    EXPECT_TRUE(standing_back);  // a loop's next wait is about to spin again
+  }
+  std::this_thread::sleep_for(CallerProgress::kHandOver * 5);
+  EXPECT_FALSE(progress->ProgressThreadStandsBack());
+  EXPECT_EQ(wakes.load(), 0);  // the spin got its request: nobody sleeps
+  progress->Detach();
+}
+
+// A spin that ends without its request, and a wait of a request that does not spin after a spin
+// that got its own, both wake the progress thread and end its standing back at once.
+TEST(CoreRequest, AWaitThatSleepsHandsTheSocketsBack) {
+  std::atomic<int> wakes{0};
+  std::shared_ptr<CoreRequest> quick;
+  auto progress = std::make_shared<CallerProgress>(
+      [&] {
+        if (quick != nullptr) quick->Complete(CHORUS_OK);
+        return false;
+      },
+      microseconds(50), [&] { ++wakes; });
+  std::string message;
+  CoreRequest silent(progress);
+  EXPECT_EQ(silent.Wait(20, &message), CHORUS_TIMEOUT);
+  EXPECT_EQ(wakes.load(), 1);
+  EXPECT_FALSE(progress->ProgressThreadStandsBack());
+
+  quick = std::make_shared<CoreRequest>(progress);
+  EXPECT_EQ(quick->Wait(10000, &message), CHORUS_OK);
+  quick = nullptr;
+  CoreRequest large(progress, /*spin=*/false);
+  EXPECT_EQ(large.Wait(20, &message), CHORUS_TIMEOUT);
+  EXPECT_EQ(wakes.load(), 2);
+  EXPECT_FALSE(progress->ProgressThreadStandsBack());
+  progress->Detach();
+  CoreRequest after(progress);
+  EXPECT_EQ(after.Wait(5, &message), CHORUS_TIMEOUT);  // detached: no wake reaches the owner
+  EXPECT_EQ(wakes.load(), 2);
 }
 
 TEST(CoreRequest, WithoutProgressAWaitJustSleeps) {

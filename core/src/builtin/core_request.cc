@@ -28,18 +28,57 @@ CoreRequest& RequireRequest(chorus_request* request, const char* what) {
 // Beyond this a time-out counts as "no limit" (and would overflow the clock's nanoseconds).
 constexpr int64_t kForeverMs = int64_t{1} << 40;
 
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
-bool CallerProgress::PollOnce() {
+bool CallerProgress::PollOnce(bool* moved) {
   std::shared_lock<std::shared_mutex> lock(mutex_);
   if (!poll_) return false;
-  poll_();
+  const bool did = poll_();
+  if (moved != nullptr) *moved = did;
   return true;
 }
 
 void CallerProgress::Detach() {
   std::unique_lock<std::shared_mutex> lock(mutex_);
   poll_ = nullptr;
+  wake_ = nullptr;
+}
+
+void CallerProgress::BeginSpin() { spinning_.fetch_add(1); }
+
+void CallerProgress::EndSpin(bool got_request) {
+  const bool last = spinning_.fetch_sub(1) == 1;
+  if (got_request) {
+    spin_got_ns_.store(NowNs(), std::memory_order_relaxed);
+  } else if (last) {
+    // The wait sleeps now: the progress thread takes the sockets at once.
+    spin_got_ns_.store(0, std::memory_order_relaxed);
+    WakeOwner();
+  }
+}
+
+void CallerProgress::WaitSleeps() {
+  if (spin_got_ns_.exchange(0, std::memory_order_relaxed) != 0 &&
+      spinning_.load(std::memory_order_relaxed) == 0) {
+    WakeOwner();
+  }
+}
+
+bool CallerProgress::ProgressThreadStandsBack() const {
+  if (spinning_.load(std::memory_order_relaxed) > 0) return true;
+  const int64_t got = spin_got_ns_.load(std::memory_order_relaxed);
+  return got != 0 && NowNs() - got < std::chrono::nanoseconds(kHandOver).count();
+}
+
+void CallerProgress::WakeOwner() {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  if (wake_) wake_();
 }
 
 void CoreRequest::Complete(chorus_status status, std::string message) {
@@ -65,14 +104,27 @@ bool CoreRequest::Test(chorus_status* status, std::string* message) const {
 chorus_status CoreRequest::Wait(int64_t timeout_ms, std::string* message) const {
   const bool forever = timeout_ms < 0 || timeout_ms >= kForeverMs;
   const auto start = std::chrono::steady_clock::now();
-  if (progress_ != nullptr && progress_->spin().count() > 0 && timeout_ms != 0) {
-    const auto spin_until =
-        start + (forever ? progress_->spin()
-                         : std::min<std::chrono::microseconds>(
-                               progress_->spin(), std::chrono::milliseconds(timeout_ms)));
-    while (!done_flag_.load(std::memory_order_acquire) && progress_->PollOnce() &&
-           std::chrono::steady_clock::now() < spin_until) {
+  if (progress_ != nullptr && spin_ && progress_->spin().count() > 0 && timeout_ms != 0) {
+    // The spin lasts while the polls move data: it ends spin() after the last one that did (a
+    // message streaming in keeps the wait on the core, a silent peer does not), and at the
+    // time-out.
+    const auto limit = forever ? std::chrono::steady_clock::time_point::max()
+                               : start + std::chrono::milliseconds(timeout_ms);
+    auto spin_until = std::min(start + progress_->spin(), limit);
+    progress_->BeginSpin();
+    bool moved = false;
+    while (!done_flag_.load(std::memory_order_acquire) && progress_->PollOnce(&moved)) {
+      const auto now = std::chrono::steady_clock::now();
+      if (moved) {
+        spin_until = std::min(now + progress_->spin(), limit);
+      } else if (now >= spin_until) {
+        break;
+      }
     }
+    progress_->EndSpin(done_flag_.load(std::memory_order_acquire));
+  } else if (progress_ != nullptr && timeout_ms != 0 &&
+             !done_flag_.load(std::memory_order_acquire)) {
+    progress_->WaitSleeps();
   }
   std::unique_lock<std::mutex> lock(mutex_);
   if (forever) {

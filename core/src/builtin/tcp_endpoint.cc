@@ -316,7 +316,8 @@ std::unique_ptr<TcpEndpoint> TcpEndpoint::Create(int rank, int size, const choru
   self->Connect(store, timeout_ms, options);
   if (size > 1 && !self->Oversubscribed()) {
     self->caller_progress_ = std::make_shared<CallerProgress>(
-        [endpoint = self.get()] { endpoint->PollFromCaller(); }, kCallerSpin);
+        [endpoint = self.get()] { return endpoint->PollFromCaller(); }, kCallerSpin,
+        [endpoint = self.get()] { endpoint->WakeProgressThread(); });
   }
   self->progress_ = std::thread([endpoint = self.get()] { endpoint->ProgressLoop(); });
   return self;
@@ -539,8 +540,7 @@ std::shared_ptr<CoreRequest> TcpEndpoint::Send(int peer, uint64_t tag, const voi
     Fail(CHORUS_INVALID_ARGUMENT, "tcp isend: peer ", peer, " is not a rank of ", size_);
   }
   if (data == nullptr && bytes > 0) Fail(CHORUS_INVALID_ARGUMENT, "tcp isend: data is NULL");
-  auto request =
-      std::make_shared<CoreRequest>(bytes <= kCallerSpinMaxBytes ? caller_progress_ : nullptr);
+  auto request = std::make_shared<CoreRequest>(caller_progress_, bytes <= kCallerSpinMaxBytes);
   const auto* payload = static_cast<const uint8_t*>(data);
   bool wake = false;
   {
@@ -571,8 +571,7 @@ std::shared_ptr<CoreRequest> TcpEndpoint::Recv(int peer, uint64_t tag, void* dat
     Fail(CHORUS_INVALID_ARGUMENT, "tcp irecv: peer ", peer, " is not a rank of ", size_);
   }
   if (data == nullptr && bytes > 0) Fail(CHORUS_INVALID_ARGUMENT, "tcp irecv: data is NULL");
-  auto request =
-      std::make_shared<CoreRequest>(bytes <= kCallerSpinMaxBytes ? caller_progress_ : nullptr);
+  auto request = std::make_shared<CoreRequest>(caller_progress_, bytes <= kCallerSpinMaxBytes);
   auto* out = static_cast<uint8_t*>(data);
   std::lock_guard<std::mutex> lock(mutex_);
   if (failed_) Fail(failure_status_, failure_message_);
@@ -639,30 +638,41 @@ bool TcpEndpoint::ProgressOnce() {
     owners.push_back(-1);
     AddPeerFdsLocked(fds, owners);
   }
-  const int ready = ::poll(fds.data(), fds.size(), kPollMs);
+  const bool stands_back = StandsBack();
+  // Standing back, it sleeps on the wake-up fd alone, for up to the hand-over: a caller that
+  // stops spinning without its message wakes it.
+  const int ready =
+      ::poll(fds.data(), stands_back ? 1 : fds.size(),
+             stands_back ? static_cast<int>(CallerProgress::kHandOver.count()) : kPollMs);
   if (ready < 0) {
     if (errno == EINTR) return true;
     throw std::system_error(errno, std::generic_category(), "poll");
   }
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (failed_) return false;
   if (fds[0].revents != 0) {
     uint64_t count = 0;
     (void)!::read(wake_fd_, &count, sizeof count);
   }
+  // A caller that began to spin while this thread slept in poll() serves the sockets itself.
+  if (stands_back || StandsBack()) return true;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (failed_) return false;
   ServeReadyLocked(fds, owners, 1);
   return !failed_;
 }
 
-void TcpEndpoint::PollFromCaller() {
+bool TcpEndpoint::PollFromCaller() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (failed_) return;
+  if (failed_) return false;
   caller_fds_.clear();
   caller_owners_.clear();
   AddPeerFdsLocked(caller_fds_, caller_owners_);
-  if (::poll(caller_fds_.data(), caller_fds_.size(), 0) > 0) {
-    ServeReadyLocked(caller_fds_, caller_owners_, 0);
-  }
+  if (::poll(caller_fds_.data(), caller_fds_.size(), 0) <= 0) return false;
+  ServeReadyLocked(caller_fds_, caller_owners_, 0);
+  return true;
+}
+
+bool TcpEndpoint::StandsBack() const {
+  return caller_progress_ != nullptr && caller_progress_->ProgressThreadStandsBack();
 }
 
 void TcpEndpoint::AddPeerFdsLocked(std::vector<pollfd>& fds, std::vector<int>& owners) const {

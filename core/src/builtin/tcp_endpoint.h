@@ -6,10 +6,12 @@
 // of a 16-byte header {tag, bytes} (little-endian u64s) followed by `bytes` of payload.
 //
 // Progress: one thread per endpoint runs poll() over every peer's socket and a wake-up eventfd.
-// A caller waiting on a message of up to 64 KiB first spins for up to 50 us, polling the sockets
-// itself (PollFromCaller), so that a message that comes soon completes without two thread hops;
-// it does not when this host runs more of the job's ranks than this process has cpus (a
-// spinning rank would keep a core from the rank it waits for).
+// A caller waiting on a message of up to 64 KiB first spins, polling the sockets itself
+// (PollFromCaller) until 50 us after the last poll that moved data, so that a message that comes
+// soon completes without two thread hops; meanwhile, and for 1 ms after a spin got its message,
+// the progress thread stands back (CallerProgress::ProgressThreadStandsBack). A caller does not
+// spin when this host runs more of the job's ranks than this process has cpus (a spinning rank
+// would keep a core from the rank it waits for).
 // One thread rather than one per peer because the ring algorithm keeps only two peers busy at a
 // time, a single thread needs no ordering between threads that share a socket, and abort or
 // shutdown has one thread to stop. Sends start on the caller's thread (a non-blocking write) and
@@ -98,8 +100,10 @@ class TcpEndpoint {
   void ProgressLoop();
   bool ProgressOnce();  // false when the loop should end
   // A waiting caller's look at the sockets: poll() without waiting, then read and write what is
-  // ready, as the progress thread does.
-  void PollFromCaller();
+  // ready, as the progress thread does; whether any socket was ready.
+  bool PollFromCaller();
+  // Whether the progress thread leaves the sockets to a spinning caller now.
+  bool StandsBack() const;
   // Ranks of this job on this host (this one, and every peer whose connection has the same
   // address at both ends) against the cpus this process may run on.
   bool Oversubscribed() const;

@@ -757,6 +757,12 @@ chorus_status Endpoint::Wait(chorus_request& request, int64_t timeout_ms) {
     SpinOn(request, timeout_ms < 0 ? Clock::time_point::max() : deadline);
   }
   std::unique_lock<std::mutex> lock(mutex_);
+  if (!request.done && caller_read_ns_.load(std::memory_order_relaxed) != 0) {
+    // A wait that did not spin (a large message) sleeps now: the progress thread must not stand
+    // back for the rest of kHandOver after an earlier wait's spin.
+    caller_read_ns_.store(0, std::memory_order_relaxed);
+    progress_idle_.notify_all();
+  }
   while (!request.done) {
     if (timeout_ms >= 0 && Clock::now() >= deadline) {
       return chorus::sdk::SetError(

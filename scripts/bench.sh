@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The backend comparison of the README, in one run (after scripts/run.sh has built):
 #  1. 2 worker processes under mpirun, f32 sum all-reduce from 4 KiB to 64 MiB, every collective
-#     (shm, mpi, gloo ring_chunked, ring_grpc, core_ring), alternating backends per size and repeat;
+#     (shm, mpi, gloo (its default algorithm), ring_grpc, core_ring), alternating backends per size and repeat;
 #     then shm and mpi alone: in a run with Gloo, Gloo's device threads spin in epoll_wait
 #     (perf) and on 2 cores slow whatever runs next in the process;
 #  2. 4 worker processes playing 2 hosts of 2 (--hosts 2): the hierarchical collectives

@@ -62,7 +62,7 @@ class GlooCommunicator {
   int rank_ = 0;
   int size_ = 1;
   int64_t timeout_ms_ = 0;
-  Algorithm algorithm_ = Algorithm::kRingChunked;
+  Algorithm algorithm_ = Algorithm::kRing;
   GlooContext context_;  // set once in the constructor, then only read
 
   std::atomic<bool> aborted_{false};

@@ -18,7 +18,7 @@ Algorithm ParseAlgorithm(std::string_view value) {
   if (value == "ring_chunked") return Algorithm::kRingChunked;
   if (value == "bcube") return Algorithm::kBcube;
   Fail(CHORUS_INVALID_ARGUMENT, "gloo: option algorithm=", value,
-       " is not an algorithm of this plugin; use ring, ring_chunked (the default) or bcube");
+       " is not an algorithm of this plugin; use ring (the default), ring_chunked or bcube");
 }
 
 void CheckTransport(std::string_view value) {

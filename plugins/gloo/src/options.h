@@ -19,7 +19,10 @@ enum class Algorithm {
 const char* AlgorithmName(Algorithm algorithm);
 
 struct CommunicatorOptions {
-  Algorithm algorithm = Algorithm::kRingChunked;
+  // ring, as torch.distributed's Gloo backend runs all-reduce: ring_chunked (a class built per
+  // call, registering its buffers with every peer) stalled 48 ms at 16 KiB and was slower at
+  // every size (plugins/gloo/README.md, "Why ring is the default").
+  Algorithm algorithm = Algorithm::kRing;
   // Where this rank listens (gloo::transport::tcp::attr): an address or host name to bind, or a
   // network interface whose address to use. One of them; 127.0.0.1 when neither is given.
   std::string hostname;

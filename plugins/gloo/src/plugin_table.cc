@@ -94,9 +94,9 @@ void Abort(chorus_communicator* comm) {
   if (comm != nullptr) comm->impl.Abort();
 }
 
-// Gloo's ring_chunked pays 0.3-4 ms per call and lost to the core's ring at every size on
-// loopback (README, Benchmarks): AUTO keeps it below the reference, CHORUS_COMMUNICATION=gloo
-// chooses it. RING means tf.distribute's ring over gRPC, which it is not.
+// Gloo (ring_chunked, then ring) lost to the core's ring at every size on loopback (README,
+// Benchmarks; plugins/gloo/README.md): AUTO keeps it below the reference,
+// CHORUS_COMMUNICATION=gloo chooses it. RING means tf.distribute's ring over gRPC, which it is not.
 uint32_t Score(const chorus_score_args* args) {
   return args->request == CHORUS_REQUEST_AUTO ? 3 : 0;
 }

@@ -125,7 +125,7 @@ TEST_P(GlooCollectives, AllGather) {
   }
 }
 
-// Through the default algorithm, ring_chunked (reduce_scatter is an all-reduce here).
+// Through the default algorithm, ring (reduce_scatter is an all-reduce here).
 TEST_P(GlooCollectives, ReduceScatter) {
   const auto group = Group(size());
   ASSERT_EQ(group->CreateError(), "");

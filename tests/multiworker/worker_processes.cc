@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -19,6 +21,28 @@
 extern char** environ;
 
 namespace chorus::test {
+namespace {
+
+// chorus-launch's choice of ports, never one this test process handed out before. Jobs started at
+// once from several threads (WorkerFault runs four) pick their ports independently, and a port
+// that one pick has just released may be another's: once a leader found its store port taken by
+// another job's worker ("port ... is in use by another program").
+std::vector<int> PickPortsNotHandedOut(int count) {
+  static std::mutex mutex;
+  static std::set<int> handed_out;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::vector<int> ports;
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    ports = launch::PickFreePorts(count);
+    if (std::none_of(ports.begin(), ports.end(), [](int port) { return handed_out.count(port); })) {
+      break;
+    }
+  }
+  handed_out.insert(ports.begin(), ports.end());
+  return ports;
+}
+
+}  // namespace
 
 WorkerProcesses::WorkerProcesses(int count, const std::string& program,
                                  const std::vector<std::string>& args,
@@ -30,7 +54,7 @@ WorkerProcesses::WorkerProcesses(int count, const std::string& program,
   std::string cluster;
   // chorus-launch's choice: below the ephemeral range, where no program's bind(0) or connect()
   // takes a port between this choice and the worker's bind.
-  const std::vector<int> free_ports = launch::PickFreePorts(count);
+  const std::vector<int> free_ports = PickPortsNotHandedOut(count);
   for (int i = 0; i < count; ++i) {
     ports_.push_back(i == 0 && leader_port != 0 ? leader_port : free_ports[static_cast<size_t>(i)]);
     cluster += (i ? ",\"" : "\"") + host + ":" + std::to_string(ports_.back()) + "\"";

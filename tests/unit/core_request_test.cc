@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -17,6 +18,14 @@ namespace {
 
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
+
+// A poll that only counts its calls and says it moved nothing.
+std::function<bool()> CountPolls(std::atomic<int>& polls) {
+  return [&polls] {
+    ++polls;
+    return false;
+  };
+}
 
 TEST(CoreRequest, AWaitCompletesThroughTheCallersOwnPolls) {
   std::atomic<int> polls{0};
@@ -36,12 +45,7 @@ TEST(CoreRequest, AWaitCompletesThroughTheCallersOwnPolls) {
 
 TEST(CoreRequest, AfterTheSpinAWaitSleepsUntilComplete) {
   std::atomic<int> polls{0};
-  auto progress = std::make_shared<CallerProgress>(
-      [&] {
-        ++polls;
-        return false;
-      },
-      microseconds(50));
+  auto progress = std::make_shared<CallerProgress>(CountPolls(polls), microseconds(50));
   auto request = std::make_shared<CoreRequest>(progress);
   std::thread finisher([&] {
     std::this_thread::sleep_for(milliseconds(30));
@@ -57,12 +61,7 @@ TEST(CoreRequest, AfterTheSpinAWaitSleepsUntilComplete) {
 
 TEST(CoreRequest, ATimeOutHoldsWithASpinLongerThanIt) {
   std::atomic<int> polls{0};
-  auto progress = std::make_shared<CallerProgress>(
-      [&] {
-        ++polls;
-        return false;
-      },
-      std::chrono::seconds(10));
+  auto progress = std::make_shared<CallerProgress>(CountPolls(polls), std::chrono::seconds(10));
   CoreRequest request(progress);
   std::string message;
   const auto start = std::chrono::steady_clock::now();
@@ -75,12 +74,7 @@ TEST(CoreRequest, ATimeOutHoldsWithASpinLongerThanIt) {
 
 TEST(CoreRequest, AZeroTimeOutDoesNotPoll) {
   std::atomic<int> polls{0};
-  auto progress = std::make_shared<CallerProgress>(
-      [&] {
-        ++polls;
-        return false;
-      },
-      microseconds(50));
+  auto progress = std::make_shared<CallerProgress>(CountPolls(polls), microseconds(50));
   CoreRequest request(progress);
   std::string message;
   EXPECT_EQ(request.Wait(0, &message), CHORUS_TIMEOUT);
@@ -90,12 +84,7 @@ TEST(CoreRequest, AZeroTimeOutDoesNotPoll) {
 
 TEST(CoreRequest, ADetachedProgressIsNeverPolledAgain) {
   std::atomic<int> polls{0};
-  auto progress = std::make_shared<CallerProgress>(
-      [&] {
-        ++polls;
-        return false;
-      },
-      microseconds(50));
+  auto progress = std::make_shared<CallerProgress>(CountPolls(polls), microseconds(50));
   EXPECT_TRUE(progress->PollOnce());
   EXPECT_EQ(polls.load(), 1);
   progress->Detach();

@@ -2,7 +2,6 @@
 
 #include <chorus/base/error.h>
 #include <poll.h>
-#include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -10,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chorus/host_cpus.hpp>
 #include <chorus/plugin_sdk.hpp>
 #include <cstring>
 #include <system_error>
@@ -92,10 +92,11 @@ constexpr size_t kIoBudget = 16 * 1024 * 1024;
 constexpr size_t kCallerWriteBudget = 1;
 // How often the progress thread looks at the host's abort flag while idle.
 constexpr int kPollMs = 50;
-// How long a wait polls the sockets itself before it sleeps (as the ucx and shm plugins spin),
-// and the largest message whose wait does: a larger one takes longer than the spin anyway, and
-// with the caller and the progress thread of both processes moving data at once, 2 processes on
-// 2 cores streamed 1 MiB messages at a third of the bandwidth (16 KiB and 32 KiB: the same).
+// How long a wait polls the sockets itself after its last poll that moved data before it sleeps
+// (as the ucx and shm plugins spin), and the largest message whose wait does: with waits spinning
+// on large messages, 2 processes on 2 cores streamed 1 MiB messages at a third of the bandwidth;
+// with the progress thread standing back, a cap of 4 MiB still cut streaming bandwidth at 256 KiB
+// to 2 MiB (while it halved ping-pong latency there).
 constexpr std::chrono::microseconds kCallerSpin{50};
 constexpr size_t kCallerSpinMaxBytes = 64 * 1024;
 
@@ -708,9 +709,7 @@ bool TcpEndpoint::Oversubscribed() const {
       ++here;
     }
   }
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  return sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) < here;
+  return sdk::MoreRanksThanCpus(here);
 }
 
 void TcpEndpoint::WriteLocked(int peer, size_t budget) {

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chorus/host_cpus.hpp>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -320,9 +321,7 @@ void Endpoint::Rendezvous(const std::string& host_id) {
   const auto here = std::count_if(peers_.begin(), peers_.end(), [&](const Peer& peer) {
     return boot(peer.card.liveness_domain) == boot(mine.liveness_domain);
   });
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  oversubscribed_ = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) < here;
+  oversubscribed_ = chorus::sdk::MoreRanksThanCpus(here);
 }
 
 std::string Endpoint::PeerName(int peer) const {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chorus/host_cpus.hpp>
 #include <chorus/plugin_sdk.hpp>
 #include <cstdlib>
 #include <cstring>
@@ -241,9 +242,7 @@ ShmCommunicator::ShmCommunicator(const chorus_communicator_create_args& args)
       Fail(CHORUS_INVALID_ARGUMENT, "shm: unknown option '", key, "'; the option is chunk_bytes");
     }
   }
-  cpu_set_t cpus;
-  const bool oversubscribed =
-      ::sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) < args.size;
+  const bool oversubscribed = sdk::MoreRanksThanCpus(args.size);
   spin_for_ = oversubscribed ? Clock::duration(kSpinForOversubscribed) : Clock::duration(kSpinFor);
   const uint64_t chunk =
       sdk::IntegerOption(args.options, args.num_options, "chunk_bytes", kDefaultChunkBytes);

@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <chorus/host_cpus.hpp>
 #include <functional>
 #include <set>
 #include <thread>
@@ -139,13 +140,10 @@ void Endpoint::Connect(int64_t timeout_ms) {
     peer.same_host = record.process.host == mine.process.host;
     ConnectPeer(peer, record);
   }
-  // More ranks on this host than cpus this process may run on: a wait that spins or yields keeps
-  // a core a peer needs (sched_yield hands it over only sometimes), so waits sleep at once.
+  // More ranks on this host than cpus this process may run on: waits sleep at once.
   const auto here =
       std::count_if(peers_.begin(), peers_.end(), [](const Peer& peer) { return peer.same_host; });
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  oversubscribed_ = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) < here;
+  oversubscribed_ = sdk::MoreRanksThanCpus(here);
   Handshake(deadline);
 }
 

@@ -16,6 +16,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "message_pieces.h"
+
 using chorus::sdk::Fail;
 
 namespace chorus::ofi {
@@ -128,7 +130,7 @@ int64_t MillisecondsLeft(std::chrono::steady_clock::time_point deadline) {
 }  // namespace
 
 EndpointOptions ParseOptions(const chorus_transport_create_args& args) {
-  static const char* const kKnown[] = {"provider",         "address", "chunk_bytes",
+  static const char* const kKnown[] = {"provider",         "address", "chunk_bytes", "eager_bytes",
                                        "directed_receive", "spin_us", "yield_us"};
   for (size_t i = 0; args.options != nullptr && i < args.num_options; ++i) {
     const char* key = args.options[i].key;
@@ -136,7 +138,8 @@ EndpointOptions ParseOptions(const chorus_transport_create_args& args) {
         std::none_of(std::begin(kKnown), std::end(kKnown),
                      [&](const char* known) { return std::strcmp(known, key) == 0; })) {
       Fail(CHORUS_INVALID_ARGUMENT, "ofi: unknown option '", key == nullptr ? "(null)" : key,
-           "' (known: provider, address, chunk_bytes, directed_receive, spin_us, yield_us)");
+           "' (known: provider, address, chunk_bytes, eager_bytes, directed_receive, spin_us, "
+           "yield_us)");
     }
   }
   EndpointOptions options;
@@ -166,6 +169,10 @@ EndpointOptions ParseOptions(const chorus_transport_create_args& args) {
          "ofi: option chunk_bytes=0; give a positive number of bytes "
          "(or leave it out for the provider's max_msg_size)");
   }
+  if (auto eager = sdk::FindOption(args.options, args.num_options, "eager_bytes");
+      eager && *eager != "auto") {
+    options.eager_bytes = sdk::IntegerOption(args.options, args.num_options, "eager_bytes", 0);
+  }
   if (auto directed = sdk::FindOption(args.options, args.num_options, "directed_receive")) {
     if (*directed != "auto" && *directed != "off") {
       Fail(CHORUS_INVALID_ARGUMENT, "ofi: option directed_receive='", *directed,
@@ -184,7 +191,7 @@ EndpointOptions ParseOptions(const chorus_transport_create_args& args) {
 std::string PeerCard::Encode() const {
   std::ostringstream out;
   out << "pid=" << pid << "\nliveness=" << liveness_domain << "\nhost=" << host_id
-      << "\nprovider=" << provider << "\naddress=" << Hex(address) << "\n";
+      << "\nprovider=" << provider << "\npieces=" << pieces << "\naddress=" << Hex(address) << "\n";
   return out.str();
 }
 
@@ -201,6 +208,7 @@ PeerCard PeerCard::Decode(const std::string& text, int rank) {
     if (key == "liveness") card.liveness_domain = value;
     if (key == "host") card.host_id = value;
     if (key == "provider") card.provider = value;
+    if (key == "pieces") card.pieces = value;
     if (key == "address") {
       card.address = Unhex(value);
       has_address = true;
@@ -244,6 +252,8 @@ void Endpoint::OpenFabric(const chorus::ofi::EndpointOptions& options) {
   const size_t max_message = info_->ep_attr->max_msg_size;
   chunk_bytes_ =
       options.chunk_bytes == 0 ? max_message : std::min<size_t>(max_message, options.chunk_bytes);
+  eager_bytes_ = options.eager_bytes ? static_cast<size_t>(*options.eager_bytes)
+                                     : chorus::ofi::RxmEagerLimit(*info_);
   wakeup_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wakeup_fd_ < 0) Fail(CHORUS_INTERNAL, "ofi: eventfd failed: ", std::strerror(errno));
   chorus::ofi::Check(fi_fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric");
@@ -285,6 +295,7 @@ void Endpoint::Rendezvous(const std::string& host_id) {
   mine.liveness_domain = chorus::ofi::LivenessDomain();
   mine.host_id = host_id;
   mine.provider = info_->fabric_attr->prov_name;
+  mine.pieces = std::to_string(chunk_bytes_) + "/" + std::to_string(eager_bytes_);
   std::string name(256, '\0');
   size_t length = name.size();
   int code = fi_getname(&ep_->fid, name.data(), &length);
@@ -308,6 +319,13 @@ void Endpoint::Rendezvous(const std::string& host_id) {
       Fail(CHORUS_INVALID_ARGUMENT, "ofi: rank ", r, " uses provider ", peer.card.provider,
            ", rank ", rank_, " uses ", mine.provider,
            "; give every rank the same option provider (or FI_PROVIDER)");
+    }
+    if (peer.card.pieces != mine.pieces) {
+      Fail(CHORUS_INVALID_ARGUMENT, "ofi: rank ", r, " splits messages as chunk_bytes/eager_bytes ",
+           peer.card.pieces, ", rank ", rank_, " as ", mine.pieces,
+           " (a receive must be split as its send is); give every rank the same options "
+           "chunk_bytes and eager_bytes, and the same FI_OFI_RXM_EAGER_LIMIT and "
+           "FI_OFI_RXM_BUFFER_SIZE");
     }
     const int inserted = fi_av_insert(av_, peer.card.address.data(), 1, &peer.address, 0, nullptr);
     if (inserted != 1) {
@@ -396,13 +414,14 @@ chorus_request* Endpoint::Start(chorus_request::Kind kind, const chorus_p2p_args
   request->peer = a.peer;
   request->tag = a.tag;
   request->bytes = a.bytes;
-  const size_t chunks = a.bytes == 0 ? 1 : 1 + (a.bytes - 1) / chunk_bytes_;  // no overflow
+  const size_t piece = chorus::ofi::PieceBytes(a.bytes, chunk_bytes_, eager_bytes_);
+  const size_t chunks = a.bytes == 0 ? 1 : 1 + (a.bytes - 1) / piece;  // no overflow
   request->operations.resize(chunks);
   for (size_t i = 0; i < chunks; ++i) {
     chorus::ofi::Operation& op = request->operations[i];
     op.request = request.get();
-    op.offset = i * chunk_bytes_;
-    op.length = std::min(chunk_bytes_, a.bytes - op.offset);
+    op.offset = i * piece;
+    op.length = std::min(piece, a.bytes - op.offset);
     if (a.bytes == 0) op.length = 0;
   }
   chorus_request* started = request.release();

@@ -5,7 +5,8 @@
 // abort and destroy write to, so that no core spins while nothing happens.
 //
 // Requests: every isend/irecv becomes one provider operation per chunk (a message larger than
-// the provider's max_msg_size, or than the option chunk_bytes, is split; chunks of one message
+// the provider's max_msg_size, or than the option chunk_bytes, is split, and so is one a little
+// above ofi_rxm's eager limit, into pieces of that limit: see EagerPieces; chunks of one message
 // are posted together, so the send-after-send order keeps them in place). The progress thread
 // reads completions and marks requests done. A wait first reads the completion queue itself for
 // spin_us (while completions keep coming, for spin_us after the last), so a short message costs
@@ -56,12 +57,15 @@ struct Operation {
   size_t length = 0;
 };
 
-// Options of create (sdk::FindOption keys): provider, address, chunk_bytes, directed_receive,
-// spin_us, yield_us.
+// Options of create (sdk::FindOption keys): provider, address, chunk_bytes, eager_bytes,
+// directed_receive, spin_us, yield_us.
 struct EndpointOptions {
-  std::string provider;          // "" = FI_PROVIDER, else tcp;ofi_rxm
-  std::string bind_host;         // where a socket provider listens
-  uint64_t chunk_bytes = 0;      // 0 = the provider's max_msg_size
+  std::string provider;      // "" = FI_PROVIDER, else tcp;ofi_rxm
+  std::string bind_host;     // where a socket provider listens
+  uint64_t chunk_bytes = 0;  // 0 = the provider's max_msg_size
+  // Messages above this and up to kEagerPieces times it go in pieces of it; unset ("auto"): the
+  // provider's eager limit (RxmEagerLimit); 0: never.
+  std::optional<uint64_t> eager_bytes;
   bool directed_receive = true;  // off: the source rank goes into the tag even where not needed
   int64_t spin_us = 50;          // how long a wait reads the completion queue itself; 0: never
   // How long it then reads with sched_yield() between reads before it sleeps: a wait that slept
@@ -77,6 +81,7 @@ struct PeerCard {
   std::string liveness_domain;  // boot id + pid namespace: where kill(pid, 0) means something
   std::string host_id;
   std::string provider;
+  std::string pieces;   // "chunk_bytes/eager_bytes": how messages are split, equal on every rank
   std::string address;  // fi_getname's bytes
   std::string Encode() const;
   static PeerCard Decode(const std::string& text, int rank);
@@ -169,6 +174,7 @@ struct chorus_transport_endpoint {
   int wakeup_fd_ = -1;  // an eventfd that abort and destroy write to wake the progress thread
   bool directed_ = false;
   size_t chunk_bytes_ = 0;
+  size_t eager_bytes_ = 0;  // messages in (eager_bytes_, kEagerPieces x eager_bytes_] go in pieces
   const int64_t spin_us_, yield_us_;
   bool oversubscribed_ = false;  // more ranks on this host than cpus: waits do not spin
   std::unique_ptr<chorus::ofi::TagLayout> tags_;

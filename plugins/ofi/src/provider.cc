@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <string_view>
 
 namespace chorus::ofi {
 namespace {
@@ -128,5 +129,20 @@ InfoPtr FindProvider(const std::string& provider, const std::string& bind_host, 
 }
 
 bool GrantsDirectedReceive(const fi_info& info) { return (info.caps & FI_DIRECTED_RECV) != 0; }
+
+size_t RxmEagerLimit(const fi_info& info) {
+  const char* name = info.fabric_attr != nullptr ? info.fabric_attr->prov_name : nullptr;
+  if (name == nullptr || std::string_view(name).find("ofi_rxm") == std::string_view::npos) {
+    return 0;
+  }
+  for (const char* variable : {"FI_OFI_RXM_EAGER_LIMIT", "FI_OFI_RXM_BUFFER_SIZE"}) {
+    const char* text = std::getenv(variable);
+    if (text == nullptr || *text == '\0') continue;
+    char* end = nullptr;
+    const unsigned long long value = std::strtoull(text, &end, 10);
+    if (*end == '\0' && value > 0) return static_cast<size_t>(value);
+  }
+  return 16384;
+}
 
 }  // namespace chorus::ofi

@@ -1,5 +1,6 @@
 // What the conformance kit does not check of the ofi transport: its options (bad values, an
-// unknown provider), the tag layout (a tag that does not fit), chunked messages, and a peer
+// unknown provider), the tag layout (a tag that does not fit), chunked messages and pieces of
+// ofi_rxm's eager limit (and ranks that would split alike refusing ones that do not), and a peer
 // process killed with SIGKILL (a real second process, on 127.0.0.1), with the time to detect it.
 // Each test runs once with tcp;ofi_rxm and once with shm (the option provider).
 #include <chorus/chorus.h>
@@ -16,6 +17,7 @@
 #include <iostream>
 #include <thread>
 
+#include "message_pieces.h"
 #include "tag_layout.h"
 
 extern char** environ;
@@ -68,7 +70,8 @@ TEST(OfiOptions, BadValuesAreInvalidArgumentsNamingTheOption) {
        {Options{{"chunk_bytes", "lots"}}, Options{{"chunk_bytes", "0"}},
         Options{{"provider", "tcp rxm!"}}, Options{{"provider", ""}},
         Options{{"directed_receive", "maybe"}}, Options{{"spin_us", "long"}},
-        Options{{"yield_us", "-1"}}, Options{{"colour", "blue"}}}) {
+        Options{{"yield_us", "-1"}}, Options{{"eager_bytes", "big"}}, Options{{"eager_bytes", ""}},
+        Options{{"colour", "blue"}}}) {
     const auto [status, message] = CreateOne(options);
     EXPECT_EQ(status, CHORUS_INVALID_ARGUMENT) << options[0].first << "=" << options[0].second;
     EXPECT_NE(message.find(options[0].first), std::string::npos) << message;
@@ -140,6 +143,74 @@ TEST_P(OfiTest, ChunkedMessagesArriveIntactAndMismatchesFail) {
   EXPECT_NE(message.find("sent 4101 bytes"), std::string::npos) << message;
   EXPECT_NE(message.find("receives exactly 8192"), std::string::npos) << message;
   short_send.Wait(kTimeoutMs);
+}
+
+TEST(OfiPieces, MessagesALittleAboveTheEagerLimitGoInPiecesOfIt) {
+  constexpr size_t kWhole = size_t{1} << 40;  // a provider's max_msg_size
+  EXPECT_EQ(ofi::PieceBytes(0, kWhole, 16384), kWhole);
+  EXPECT_EQ(ofi::PieceBytes(16384, kWhole, 16384), kWhole);  // eager already
+  EXPECT_EQ(ofi::PieceBytes(16385, kWhole, 16384), 16384u);  // 2 pieces
+  EXPECT_EQ(ofi::PieceBytes(65536, kWhole, 16384), 16384u);  // kEagerPieces (4) pieces
+  EXPECT_EQ(ofi::PieceBytes(65537, kWhole, 16384), kWhole);  // 5 would be too many: whole
+  EXPECT_EQ(ofi::PieceBytes(32768, kWhole, 0), kWhole);      // eager_bytes=0: never
+  EXPECT_EQ(ofi::PieceBytes(32768, 4096, 16384), 4096u);     // a smaller chunk_bytes wins
+  EXPECT_EQ(ofi::PieceBytes(size_t{1} << 20, 4096, 16384), 4096u);
+  EXPECT_EQ(ofi::PieceBytes(SIZE_MAX, SIZE_MAX, SIZE_MAX - 1), SIZE_MAX - 1);  // no overflow
+}
+
+// Sizes around the eager limit, whole and in pieces, arrive intact: eager_bytes=1000 (so 1001 to
+// 4000 bytes go in pieces of 1000), and the default (over tcp;ofi_rxm 16 KiB pieces from 16385 to
+// 65536 bytes; shm splits nothing).
+TEST_P(OfiTest, MessagesInPiecesOfTheEagerLimitArriveIntact) {
+  for (const Options& eager : {Options{{"eager_bytes", "1000"}}, Options{}}) {
+    EndpointGroup group(Plugin(), Api(), 2, Config(GetParam(), eager));
+    ASSERT_EQ(group.CreateError(), "");
+    uint64_t tag = 0;
+    for (size_t bytes : {999, 1000, 1001, 2500, 4000, 4001, 16384, 16385, 40000, 65536, 65537}) {
+      std::vector<uint8_t> data(bytes), got(bytes, 0);
+      for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<uint8_t>(i * 11 + (i >> 8) + tag);
+      PluginRequest receive, send;
+      ASSERT_EQ(StartReceive(*group.endpoint(1), 0, ++tag, got.data(), bytes, &receive), CHORUS_OK);
+      ASSERT_EQ(StartSend(*group.endpoint(0), 1, tag, data.data(), bytes, &send), CHORUS_OK);
+      std::string message;
+      ASSERT_EQ(receive.Wait(kTimeoutMs, &message), CHORUS_OK) << bytes << ": " << message;
+      ASSERT_EQ(send.Wait(kTimeoutMs, &message), CHORUS_OK) << bytes << ": " << message;
+      EXPECT_EQ(got, data) << bytes << " bytes, "
+                           << (eager.empty() ? "eager_bytes=auto" : "eager_bytes=1000");
+    }
+  }
+}
+
+// A receive is split as its rank splits and a send as its own: ranks that would split a message
+// differently (here eager_bytes 1000 and 2000) fail create, each naming both settings and what to
+// make equal, instead of failing later messages with counts that do not match.
+TEST_P(OfiTest, RanksThatSplitMessagesDifferentlyFailCreate) {
+  conformance::ThreadJob job(2);
+  std::vector<std::string> errors(2);
+  std::vector<chorus_status> statuses(2, CHORUS_OK);
+  std::vector<std::thread> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    ranks.emplace_back([&, rank] {
+      TransportConfig config = Config(GetParam(), {{"eager_bytes", rank == 0 ? "1000" : "2000"}});
+      config.rank = rank;
+      config.size = 2;
+      config.store = job.store(rank);
+      try {
+        TransportEndpoint::Create(Plugin(), Api(), config);
+      } catch (const Error& e) {
+        statuses[static_cast<size_t>(rank)] = e.status();
+        errors[static_cast<size_t>(rank)] = e.what();
+      }
+    });
+  }
+  for (std::thread& rank : ranks) rank.join();
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string& message = errors[static_cast<size_t>(rank)];
+    EXPECT_EQ(statuses[static_cast<size_t>(rank)], CHORUS_INVALID_ARGUMENT) << message;
+    EXPECT_NE(message.find("/1000"), std::string::npos) << message;
+    EXPECT_NE(message.find("/2000"), std::string::npos) << message;
+    EXPECT_NE(message.find("FI_OFI_RXM_EAGER_LIMIT"), std::string::npos) << message;
+  }
 }
 
 // A wait reads the completion queue itself for spin_us, then yield_us, then sleeps and the

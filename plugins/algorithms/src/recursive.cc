@@ -19,22 +19,28 @@ namespace {
 
 enum Phase : uint64_t { kFoldIn = 1, kHalving = 2, kDoubling = 3, kFoldOut = 4, kBarrier = 5 };
 
-// An all-reduce on the power-of-two new ranks of the fold: recv = send, the fold in, `schedule`
-// on the active ranks (with this rank's new rank), the fold out.
+// An all-reduce on the power-of-two new ranks of the fold: the fold in, `schedule` on the active
+// ranks (with this rank's new rank and where its first step reads this rank's data), the fold
+// out. With a power-of-two count nothing folds, and the first step reads send and writes recv:
+// copying send to recv first cost a pass over the whole buffer (the ring makes none either).
 template <typename Schedule>
 void FoldedAllReduce(RunContext& run, Schedule schedule) {
-  run.CopySendToRecv();
   const size_t count = run.args().count;
-  if (run.size() == 1 || count == 0) return;
   const Fold fold(run.size());
-  if (run.FoldIn(fold, count, run.Tag(kFoldIn))) schedule(fold, fold.NewRank(run.rank()), count);
+  if (run.size() == 1 || count == 0 || fold.rem > 0) run.CopySendToRecv();
+  if (run.size() == 1 || count == 0) return;
+  const uint8_t* first_source =
+      fold.rem > 0 ? run.recv() : static_cast<const uint8_t*>(run.args().send);
+  if (run.FoldIn(fold, count, run.Tag(kFoldIn))) {
+    schedule(fold, fold.NewRank(run.rank()), count, first_source);
+  }
   run.FoldOut(fold, count, run.Tag(kFoldOut));
 }
 
 }  // namespace
 
 void RunRhdAllReduce(RunContext& run) {
-  FoldedAllReduce(run, [&](const Fold& fold, int me, size_t count) {
+  FoldedAllReduce(run, [&](const Fold& fold, int me, size_t count, const uint8_t* source) {
     const size_t es = run.element_bytes();
     const sdk::BlockLayout layout{count, static_cast<size_t>(fold.pof2)};
     uint8_t* data = run.recv();
@@ -48,17 +54,19 @@ void RunRhdAllReduce(RunContext& run) {
       const bool lower = (me & distance) == 0;
       const size_t keep = lower ? first : first + half, give = lower ? first + half : first;
       const size_t keep_count = layout.SizeOf(keep, half);
-      run.Exchange(fold.RankOf(partner), data + layout.Begin(give) * es,
+      run.Exchange(fold.RankOf(partner), source + layout.Begin(give) * es,
                    layout.SizeOf(give, half) * es, fold.RankOf(partner), incoming, keep_count * es,
                    run.Tag(kHalving, step));
       uint8_t* mine = data + layout.Begin(keep) * es;
+      const uint8_t* own = source + layout.Begin(keep) * es;
       if (me < partner) {
-        run.Reduce(mine, mine, incoming, keep_count);
+        run.Reduce(mine, own, incoming, keep_count);
       } else {
-        run.Reduce(mine, incoming, mine, keep_count);
+        run.Reduce(mine, incoming, own, keep_count);
       }
       first = keep;
       blocks = half;
+      source = data;  // from the second step on, this rank's part is in recv
     }
     // Now first == me and blocks == 1: the reduced block me. Gather the others back.
     step = 0;
@@ -76,20 +84,21 @@ void RunRhdAllReduce(RunContext& run) {
 }
 
 void RunRecursiveDoublingAllReduce(RunContext& run) {
-  FoldedAllReduce(run, [&](const Fold& fold, int me, size_t count) {
+  FoldedAllReduce(run, [&](const Fold& fold, int me, size_t count, const uint8_t* source) {
     const size_t bytes = count * run.element_bytes();
     uint8_t* data = run.recv();
     uint8_t* incoming = run.Scratch(bytes);
     uint64_t step = 0;
     for (int distance = 1; distance < fold.pof2; distance *= 2, ++step) {
       const int partner = me ^ distance;
-      run.Exchange(fold.RankOf(partner), data, bytes, fold.RankOf(partner), incoming, bytes,
+      run.Exchange(fold.RankOf(partner), source, bytes, fold.RankOf(partner), incoming, bytes,
                    run.Tag(kDoubling, step));
       if (me < partner) {
-        run.Reduce(data, data, incoming, count);
+        run.Reduce(data, source, incoming, count);
       } else {
-        run.Reduce(data, incoming, data, count);
+        run.Reduce(data, incoming, source, count);
       }
+      source = data;
     }
   });
 }

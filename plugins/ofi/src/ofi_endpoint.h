@@ -6,7 +6,7 @@
 //
 // Requests: every isend/irecv becomes one provider operation per chunk (a message larger than
 // the provider's max_msg_size, or than the option chunk_bytes, is split, and so is one a little
-// above ofi_rxm's eager limit, into pieces of that limit: see EagerPieces; chunks of one message
+// above ofi_rxm's eager limit, into pieces of that limit: message_pieces.h; chunks of one message
 // are posted together, so the send-after-send order keeps them in place). The progress thread
 // reads completions and marks requests done. A wait first reads the completion queue itself for
 // spin_us (while completions keep coming, for spin_us after the last), so a short message costs

@@ -132,9 +132,7 @@ bool GrantsDirectedReceive(const fi_info& info) { return (info.caps & FI_DIRECTE
 
 size_t RxmEagerLimit(const fi_info& info) {
   const char* name = info.fabric_attr != nullptr ? info.fabric_attr->prov_name : nullptr;
-  if (name == nullptr || std::string_view(name).find("ofi_rxm") == std::string_view::npos) {
-    return 0;
-  }
+  if (name == nullptr || std::string_view(name) != "tcp;ofi_rxm") return 0;
   for (const char* variable : {"FI_OFI_RXM_EAGER_LIMIT", "FI_OFI_RXM_BUFFER_SIZE"}) {
     const char* text = std::getenv(variable);
     if (text == nullptr || *text == '\0') continue;

@@ -33,10 +33,10 @@ InfoPtr FindProvider(const std::string& provider, const std::string& bind_host,
 // Whether `info` grants FI_DIRECTED_RECV.
 bool GrantsDirectedReceive(const fi_info& info);
 
-// The largest message ofi_rxm sends eagerly, in one bounce buffer: FI_OFI_RXM_EAGER_LIMIT, else
-// FI_OFI_RXM_BUFFER_SIZE (the eager limit follows it), else libfabric's default, 16384 (measured
-// with fi_pingpong over tcp;ofi_rxm: 16384 bytes went eagerly, 16448 by segmentation). 0 for a
-// provider other than ofi_rxm (`info`'s prov_name names the utility provider last).
+// The largest message tcp;ofi_rxm sends eagerly, in one bounce buffer: FI_OFI_RXM_EAGER_LIMIT,
+// else FI_OFI_RXM_BUFFER_SIZE (the eager limit follows it), else libfabric's default, 16384
+// (measured with fi_pingpong: 16384 bytes went eagerly, 16448 by segmentation). 0 for any other
+// provider, verbs;ofi_rxm included: what pieces gain there was never measured.
 size_t RxmEagerLimit(const fi_info& info);
 
 }  // namespace chorus::ofi

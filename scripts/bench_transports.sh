@@ -5,12 +5,13 @@
 #  - ucx: ucx_perftest tag_lat at 8 B and tag_bw at 1, 4 and 16 MiB (-O WINDOW sends in flight)
 #    beside chorus-bench --transports ucx, with UCX_TLS=tcp and again UCX_TLS=sm,self (shared
 #    memory);
-#  - ofi: fi_pingpong -e rdm -m tagged (tagged messages, as chorus sends) at 8 B and 1 MiB with
+#  - ofi: fi_pingpong -e rdm -m tagged (tagged messages, as chorus sends) at 8 B, 32 KiB, 64 KiB
+#    (above ofi_rxm's eager limit, where chorus sends pieces of it) and 1 MiB with
 #    -p "tcp;ofi_rxm" and -p shm beside chorus-bench --transports ofi with FI_PROVIDER set the
 #    same; fi_pingpong has no warm-up and its mean includes the first message, which opens the
 #    connection (about 12 ms over tcp;ofi_rxm here), so it runs FI_LAT_ITERS (50000) ping-pongs at
-#    8 B and FI_BW_ITERS (2000) at 1 MiB, where that weighs little (with 500 at 8 B its mean was
-#    32 us, with 50000 8 us);
+#    8 B and FI_BW_ITERS (2000) at the larger sizes, where that weighs little (with 500 at 8 B its
+#    mean was 32 us, with 50000 8 us);
 #  - tcp (the core's transport) alone: it has no native peer.
 # A part whose plugin (chorus-info lists the transports) or native tool is missing is skipped
 # with the reason. Latency: ucx_perftest's 50.0%ile and chorus's median are both the median of
@@ -203,15 +204,19 @@ else
       echo "   FI_PROVIDER=$provider: chorus-bench --transports $ofi_name failed (see above)"
       continue
     fi
-    # chorus's 1 MiB ping-pong beside fi_pingpong's: 500 after 20 warm-ups (chorus_run's bandwidth
-    # run does only its few, which swing a lot).
+    # chorus's 32 KiB, 64 KiB and 1 MiB ping-pongs beside fi_pingpong's: 500 after 20 warm-ups
+    # (chorus_run's bandwidth run does only its few, which swing a lot).
     if ! FI_PROVIDER=$provider CHORUS_OFI_ALLOW_SHM=1 timeout -k 5 120 "$bin/chorus-bench" -n 2 \
-      --transports "$ofi_name" -b 1M -e 1M -w 20 -i 500 --timeout 60 --csv "$log.pingpong.csv" \
-      >/dev/null; then
-      echo "   FI_PROVIDER=$provider: chorus-bench --transports $ofi_name at 1 MiB failed (see above)"
+      --transports "$ofi_name" -b 32K -e 64K -f 2 -w 20 -i 500 --timeout 60 \
+      --csv "$log.pieces.csv" >/dev/null ||
+      ! FI_PROVIDER=$provider CHORUS_OFI_ALLOW_SHM=1 timeout -k 5 120 "$bin/chorus-bench" -n 2 \
+        --transports "$ofi_name" -b 1M -e 1M -w 20 -i 500 --timeout 60 \
+        --csv "$log.pingpong.csv" >/dev/null; then
+      echo "   FI_PROVIDER=$provider: chorus-bench --transports $ofi_name's ping-pongs failed" \
+        "(see above)"
       continue
     fi
-    for size in 8 1048576; do
+    for size in 8 32768 65536 1048576; do
       iters=$fi_lat_iters
       [ "$size" -gt 8 ] && iters=$fi_bw_iters
       native_us=failed native_mb=failed
@@ -222,7 +227,8 @@ else
           "$log.fi_pingpong_$size")
       fi
       pingpong_csv=$log.csv
-      [ "$size" -gt 8 ] && pingpong_csv=$log.pingpong.csv
+      [ "$size" -gt 8 ] && pingpong_csv=$log.pieces.csv
+      [ "$size" -gt 65536 ] && pingpong_csv=$log.pingpong.csv
       chorus_lat=$(chorus_figure "$pingpong_csv" "$size" latency_mean_us)
       chorus_pingpong_mb=$(awk -v b="$size" -v l="$chorus_lat" 'BEGIN { if (l > 0) printf "%.2f", b / l }')
       row "$provider" "$size" "$native_us" "$chorus_lat" "$native_mb" "$chorus_pingpong_mb"

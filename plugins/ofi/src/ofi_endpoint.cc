@@ -322,7 +322,9 @@ void Endpoint::Rendezvous(const std::string& host_id) {
     }
     if (peer.card.pieces != mine.pieces) {
       Fail(CHORUS_INVALID_ARGUMENT, "ofi: rank ", r, " splits messages as chunk_bytes/eager_bytes ",
-           peer.card.pieces, ", rank ", rank_, " as ", mine.pieces,
+           peer.card.pieces.empty() ? "unknown (a build of the ofi plugin that does not say)"
+                                    : peer.card.pieces,
+           ", rank ", rank_, " as ", mine.pieces,
            " (a receive must be split as its send is); give every rank the same options "
            "chunk_bytes and eager_bytes, and the same FI_OFI_RXM_EAGER_LIMIT and "
            "FI_OFI_RXM_BUFFER_SIZE");

@@ -5,9 +5,10 @@
 // sends a message up to the limit in one bounce buffer and a larger one by segmentation and
 // reassembly, whose first segments cost more than a whole eager message (fi_pingpong -m tagged
 // over tcp;ofi_rxm, 2026-11-26: 16 KiB 14.5 us, 32 KiB 38 us, 64 KiB 47 us). In pieces, chorus's
-// ping-pong took 18 instead of 35-46 us at 32 KiB and 33 instead of 44-54 at 64 KiB; at 128 KiB
-// (8 pieces) it was slower than whole, hence the kEagerPieces cap. Every rank must split alike
-// (a receive posts the pieces its sender sends): the endpoints compare their settings at create.
+// ping-pong took 18-21 instead of 34-37 us at 32 KiB and 32-40 instead of 44-56 at 64 KiB (most
+// rounds; plugins/ofi/README.md has all); at 128 KiB (8 pieces) it was slower than whole, hence
+// the kEagerPieces cap. Every rank must split alike (a receive posts the pieces its sender
+// sends): the endpoints compare their settings at create.
 #ifndef CHORUS_OFI_MESSAGE_PIECES_H_
 #define CHORUS_OFI_MESSAGE_PIECES_H_
 

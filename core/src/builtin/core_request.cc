@@ -28,12 +28,6 @@ CoreRequest& RequireRequest(chorus_request* request, const char* what) {
 // Beyond this a time-out counts as "no limit" (and would overflow the clock's nanoseconds).
 constexpr int64_t kForeverMs = int64_t{1} << 40;
 
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 bool CallerProgress::PollOnce(bool* moved) {
@@ -55,25 +49,20 @@ void CallerProgress::BeginSpin() { spinning_.fetch_add(1); }
 void CallerProgress::EndSpin(bool got_request) {
   const bool last = spinning_.fetch_sub(1) == 1;
   if (got_request) {
-    spin_got_ns_.store(NowNs(), std::memory_order_relaxed);
+    hand_over_.Mark();
   } else if (last) {
     // The wait sleeps now: the progress thread takes the sockets at once.
-    spin_got_ns_.store(0, std::memory_order_relaxed);
+    hand_over_.Clear();
     WakeOwner();
   }
 }
 
 void CallerProgress::WaitSleeps() {
-  if (spin_got_ns_.exchange(0, std::memory_order_relaxed) != 0 &&
-      spinning_.load(std::memory_order_relaxed) == 0) {
-    WakeOwner();
-  }
+  if (hand_over_.Clear() && spinning_.load(std::memory_order_relaxed) == 0) WakeOwner();
 }
 
 bool CallerProgress::ProgressThreadStandsBack() const {
-  if (spinning_.load(std::memory_order_relaxed) > 0) return true;
-  const int64_t got = spin_got_ns_.load(std::memory_order_relaxed);
-  return got != 0 && NowNs() - got < std::chrono::nanoseconds(kHandOver).count();
+  return spinning_.load(std::memory_order_relaxed) > 0 || hand_over_.Recent();
 }
 
 void CallerProgress::WakeOwner() {

@@ -21,6 +21,7 @@
 #include <chorus/plugin.h>
 
 #include <atomic>
+#include <chorus/host_cpus.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -39,7 +40,7 @@ namespace chorus::internal {
 // before it goes away; requests that outlive the owner then just sleep.
 class CallerProgress {
  public:
-  static constexpr std::chrono::milliseconds kHandOver{1};
+  static constexpr std::chrono::milliseconds kHandOver = sdk::CallerHandOver::kHandOver;
 
   CallerProgress(std::function<bool()> poll, std::chrono::microseconds spin,
                  std::function<void()> wake = {})
@@ -68,7 +69,7 @@ class CallerProgress {
   std::function<void()> wake_;
   const std::chrono::microseconds spin_;
   std::atomic<int> spinning_{0};
-  std::atomic<int64_t> spin_got_ns_{0};  // when a spin last got its request; 0: handed back
+  sdk::CallerHandOver hand_over_;  // when a spin last got its request; cleared: handed back
 };
 
 class CoreRequest {

@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chorus/host_cpus.hpp>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -35,13 +34,7 @@ constexpr size_t kCompletionBatch = 16;
 constexpr size_t kSpinMaxBytes = size_t{4} << 20;
 // How long after a waiting caller last read the completion queue the progress thread still stands
 // back.
-constexpr auto kHandOver = std::chrono::milliseconds(1);
-
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+constexpr auto kHandOver = sdk::CallerHandOver::kHandOver;
 
 void Check(int code, const char* call) {
   if (code != 0) Fail(CHORUS_INTERNAL, "ofi: ", call, " failed: ", FabricError(code));
@@ -684,9 +677,7 @@ void Endpoint::WatchPeers() {
 }
 
 bool Endpoint::ProgressThreadStandsBack() const {
-  if (spinning_.load(std::memory_order_relaxed) > 0) return true;
-  const int64_t since = chorus::ofi::NowNs() - caller_read_ns_.load(std::memory_order_relaxed);
-  return since < std::chrono::nanoseconds(chorus::ofi::kHandOver).count();
+  return spinning_.load(std::memory_order_relaxed) > 0 || caller_read_.Recent();
 }
 
 void Endpoint::ProgressLoop() {
@@ -753,14 +744,14 @@ bool Endpoint::SpinOn(chorus_request& request, Clock::time_point deadline) {
   std::lock_guard<std::mutex> lock(mutex_);
   const bool last = spinning_.fetch_sub(1) == 1;
   if (request.done) {
-    caller_read_ns_.store(chorus::ofi::NowNs(), std::memory_order_relaxed);
+    caller_read_.Mark();
     return true;
   }
   // This wait sleeps now: the progress thread takes the queue at once (a peer's message may be
   // long in coming). It may also sleep in poll() since before this spin moved the provider's
   // state (work that no descriptor announces, which fi_trywait would have seen): it looks again.
   if (last) {
-    caller_read_ns_.store(0, std::memory_order_relaxed);
+    caller_read_.Clear();
     progress_idle_.notify_all();
     WakeProgress();
   }
@@ -777,10 +768,9 @@ chorus_status Endpoint::Wait(chorus_request& request, int64_t timeout_ms) {
     SpinOn(request, timeout_ms < 0 ? Clock::time_point::max() : deadline);
   }
   std::unique_lock<std::mutex> lock(mutex_);
-  if (!request.done && caller_read_ns_.load(std::memory_order_relaxed) != 0) {
+  if (!request.done && caller_read_.Clear()) {
     // A wait that did not spin (a large message) sleeps now: the progress thread must not stand
     // back for the rest of kHandOver after an earlier wait's spin.
-    caller_read_ns_.store(0, std::memory_order_relaxed);
     progress_idle_.notify_all();
   }
   while (!request.done) {

@@ -30,6 +30,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chorus/host_cpus.hpp>
 #include <chorus/plugin_sdk.hpp>
 #include <chrono>
 #include <condition_variable>
@@ -183,9 +184,9 @@ struct chorus_transport_endpoint {
   std::mutex mutex_;  // guards requests' state, requests_ and peers_' lost fields
   std::optional<Clock::time_point> drain_until_;  // DrainLocked's window, under mutex_
   std::condition_variable changed_;
-  std::condition_variable progress_idle_;   // wakes a progress thread that stands back
-  std::atomic<int> spinning_{0};            // waits reading the completion queue themselves
-  std::atomic<int64_t> caller_read_ns_{0};  // when a wait last got its request by its own reads
+  std::condition_variable progress_idle_;    // wakes a progress thread that stands back
+  std::atomic<int> spinning_{0};             // waits reading the completion queue themselves
+  chorus::sdk::CallerHandOver caller_read_;  // when a wait last got its request by its own reads
   // Every request handed out and not yet deleted: destroy detaches them (a request may be
   // freed after its endpoint), and deletes those freed while the provider held them.
   std::set<chorus_request*> requests_;

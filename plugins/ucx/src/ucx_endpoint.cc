@@ -4,7 +4,6 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <chorus/host_cpus.hpp>
 #include <functional>
 #include <set>
 #include <thread>
@@ -27,12 +26,7 @@ constexpr auto kPeerCheckInterval = std::chrono::milliseconds(100);
 constexpr int64_t kCloseMs = 2000;
 // How long after a caller last progressed the worker the progress thread still stands back: a
 // caller between two waits of a loop is about to progress again.
-constexpr auto kHandOver = std::chrono::milliseconds(1);
-
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-      .count();
-}
+constexpr auto kHandOver = sdk::CallerHandOver::kHandOver;
 
 Clock::time_point DeadlineAfter(int64_t timeout_ms) {
   return Clock::now() +
@@ -280,8 +274,7 @@ void Endpoint::PublishClosed() {
 bool Endpoint::ProgressThreadStandsBackLocked() const {
   if (spinning_.load(std::memory_order_relaxed) > 0) return true;
   if (sleeping_.load() > 0) return false;
-  const int64_t since = NowNs() - caller_progressed_ns_.load(std::memory_order_relaxed);
-  return since < std::chrono::nanoseconds(kHandOver).count();
+  return caller_progressed_.Recent();
 }
 
 void Endpoint::ProgressLoop() {
@@ -624,9 +617,7 @@ bool Endpoint::Test(Request& r) {
 }
 
 bool Endpoint::CheckAfterProgress(Request& r, Clock::time_point now) {
-  caller_progressed_ns_.store(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count(),
-      std::memory_order_relaxed);
+  caller_progressed_.Mark(now);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (r.done) return true;
@@ -760,7 +751,7 @@ void Endpoint::Abort() {
     }
     // Closing by force tells the peers (over tcp at once); their own waits see the closed key.
     CloseEndpointsLocked(true, closing_);
-    caller_progressed_ns_ = 0;  // the progress thread runs the closes now
+    caller_progressed_.Clear();  // the progress thread runs the closes now
     progress_idle_.notify_all();
   }
   if (event_fd_ >= 0) ucp_worker_signal(worker_);  // the progress thread runs the closes now

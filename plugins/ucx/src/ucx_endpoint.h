@@ -27,6 +27,7 @@
 #include <ucp/api/ucp.h>
 
 #include <atomic>
+#include <chorus/host_cpus.hpp>
 #include <chorus/plugin_sdk.hpp>
 #include <chrono>
 #include <condition_variable>
@@ -162,11 +163,11 @@ class Endpoint {
   std::vector<void*> closing_;  // ucp_ep_close_nbx requests of abort()
 
   // The progress thread's hand-over (see the top of this file).
-  std::condition_variable progress_idle_;         // wakes the progress thread when it stands back
-  std::atomic<int> spinning_{0};                  // waits spinning on the worker now
-  std::atomic<int> sleeping_{0};                  // waits asleep on finished_
-  std::atomic<int> efd_sleepers_{0};              // waits asleep in poll() on the event fd
-  std::atomic<int64_t> caller_progressed_ns_{0};  // when a caller last progressed (steady clock)
+  std::condition_variable progress_idle_;          // wakes the progress thread when it stands back
+  std::atomic<int> spinning_{0};                   // waits spinning on the worker now
+  std::atomic<int> sleeping_{0};                   // waits asleep on finished_
+  std::atomic<int> efd_sleepers_{0};               // waits asleep in poll() on the event fd
+  chorus::sdk::CallerHandOver caller_progressed_;  // when a caller last progressed the worker
 };
 
 }  // namespace chorus::ucx

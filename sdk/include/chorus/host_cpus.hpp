@@ -1,11 +1,19 @@
-// MoreRanksThanCpus: the rule by which a plugin's waits sleep at once instead of spinning. A rank
-// that spins while its host runs more of the job's ranks than this process may run on holds the
-// core the rank it waits for needs (sched_yield hands it over only sometimes). The core's tcp
-// transport and the ucx, ofi and shm plugins use it. Header-only, C++17, Linux.
+// What waits that spin on the caller's thread share:
+//  - MoreRanksThanCpus: the rule by which a plugin's waits sleep at once instead of spinning. A
+//    rank that spins while its host runs more of the job's ranks than this process may run on
+//    holds the core the rank it waits for needs (sched_yield hands it over only sometimes). The
+//    core's tcp transport and the ucx, ofi and shm plugins use it.
+//  - CallerHandOver: when a spinning wait last got its request by serving the transport itself,
+//    for a progress thread that stands back a moment after (the core's tcp, ucx, ofi).
+// Header-only, C++17, Linux.
 #ifndef CHORUS_SDK_HOST_CPUS_HPP_
 #define CHORUS_SDK_HOST_CPUS_HPP_
 
 #include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 
 namespace chorus::sdk {
 
@@ -16,6 +24,34 @@ inline bool MoreRanksThanCpus(long ranks_on_this_host) {
   CPU_ZERO(&cpus);
   return sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) < ranks_on_this_host;
 }
+
+// When a waiting caller last got its request by serving the transport on its own thread
+// (polling its sockets, reading its completion queue, progressing its worker). A progress thread
+// that would compete with such callers for the transport's lock and a core stands back while
+// Recent(): a loop's next wait is about to serve itself again. A wait that goes to sleep hands
+// the transport back at once (Clear). Thread-safe; relaxed, since it only steers who polls.
+class CallerHandOver {
+ public:
+  static constexpr std::chrono::milliseconds kHandOver{1};
+
+  void Mark(std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now()) {
+    last_ns_.store(Ns(now), std::memory_order_relaxed);
+  }
+  // Ends the hand-over now; whether one was pending.
+  bool Clear() { return last_ns_.exchange(0, std::memory_order_relaxed) != 0; }
+  // Whether a caller got its request so within the last kHandOver (and nobody cleared it since).
+  bool Recent() const {
+    const int64_t last = last_ns_.load(std::memory_order_relaxed);
+    return last != 0 && Ns(std::chrono::steady_clock::now()) - last <
+                            std::chrono::nanoseconds(kHandOver).count();
+  }
+
+ private:
+  static int64_t Ns(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  }
+  std::atomic<int64_t> last_ns_{0};
+};
 
 }  // namespace chorus::sdk
 

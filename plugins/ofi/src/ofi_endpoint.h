@@ -12,8 +12,8 @@
 // spin_us (while completions keep coming, for spin_us after the last), so a short message costs
 // no hop through the progress thread, then for yield_us more with sched_yield() between reads;
 // then it sleeps on a condition variable. Where this host runs more of the job's ranks than the
-// process has cpus, waits sleep at once: a spinning rank would hold the core the rank it waits for
-// needs.
+// process has cpus, waits do not spin but yield from the start: a spinning rank would hold the
+// core the rank it waits for needs, and a sleeping one answers a time slice late.
 //
 // A lost peer: receives in RDM are not tied to a connection, so the progress thread watches the
 // peers that pending receives wait on: a peer process on this host (same boot and pid namespace)
@@ -177,7 +177,7 @@ struct chorus_transport_endpoint {
   size_t chunk_bytes_ = 0;
   size_t eager_bytes_ = 0;  // messages in (eager_bytes_, kEagerPieces x eager_bytes_] go in pieces
   const int64_t spin_us_, yield_us_;
-  bool oversubscribed_ = false;  // more ranks on this host than cpus: waits do not spin
+  bool oversubscribed_ = false;  // more ranks on this host than cpus: waits yield, never spin
   std::unique_ptr<chorus::ofi::TagLayout> tags_;
   std::vector<Peer> peers_;
 

@@ -147,7 +147,7 @@ class Endpoint {
   ucp_worker_h worker_ = nullptr;
   int event_fd_ = -1;
   std::vector<Peer> peers_;
-  bool oversubscribed_ = false;  // more ranks on this host than cpus: waits do not spin
+  bool oversubscribed_ = false;  // more ranks on this host than cpus: waits yield, never spin
 
   std::mutex mutex_;
   std::condition_variable finished_;  // notified whenever a request finishes

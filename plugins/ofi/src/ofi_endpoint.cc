@@ -714,7 +714,8 @@ void Endpoint::Abort() {
 bool Endpoint::SpinOn(chorus_request& request, Clock::time_point deadline) {
   // With more ranks on this host than cpus a wait yields from the start: a rank that spins holds
   // the core the rank it waits for needs; one that sleeps answers a time slice late (4 ranks on 2
-  // cpus: rhd@ofi and ring@ofi 1.3-2x faster than sleeping at once at 64 KiB-1 MiB).
+  // cpus, against sleeping at once, medians of six rounds: rhd@ofi and ring@ofi 1.5-2.4x faster
+  // at 64 KiB-1 MiB).
   const auto spin = std::chrono::microseconds(oversubscribed_ ? 0 : spin_us_);
   const auto yield = std::chrono::microseconds(yield_us_);
   auto spin_until = Clock::now() + spin;

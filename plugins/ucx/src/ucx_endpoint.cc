@@ -690,8 +690,8 @@ bool Endpoint::Wait(Request& r, int64_t timeout_ms) {
     if (spins == 16 || events != 0) {
       // With more ranks than cpus a spinning wait holds the core the rank it waits for needs
       // (sleeping at once instead made ring@ucx 1.5-2x faster at 256 KiB-1 MiB with 4 ranks on 2
-      // cores), and a sleeping one answers a time slice late: it yields from the start (2-3x
-      // faster than sleeping at 64 KiB, 1.4-1.6x at 1 MiB).
+      // cores), and a sleeping one answers a time slice late: it yields from the start (against
+      // sleeping, medians of six rounds: 2.4x faster at 64 KiB, 1.2x at 1 MiB).
       spin_until = now + std::chrono::microseconds(oversubscribed_ ? 0 : options_.spin_us);
       yield_until = spin_until + std::chrono::microseconds(options_.yield_us);
       events = 0;

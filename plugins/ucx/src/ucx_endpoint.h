@@ -4,8 +4,10 @@
 // Threads: every UCX call is made under `mutex_` (the worker is UCS_THREAD_MODE_SERIALIZED). A
 // progress thread per endpoint sleeps in poll() on the worker's event fd (ucp_worker_arm) and
 // progresses the worker when it wakes, so a rank's sends and wire-up move while its caller waits
-// on something else (the store, another endpoint). A wait spins on the worker for spin_us, then
-// sleeps on a condition variable that every completion and abort() notify.
+// on something else (the store, another endpoint). A wait spins on the worker for spin_us (not
+// where this host runs more of the job's ranks than the process has cpus), then progresses it
+// with sched_yield() between progresses for yield_us, then sleeps in poll() on the worker's event
+// fd (on a condition variable that every completion and abort() notify where there is none).
 //
 // The progress thread stands back while a caller progresses the worker itself: while a wait
 // spins, and for kHandOver after a caller last progressed, unless a wait sleeps. Waking beside a

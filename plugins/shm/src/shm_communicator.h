@@ -10,9 +10,9 @@
 //    across every rank's buffer into its own buffer, then every rank copies every slice out;
 //  - reduce_scatter: every rank copies its n blocks' pieces in, rank r reduces block r;
 //  - all_gather: copy in, copy every rank's piece out;  broadcast: the root copies in.
-// Waits spin for 50 us, then yield, then sleep (ranks may outnumber cores), and check the time-out,
-// abort(), the host's abort flag, a failure another rank recorded in the segment, and whether
-// the awaited rank's process is still alive.
+// Waits spin (up to 2 ms; not at all where the ranks outnumber the cpus), then yield, then sleep,
+// and check the time-out, abort(), the host's abort flag, a failure another rank recorded in the
+// segment, and whether the awaited rank's process is still alive.
 #ifndef CHORUS_SHM_SHM_COMMUNICATOR_H_
 #define CHORUS_SHM_SHM_COMMUNICATOR_H_
 

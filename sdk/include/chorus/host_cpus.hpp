@@ -3,9 +3,10 @@
 //    its host runs more of the job's ranks than this process may run on holds the core the rank
 //    it waits for needs. The ucx and ofi transports then poll with sched_yield() between polls
 //    from the start of a wait (a sleeping wait answers a time slice late: 4 ranks on 2 cores ran
-//    their collectives 1.2-2.4x faster so than sleeping at once, medians of six rounds at
-//    64 KiB-1 MiB), shm spins only briefly before it yields, and the core's tcp transport sleeps
-//    at once (yielding made its collectives 20-40% slower from 1 MiB there).
+//    their collectives 1.2-2.4x faster than sleeping at once, medians of six rounds at
+//    64 KiB-1 MiB), so does shm (a spin of 50 us first made 4 ranks on 2 cores 1.2-1.8x slower),
+//    and the core's tcp transport sleeps at once (yielding made its collectives 20-40% slower
+//    from 1 MiB there).
 //  - CallerHandOver: when a spinning wait last got its request by serving the transport itself,
 //    for a progress thread that stands back a moment after (the core's tcp, ucx, ofi).
 // Header-only, C++17, Linux.

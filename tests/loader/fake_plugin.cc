@@ -4,6 +4,7 @@
 // loader tests prove that a plugin built for 1.0 keeps loading.
 #include <chorus/plugin.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -28,8 +29,21 @@ namespace {
 thread_local const char* g_error = "";
 const chorus_host* g_host = nullptr;
 
+#ifdef FAKE_THREAD_AT_EXIT
+// A thread of the plugin's that its shutdown does not stop (as a library's own worker thread may
+// not be): it runs this code until the process ends, without a pause, so that it faults at once
+// if the code is unmapped under it.
+std::atomic<uint64_t> g_turns{0};
+[[noreturn]] void RunForever() {
+  for (;;) g_turns.fetch_add(1, std::memory_order_relaxed);
+}
+#endif
+
 chorus_status Init(const chorus_host* host) {
   g_host = host;
+#ifdef FAKE_THREAD_AT_EXIT
+  std::thread(RunForever).detach();
+#endif
 #ifdef FAKE_INIT_FAILS
   g_error = "no fake device on this machine";
   return CHORUS_UNAVAILABLE;

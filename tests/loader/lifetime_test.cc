@@ -1,8 +1,12 @@
-// A library stays loaded while any handle made from it lives.
+// A library stays loaded while any handle made from it lives, and mapped when the process exits.
 #include <chorus/collective/cross_device_ops.h>
 #include <chorus/runtime/registry.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
 
 namespace chorus {
 namespace {
@@ -32,6 +36,22 @@ TEST(Lifetime, TheLibraryOutlivesTheRegistryWhileAHandleLives) {
   EXPECT_EQ(ops->library().name(), "fake_good");
   ops.reset();
   EXPECT_FALSE(Mapped()) << "still loaded after the last handle went";
+}
+
+// At exit the process-wide registry shuts its plugins down but leaves them mapped: a thread of a
+// plugin that still runs its code then (this one's init starts one that never ends) would fault
+// in unmapped code after a dlclose, and end a clean exit with SIGSEGV.
+TEST(Lifetime, AProcessExitsCleanlyWhileAPluginsThreadStillRuns) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // a fresh process: Global() built there
+  EXPECT_EXIT(
+      {
+        setenv("CHORUS_PLUGIN_PATH", FAKE_THREAD_DIR, 1);
+        setenv("CHORUS_PLUGINS", "fake_thread_at_exit", 1);
+        const bool loaded = Registry::Global().FindPlugin("fake_thread_at_exit") != nullptr;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the thread is running
+        std::exit(loaded ? 7 : 1);
+      },
+      testing::ExitedWithCode(7), "");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/dll/shared_library.hpp>
 #include <cstdio>
 #include <cstring>
@@ -20,10 +21,31 @@
 
 namespace chorus {
 
+namespace {
+
+std::atomic<bool> leave_loaded{false};
+
+// Libraries left mapped at exit, reachable from here so that a leak checker does not report them.
+std::vector<std::unique_ptr<boost::dll::shared_library>>& KeptMapped() {
+  static auto* kept = new std::vector<std::unique_ptr<boost::dll::shared_library>>();
+  return *kept;
+}
+
+}  // namespace
+
 struct PluginLibrary::Handle {
-  boost::dll::shared_library library;  // unloaded last (declared first)
+  std::unique_ptr<boost::dll::shared_library> library =
+      std::make_unique<boost::dll::shared_library>();
   std::unique_ptr<internal::PluginHost> host;
+
+  // Destroyed under LibraryMutex() (Guarded), so KeptMapped() needs no lock of its own.
+  ~Handle() {
+    host.reset();
+    if (leave_loaded.load() && library->is_loaded()) KeptMapped().push_back(std::move(library));
+  }
 };
+
+void PluginLibrary::LeaveLoadedFromNowOn() { leave_loaded.store(true); }
 
 namespace {
 
@@ -212,7 +234,7 @@ std::shared_ptr<PluginLibrary> PluginLibrary::LoadFile(const std::string& path,
   plugin->handle_ = std::make_unique<Handle>();
   boost::dll::fs::error_code ec;
   dlerror();  // clear
-  plugin->handle_->library.load(
+  plugin->handle_->library->load(
       path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local, ec);
   if (ec) {
     const char* detail = dlerror();
@@ -221,13 +243,13 @@ std::shared_ptr<PluginLibrary> PluginLibrary::LoadFile(const std::string& path,
               " (rebuild it for this machine, or remove it from the plugin folders)";
     return nullptr;
   }
-  if (!plugin->handle_->library.has(CHORUS_PLUGIN_ENTRY_SYMBOL)) {
+  if (!plugin->handle_->library->has(CHORUS_PLUGIN_ENTRY_SYMBOL)) {
     *reason = std::string("does not export ") + CHORUS_PLUGIN_ENTRY_SYMBOL +
               "(); it is not a chorus plugin, or was built without chorus_add_plugin() (the "
               "symbol must have default visibility and C linkage)";
     return nullptr;
   }
-  auto entry = plugin->handle_->library.get<const chorus_plugin*(const chorus_host*)>(
+  auto entry = plugin->handle_->library->get<const chorus_plugin*(const chorus_host*)>(
       CHORUS_PLUGIN_ENTRY_SYMBOL);
   const chorus_plugin* table = nullptr;
   try {

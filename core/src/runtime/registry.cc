@@ -86,7 +86,15 @@ void Registry::IndexAlgorithmPairs() {
 }
 
 Registry& Registry::Global() {
-  static Registry registry(LoaderOptions::FromEnvironment());
+  // Destroyed at exit: the plugins shut down but stay mapped (PluginLibrary::LeaveLoadedFromNowOn).
+  // A dlclose then raced threads that still ran: under TSan, a race report on a gRPC thread at
+  // exit deadlocked with the dlclose (the report's symbolizer waits for the loader's lock, the
+  // dlclose's free for TSan's), and a plugin's own thread would crash in its unmapped code.
+  struct ProcessRegistry : Registry {
+    using Registry::Registry;
+    ~ProcessRegistry() { PluginLibrary::LeaveLoadedFromNowOn(); }
+  };
+  static ProcessRegistry registry(LoaderOptions::FromEnvironment());
   return registry;
 }
 

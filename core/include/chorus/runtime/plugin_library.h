@@ -70,13 +70,14 @@ class PluginLibrary {
   // Logged notes from negotiation (e.g. "ABI 1.3 is newer than the core's 1.0: ...").
   const std::vector<std::string>& notes() const { return notes_; }
 
+ private:
+  // Registry::Global()'s registry, destroyed at exit, calls LeaveLoadedFromNowOn.
+  friend class Registry;
   // From this call on, a library that is released is still shut down (its shutdown() runs) but
-  // stays mapped: the process is exiting (the global registry's destructor calls this). Threads
-  // may still run a plugin's code then, and a dlclose at exit races them; the process's end
-  // unmaps everything anyway.
+  // stays mapped: the process is exiting. Threads may still run a plugin's code then, and a
+  // dlclose at exit races them; the process's end unmaps everything anyway.
   static void LeaveLoadedFromNowOn();
 
- private:
   PluginLibrary() = default;
   static std::shared_ptr<PluginLibrary> LoadFile(const std::string& path, std::string* reason);
   bool Accept(const chorus_plugin* table, std::string* reason);

@@ -47,6 +47,9 @@ TEST(Lifetime, AProcessExitsCleanlyWhileAPluginsThreadStillRuns) {
       {
         setenv("CHORUS_PLUGIN_PATH", FAKE_THREAD_DIR, 1);
         setenv("CHORUS_PLUGINS", "fake_thread_at_exit", 1);
+        // Registered before the registry is built, so it runs after the registry's destructor:
+        // the exit then lasts long enough for the thread to run again, whatever the scheduler.
+        std::atexit([] { std::this_thread::sleep_for(std::chrono::milliseconds(50)); });
         const bool loaded = Registry::Global().FindPlugin("fake_thread_at_exit") != nullptr;
         std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the thread is running
         std::exit(loaded ? 7 : 1);

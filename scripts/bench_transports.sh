@@ -200,16 +200,16 @@ else
   row "FI_PROVIDER" "size" "native us/xfer" "chorus mean us" "native MB/sec" "chorus size/mean"
   for provider in "tcp;ofi_rxm" shm; do
     log="$out/transports_ofi_${provider//;/_}"
-    if ! FI_PROVIDER=$provider CHORUS_OFI_ALLOW_SHM=1 chorus_run "$ofi_name" "$log.csv"; then
+    if ! FI_PROVIDER=$provider chorus_run "$ofi_name" "$log.csv"; then
       echo "   FI_PROVIDER=$provider: chorus-bench --transports $ofi_name failed (see above)"
       continue
     fi
     # chorus's 32 KiB, 64 KiB and 1 MiB ping-pongs beside fi_pingpong's: 500 after 20 warm-ups
     # (chorus_run's bandwidth run does only its few, which swing a lot).
-    if ! FI_PROVIDER=$provider CHORUS_OFI_ALLOW_SHM=1 timeout -k 5 120 "$bin/chorus-bench" -n 2 \
+    if ! FI_PROVIDER=$provider timeout -k 5 120 "$bin/chorus-bench" -n 2 \
       --transports "$ofi_name" -b 32K -e 64K -f 2 -w 20 -i 500 --timeout 60 \
       --csv "$log.pieces.csv" >/dev/null ||
-      ! FI_PROVIDER=$provider CHORUS_OFI_ALLOW_SHM=1 timeout -k 5 120 "$bin/chorus-bench" -n 2 \
+      ! FI_PROVIDER=$provider timeout -k 5 120 "$bin/chorus-bench" -n 2 \
         --transports "$ofi_name" -b 1M -e 1M -w 20 -i 500 --timeout 60 \
         --csv "$log.pingpong.csv" >/dev/null; then
       echo "   FI_PROVIDER=$provider: chorus-bench --transports $ofi_name's ping-pongs failed" \

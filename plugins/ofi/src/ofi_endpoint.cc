@@ -28,6 +28,9 @@ constexpr int kWatchIntervalMs = 100;
 // only after this much more progress.
 constexpr auto kClosedGrace = std::chrono::milliseconds(300);
 constexpr size_t kCompletionBatch = 16;
+// At most this many reads of the completion queue (kCompletionBatch each) when a peer is found
+// lost, before its pending receives fail.
+constexpr int kDrainReads = 1024;
 // A wait on a larger message sleeps at once: two spinning ranks leave the kernel's loopback too
 // little cpu (over tcp;ofi_rxm on 2 cpus: bandwidth 15-30% higher than sleeping up to 4 MiB, 5-15%
 // lower from 8 MiB).
@@ -247,6 +250,7 @@ void Endpoint::OpenFabric(const chorus::ofi::EndpointOptions& options) {
       options.chunk_bytes == 0 ? max_message : std::min<size_t>(max_message, options.chunk_bytes);
   eager_bytes_ = options.eager_bytes ? static_cast<size_t>(*options.eager_bytes)
                                      : chorus::ofi::RxmEagerLimit(*info_);
+  serialize_matching_ = std::string_view(info_->fabric_attr->prov_name) == "shm";
   wakeup_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wakeup_fd_ < 0) Fail(CHORUS_INTERNAL, "ofi: eventfd failed: ", std::strerror(errno));
   chorus::ofi::Check(fi_fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric");
@@ -397,11 +401,14 @@ chorus_request* Endpoint::Start(chorus_request::Kind kind, const chorus_p2p_args
   if (aborted_) Fail(CHORUS_ABORTED, what, ": the endpoint was aborted");
   const int sender = send ? rank_ : a.peer;
   tags_->Encode(sender, a.tag);  // throws INVALID_ARGUMENT for a tag that does not fit
+  bool from_lost_peer = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const Peer& peer = peers_[static_cast<size_t>(a.peer)];
-    if (peer.lost)
+    if (peer.lost && send) {
       Fail(CHORUS_PEER_LOST, what, ": ", PeerName(a.peer), " is lost: ", peer.lost_reason);
+    }
+    from_lost_peer = peer.lost;
   }
   auto request = std::make_unique<chorus_request>();
   request->kind = kind;
@@ -434,9 +441,13 @@ chorus_request* Endpoint::Start(chorus_request::Kind kind, const chorus_p2p_args
     chorus::ofi::Operation& op = started->operations[i];
     ssize_t code = 0;
     for (;;) {
-      code = send ? fi_tsend(ep_, data + op.offset, op.length, nullptr, address, tag, &op.context)
-                  : fi_trecv(ep_, data + op.offset, op.length, nullptr,
-                             directed_ ? address : FI_ADDR_UNSPEC, tag, 0, &op.context);
+      if (send) {
+        code = fi_tsend(ep_, data + op.offset, op.length, nullptr, address, tag, &op.context);
+      } else {
+        const std::unique_lock<std::mutex> matching = MatchingLock();
+        code = fi_trecv(ep_, data + op.offset, op.length, nullptr,
+                        directed_ ? address : FI_ADDR_UNSPEC, tag, 0, &op.context);
+      }
       if (code != -FI_EAGAIN || aborted_ || chorus::ofi::MillisecondsLeft(deadline) < 0) break;
       ReadCompletions(0);  // the provider's queue is full: progress frees it
     }
@@ -456,12 +467,28 @@ chorus_request* Endpoint::Start(chorus_request::Kind kind, const chorus_p2p_args
     for (size_t j = i; j < chunks; ++j) FinishOperationLocked(*result);
     return result;
   }
+  if (from_lost_peer) {
+    // A message the peer sent before it was lost may wait in the provider's unexpected queue:
+    // this receive matches it when posted, and its completion is read here. Anything else it
+    // can no longer get.
+    DrainCompletions();
+    std::lock_guard<std::mutex> lock(mutex_);
+    const Peer& peer = peers_[static_cast<size_t>(a.peer)];
+    if (!started->done) {
+      FailLocked(*started, CHORUS_PEER_LOST,
+                 std::string(what) + ": " + PeerName(a.peer) + " is lost: " + peer.lost_reason);
+    }
+  }
   return started;
 }
 
 size_t Endpoint::ReadCompletions(int wait_ms) {
   fi_cq_tagged_entry entries[chorus::ofi::kCompletionBatch];
-  ssize_t n = fi_cq_read(cq_, entries, chorus::ofi::kCompletionBatch);
+  ssize_t n = 0;
+  {
+    const std::unique_lock<std::mutex> matching = MatchingLock();
+    n = fi_cq_read(cq_, entries, chorus::ofi::kCompletionBatch);
+  }
   if (n == -FI_EAGAIN && wait_ms > 0) {
     WaitForCompletions(wait_ms);
     return 0;
@@ -494,7 +521,9 @@ void Endpoint::WaitForCompletions(int wait_ms) {
   int timeout = 1;  // without a wait object: look again after a millisecond
   if (wait_fd_ >= 0) {
     fid* cq = &cq_->fid;
-    if (fi_trywait(fabric_, &cq, 1) != FI_SUCCESS) return;  // completions to read: no sleep
+    std::unique_lock<std::mutex> matching = MatchingLock();  // trywait progresses too
+    if (fi_trywait(fabric_, &cq, 1) != FI_SUCCESS) return;   // completions to read: no sleep
+    matching = {};
     count = 2;
     timeout = wait_ms;
   }
@@ -502,6 +531,11 @@ void Endpoint::WaitForCompletions(int wait_ms) {
     uint64_t value = 0;
     [[maybe_unused]] const ssize_t got = read(wakeup_fd_, &value, sizeof value);
   }
+}
+
+std::unique_lock<std::mutex> Endpoint::MatchingLock() {
+  return serialize_matching_ ? std::unique_lock<std::mutex>(match_mutex_)
+                             : std::unique_lock<std::mutex>();
 }
 
 void Endpoint::WakeProgress() {
@@ -672,8 +706,18 @@ void Endpoint::WatchPeers() {
         }
       }
     }
-    if (!reason.empty()) MarkPeerLost(peer, reason);
+    if (reason.empty()) continue;
+    // What the peer sent before it closed or died may sit in this endpoint's queue: read it here
+    // first, so that only receives it can no longer satisfy fail. Leaving that to the waiting
+    // callers failed receives under load (a caller that reads the queue itself had not got a cpu
+    // for the whole grace, and the progress thread stood back for it).
+    DrainCompletions();
+    MarkPeerLost(peer, reason);
   }
+}
+
+void Endpoint::DrainCompletions() {
+  for (int reads = 0; reads < chorus::ofi::kDrainReads && ReadCompletions(0) > 0;) ++reads;
 }
 
 bool Endpoint::ProgressThreadStandsBack() const {

@@ -147,6 +147,10 @@ struct chorus_transport_endpoint {
   bool SpinOn(chorus_request& request, Clock::time_point deadline);
   void WaitForCompletions(int wait_ms);
   void WakeProgress();
+  // Reads the completion queue until it is empty (at most kDrainReads reads).
+  void DrainCompletions();
+  // Holds match_mutex_ where serialize_matching_ says so, else nothing.
+  std::unique_lock<std::mutex> MatchingLock();
   void OnCompletion(const fi_cq_tagged_entry& entry);
   void OnError(const fi_cq_err_entry& error);
   // Under mutex_: ends `request` (first status wins), cancels its live operations, wakes waiters.
@@ -191,6 +195,14 @@ struct chorus_transport_endpoint {
   // freed after its endpoint), and deletes those freed while the provider held them.
   std::set<chorus_request*> requests_;
   std::mutex post_mutex_;  // keeps the chunks of one message together
+  // libfabric 1.17's shm (smr_progress_cmd_msg) looks for a posted receive that matches an
+  // incoming message, lets go of its lock, and only then queues the message as unexpected: a
+  // receive posted on another thread in between finds neither, waits for the next message of its
+  // tag (wrong data), and the first one is never delivered (a hang). Where serialize_matching_
+  // holds (shm), fi_trecv and the calls that progress (fi_cq_read, fi_trywait) take match_mutex_,
+  // so a receive is posted wholly before or wholly after a match.
+  bool serialize_matching_ = false;
+  std::mutex match_mutex_;
   std::atomic<bool> aborted_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> closed_{false};

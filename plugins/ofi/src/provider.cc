@@ -68,26 +68,6 @@ std::string FabricError(int code) {
   return std::string(fi_strerror(code < 0 ? -code : code)) + " (" + std::to_string(code) + ")";
 }
 
-namespace {
-
-// libfabric 1.17's shm provider matched two tagged messages of one sender and one tag out of
-// order under CPU load (the core's ring over it, conformance.ofi_shm.ring, got blocks swapped:
-// silently wrong data, though the endpoint asks for FI_ORDER_SAS). Until a libfabric that keeps
-// the order is tested, chorus does not use it unless told to.
-void RefuseUnorderedShm(const std::string& provider) {
-  if (provider != "shm" || fi_version() > FI_VERSION(1, 17)) return;
-  const char* allow = std::getenv("CHORUS_OFI_ALLOW_SHM");
-  if (allow != nullptr && std::strcmp(allow, "1") == 0) return;
-  sdk::Fail(CHORUS_UNAVAILABLE, "ofi: libfabric ", FI_MAJOR(fi_version()), ".",
-            FI_MINOR(fi_version()),
-            "'s shm provider matched tagged messages of one sender and tag out of order under "
-            "load in chorus's tests (wrong data, not an error), so chorus does not use it: on one "
-            "host use FI_PROVIDER='tcp;ofi_rxm', the shm collective, or ucx with UCX_TLS=sm,self; "
-            "CHORUS_OFI_ALLOW_SHM=1 uses it anyway");
-}
-
-}  // namespace
-
 std::string ChooseProvider(const std::string& option) {
   std::string provider = kDefaultProvider;
   const char* variable = std::getenv("FI_PROVIDER");
@@ -96,7 +76,6 @@ std::string ChooseProvider(const std::string& option) {
   } else if (variable != nullptr && *variable != '\0') {
     provider = variable;
   }
-  RefuseUnorderedShm(provider);
   return provider;
 }
 

@@ -207,7 +207,10 @@ OptimizerPlan PlanOptimizer(const std::string& key, Optimizer& optimizer,
                             const std::vector<std::pair<std::string, Variable>>& variables,
                             const EntryIndex& index, const std::string& path) {
   OptimizerPlan plan{&optimizer, 0, {}, {}};
-  const CheckpointEntry& iterations = Find(index, IterationsKey(key), path);
+  // The key in a named string: g++ 13 takes a reference returned beside a temporary argument for
+  // one into it (-Wdangling-reference), though Find returns an entry of `index`.
+  const std::string iterations_key = IterationsKey(key);
+  const CheckpointEntry& iterations = Find(index, iterations_key, path);
   CheckMatches(iterations, CHORUS_I64, {}, path);
   plan.iterations = IterationsValue(iterations);
   std::set<std::string> planned;

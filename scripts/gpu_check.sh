@@ -26,7 +26,7 @@ case "${1:-}" in
     for f in .devdeps/*.deb; do dpkg -x "$f" "$deps"; done
     export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$deps/usr" \
-      -DCHORUS_WITH_CUDA=ON -DCHORUS_BUILD_PARAMETER_SERVER=OFF -DCHORUS_WARNINGS_AS_ERRORS=OFF |
+      -DCHORUS_WITH_CUDA=ON -DCHORUS_BUILD_PARAMETER_SERVER=OFF |
       tail -12
     cmake --build build/gpu -j "$(nproc)" 2>&1 | grep -E "error|warning: " | head -20
     timeout 300 ctest --test-dir build/gpu -L gpu --output-on-failure --timeout 120 | tail -40

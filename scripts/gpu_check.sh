@@ -25,14 +25,23 @@ case "${1:-}" in
     mkdir -p "$deps"
     for f in .devdeps/*.deb; do dpkg -x "$f" "$deps"; done
     export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    # The exit status says whether configure, build, the gpu tests and the benchmarks all passed
+    # (a pipe's status is its first failing command's).
+    set -o pipefail
+    failed=0
     cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$deps/usr" \
-      -DCHORUS_WITH_CUDA=ON -DCHORUS_BUILD_PARAMETER_SERVER=OFF |
-      tail -12
-    cmake --build build/gpu -j "$(nproc)" 2>&1 | grep -E "error|warning: " | head -20
-    timeout 300 ctest --test-dir build/gpu -L gpu --output-on-failure --timeout 120 | tail -40
+      -DCHORUS_WITH_CUDA=ON -DCHORUS_BUILD_PARAMETER_SERVER=OFF | tail -12 ||
+      { echo "gpu_check: configure failed"; exit 1; }
+    cmake --build build/gpu -j "$(nproc)" > build/gpu/build.log 2>&1 ||
+      { grep -E "error|warning: " build/gpu/build.log | head -20; echo "gpu_check: build failed"; exit 1; }
+    grep -E "warning: " build/gpu/build.log | head -20
+    timeout 300 ctest --test-dir build/gpu -L gpu --output-on-failure --timeout 120 | tail -40 ||
+      { echo "gpu_check: gpu tests failed"; failed=1; }
     for dtype in f32 bf16; do
-      timeout 120 build/gpu/bin/chorus-bench --kernels --devices cuda -b 1M -e 1G -f 4 -d "$dtype"
+      timeout 120 build/gpu/bin/chorus-bench --kernels --devices cuda -b 1M -e 1G -f 4 \
+        -d "$dtype" || { echo "gpu_check: chorus-bench --kernels -d $dtype failed"; failed=1; }
     done
+    exit "$failed"
     ;;
   *)
     echo "usage: bash scripts/gpu_check.sh prepare|run" >&2

@@ -2,7 +2,9 @@
 # TensorFlow's table beside chorus's: the tutorial's CNN on real Fashion-MNIST (Adam 1e-3, seed 1)
 # under OneDevice with the tutorial's batch of 16, and under OneDevice, Mirrored(4) and
 # MultiWorkerMirrored(2 workers x 2 replicas) with the same global batch of 64 (16 per replica),
-# each trained by chorus::Fit. Prints the per-epoch lines of epochs 1, 5 and 10 (those that ran)
+# each trained by chorus::Fit, and OneDevice once more with its gradient in 4 shards summed as the
+# replicas' are (which must end with the very weights of Mirrored(4) and MultiWorkerMirrored(2x2):
+# the script fails otherwise). Prints the per-epoch lines of epochs 1, 5 and 10 (those that ran)
 # and the mean time per epoch (training and evaluation) beside the tutorial's first epoch.
 #   scripts/fashion_mnist_table.sh [EPOCHS]     (default 10; the main command runs 1)
 # Logs go to build/release/fashion_mnist_table/.
@@ -25,6 +27,10 @@ run one_device_16 "$bin/fashion_mnist" --strategy one_device --global-batch 16 "
   --checkpoint-dir "$out/ckpt_one_device_16"
 run one_device_64 "$bin/fashion_mnist" --strategy one_device --global-batch 64 "${common[@]}" \
   --checkpoint-dir "$out/ckpt_one_device_64"
+# The same as one_device_64, its gradient summed over 4 shards of 16 as Mirrored(4) sums its
+# replicas' (chorus::FitOptions::gradient_shards): the same bits as the two runs below.
+run one_device_64_shards "$bin/fashion_mnist" --strategy one_device --global-batch 64 \
+  --gradient-shards 4 "${common[@]}" --checkpoint-dir "$out/ckpt_one_device_64_shards"
 run mirrored_4 "$bin/fashion_mnist" --strategy mirrored --replicas 4 --global-batch 64 \
   "${common[@]}" --checkpoint-dir "$out/ckpt_mirrored_4"
 run multi_worker_2x2 "$bin/chorus-launch" -n 2 --timeout 3600 -- "$bin/fashion_mnist" \
@@ -60,11 +66,25 @@ echo "|---|---|---|---|---|"
 echo "| TensorFlow tutorial: 1 CPU replica, batch 16 | 87.80 (86.63) | - | - | - |"
 row one_device_16 "chorus OneDevice, batch 16"
 row one_device_64 "chorus OneDevice, batch 64"
+row one_device_64_shards "chorus OneDevice, batch 64 as 4 gradient shards"
 row mirrored_4 "chorus Mirrored(4), global batch 64"
 row multi_worker_2x2 "chorus MultiWorkerMirrored(2 workers x 2), global batch 64"
 
 echo
 echo "The tutorial's first epoch:  Epoch 1, Loss: 0.3035, Accuracy: 86.63, Test Loss: 0.3301, Test Accuracy: 87.80"
-for name in one_device_16 one_device_64 mirrored_4 multi_worker_2x2; do
-  printf '%-28s %s\n' "chorus $name:" "$(epoch_lines "$name" | head -1)"
+for name in one_device_16 one_device_64 one_device_64_shards mirrored_4 multi_worker_2x2; do
+  printf '%-33s %s\n' "chorus $name:" "$(epoch_lines "$name" | head -1)"
+done
+
+# The weights after the last epoch, compared byte for byte (the checkpoints hold the variables
+# and the optimizer's slots).
+echo
+last=ckpt-$epochs
+for name in mirrored_4 multi_worker_2x2; do
+  if cmp -s "$out/ckpt_one_device_64_shards/$last" "$out/ckpt_$name/$last"; then
+    echo "Weights after epoch $epochs: $name and one_device_64_shards are the same bits"
+  else
+    echo "Weights after epoch $epochs: $name and one_device_64_shards DIFFER" >&2
+    exit 1
+  fi
 done

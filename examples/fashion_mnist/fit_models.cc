@@ -28,9 +28,9 @@ class MlpFitModel : public FitModel {
     const chorus::HostBatch host = chorus::CopyToHost(batch);
     const HostWeights weights = model_.ReadWeights();
     const HostExamples examples{host.features.data(), host.labels.data(), host.size};
-    // model.h scales by the global batch and the replicas of the current context: the same.
     const auto global = static_cast<int64_t>(std::llround(1.0 / scale.per_example));
-    const ReplicaStep step = model_.LossAndGradients(weights, examples, global);
+    const ReplicaStep step =
+        model_.LossAndGradients(weights, examples, global, scale.regularization);
     gradients.clear();
     const auto& variables = model_.variables();
     for (size_t v = 0; v < variables.size(); ++v) {

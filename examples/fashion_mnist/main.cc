@@ -55,6 +55,7 @@ struct Flags {
   int replicas = 0;
   std::string cross_device_ops;
   int64_t global_batch = 0;
+  int64_t gradient_shards = 0;
   int epochs = 10;
   int64_t steps = 0;
   uint64_t seed = 1;
@@ -340,6 +341,7 @@ void RunFitLoop(const Flags& flags, const TrainAndTest& data, chorus::Strategy& 
   options.steps_per_epoch = flags.steps;
   options.validation_data = &test;
   options.callbacks = callbacks;
+  options.gradient_shards = flags.gradient_shards;
   chorus::Fit(&strategy, *model, adam, train, options);
   example.totals.Print(batch_size);
 
@@ -446,6 +448,11 @@ int Run(const Flags& flags) {
   std::cout << "Data: " << data.source << "; using " << data.train.size() << " train and "
             << data.test.size() << " test images\n";
   if (data.train.size() == 0 || data.test.size() == 0) Fail("the train or test set is empty");
+  if (flags.gradient_shards != 0 && (flags.loop != "fit" || flags.strategy == "parameter_server")) {
+    Fail(
+        "--gradient-shards is an option of chorus::Fit (--loop fit) under the synchronous "
+        "strategies; drop it here");
+  }
   if (flags.resume && flags.strategy != "parameter_server") {
     Fail("--resume applies to --strategy parameter_server only");
   }
@@ -560,6 +567,12 @@ int main(int argc, char** argv) {
   app.add_option("--global-batch", flags.global_batch,
                  "global batch size; 0: 16 per replica with --loop fit (the tutorial's), 64 "
                  "otherwise")
+      ->capture_default_str();
+  app.add_option("--gradient-shards", flags.gradient_shards,
+                 "--loop fit: compute each global batch's gradient as N shards summed pairwise "
+                 "(chorus::FitOptions::gradient_shards), so that OneDevice, Mirrored and "
+                 "MultiWorkerMirrored over 2 workers train to the same bits; 0: off")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
       ->capture_default_str();
   app.add_option("--epochs", flags.epochs, "epochs")->capture_default_str();
   app.add_option("--steps", flags.steps,

@@ -116,7 +116,8 @@ HostWeights Model::ReadWeights() const {
 }
 
 ReplicaStep Model::LossAndGradients(const HostWeights& w, const HostExamples& batch,
-                                    int64_t global_batch_size) const {
+                                    int64_t global_batch_size,
+                                    std::optional<double> regularization_scale) const {
   const ModelConfig& c = config_;
   CheckBatch(c, batch);
   if (global_batch_size <= 0) global_batch_size = batch.size * NumReplicasInSync();
@@ -171,7 +172,8 @@ ReplicaStep Model::LossAndGradients(const HostWeights& w, const HostExamples& ba
   step.per_example_loss = per_example_loss;
   step.scaled_loss = chorus::ComputeAverageLoss(per_example_loss, {}, global_batch_size) +
                      chorus::ScaleRegularizationLoss(regularization);
-  const double l2_grad = 2.0 * static_cast<double>(c.l2) / NumReplicasInSync();
+  const double l2_grad =
+      2.0 * static_cast<double>(c.l2) * regularization_scale.value_or(1.0 / NumReplicasInSync());
   auto finish = [](const std::vector<double>& sums, const std::vector<float>* kernel,
                    double l2_factor) {
     std::vector<float> out(sums.size());

@@ -10,6 +10,7 @@
 #include <chorus/training/optimizer.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,9 +72,12 @@ class Model {
   HostWeights ReadWeights() const;
 
   // Forward and backward pass on `batch`, with the loss scaled for a global batch of
-  // `global_batch_size` examples (call it in the replica function, or with no strategy).
+  // `global_batch_size` examples (call it in the replica function, or with no strategy) and the
+  // regularisation's gradient by `regularization_scale` (unset: 1 / the replicas in sync, as
+  // tf.nn.scale_regularization_loss).
   ReplicaStep LossAndGradients(const HostWeights& weights, const HostExamples& batch,
-                               int64_t global_batch_size) const;
+                               int64_t global_batch_size,
+                               std::optional<double> regularization_scale = std::nullopt) const;
   // The gradients as tensors on `device`, paired with the variables, for apply_gradients.
   chorus::GradientsAndVariables GradientsOn(const chorus::Device& device,
                                             const ReplicaStep& step) const;

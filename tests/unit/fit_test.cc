@@ -140,6 +140,66 @@ TEST(Fit, EveryStrategyTrainsAsOneDevice) {
   }
 }
 
+// FitOptions::gradient_shards: every strategy computes the same shards' gradients and sums them
+// in the same pairwise order, so they train to the same bits. 88 examples in batches of 16: the
+// last batch of 8 leaves shards (and Mirrored(4)'s replicas) 2 and 3 empty. Without shards the
+// same runs part in the last bits (the model sums a replica's examples in double, then rounds).
+TEST(Fit, GradientShardsTrainEveryStrategyToTheSameBits) {
+  const Dataset data = SeparableData(88, kInputs, kClasses, 3);
+  const auto train = [&](Strategy* strategy, int64_t shards) {
+    std::unique_ptr<LinearSoftmaxModel> model;
+    {
+      const auto scope = strategy != nullptr ? strategy->scope() : nullptr;
+      model = std::make_unique<LinearSoftmaxModel>(kInputs, kClasses, 1e-2f);
+    }
+    Adam adam(0.1f);
+    FitOptions options;
+    options.batch_size = 16;
+    options.epochs = 6;
+    options.seed = 5;
+    options.gradient_shards = shards;
+    const History history = Fit(strategy, *model, adam, data, options);
+    EXPECT_LT(history.epochs.back().loss, 0.85 * history.epochs.front().loss);
+    const auto scope = strategy != nullptr ? strategy->scope() : nullptr;
+    std::vector<float> weights = model->kernel().value().ToVector();
+    const std::vector<float> bias = model->bias().value().ToVector();
+    weights.insert(weights.end(), bias.begin(), bias.end());
+    return weights;
+  };
+  OneDeviceStrategy one(CpuDevices(1)[0]);
+  MirroredStrategy two(CpuDevices(2), "reduction_to_one_device");
+  MirroredStrategy four(CpuDevices(4), "reduction_to_one_device");
+  const std::vector<float> reference = train(nullptr, 4);
+  for (Strategy* strategy : std::vector<Strategy*>{&one, &two, &four}) {
+    SCOPED_TRACE(strategy->name() + " of " + std::to_string(strategy->num_replicas_in_sync()));
+    EXPECT_EQ(train(strategy, 4), reference);  // bit for bit
+  }
+  // The test's power: the same strategies without shards do not agree to the bit.
+  EXPECT_NE(train(&one, 0), train(&four, 0));
+}
+
+TEST(Fit, GradientShardsMustSplitTheBatchOverTheReplicas) {
+  const Dataset data = SeparableData(16, kInputs, kClasses, 1);
+  MirroredStrategy strategy(CpuDevices(4), "reduction_to_one_device");
+  std::unique_ptr<LinearSoftmaxModel> model;
+  {
+    const auto scope = strategy.scope();
+    model = std::make_unique<LinearSoftmaxModel>(kInputs, kClasses, 0.0f);
+  }
+  SGD sgd(0.1f);
+  FitOptions options;
+  options.batch_size = 8;
+  options.gradient_shards = 2;
+  ExpectMessage([&] { Fit(&strategy, *model, sgd, data, options); },
+                "gradient_shards 2 is not a multiple of the 4 replicas in sync");
+  options.gradient_shards = 3;
+  ExpectMessage([&] { Fit(&strategy, *model, sgd, data, options); },
+                "gradient_shards 3 does not divide batch_size 8");
+  options.gradient_shards = -1;
+  ExpectMessage([&] { Fit(&strategy, *model, sgd, data, options); },
+                "gradient_shards must be 0 (off) or positive, got -1");
+}
+
 TEST(Fit, AModelBuiltOutsideTheScopeIsRefused) {
   const Dataset data = SeparableData(16, kInputs, kClasses, 1);
   MirroredStrategy strategy(CpuDevices(2), "reduction_to_one_device");

@@ -83,6 +83,41 @@ INSTANTIATE_TEST_SUITE_P(CountsAndReplicas, ReductionToOneDeviceSweep,
                          ::testing::Combine(::testing::Values(1, 2, 3, 4, 8),
                                             ::testing::Values(0, 1, 1001, 262147)));
 
+// The sum's association is fixed: a pairwise tree over the replicas in order, as hierarchical
+// copy and a 2-level all-reduce sum 2^k replicas (chorus::FitOptions::gradient_shards relies on
+// it). 1e8 + 1 rounds to 1e8 in f32, so each association of these values gives its own result.
+TEST(ReductionToOneDevice, SumsReplicasPairwiseInReplicaOrder) {
+  struct Case {
+    std::vector<float> replicas;
+    float want;
+    const char* tree;
+  };
+  const std::vector<Case> cases = {
+      {{1e8f, 1, -1e8f, 1}, 0.0f, "(r0 + r1) + (r2 + r3); a running sum gives 1"},
+      {{1e8f, 1, -1e8f, 1, 1}, 1.0f, "((r0 + r1) + (r2 + r3)) + r4; a running sum gives 2"},
+      {{1e8f, 1, -1e8f, 1, 1, 1},
+       2.0f,
+       "((r0 + r1) + (r2 + r3)) + (r4 + r5); a running sum gives 3"},
+      {{1e8f, 1, -1e8f, 1, 1e8f, 1, -1e8f, 1}, 0.0f, "three levels; a running sum gives 1"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.tree);
+    const size_t n = c.replicas.size(), count = 3;
+    Replicas r(n, count);
+    auto ops = CrossDeviceOps::Create(BareRegistry(), "reduction_to_one_device", r.devices);
+    for (size_t d = 0; d < n; ++d) {
+      const std::vector<float> v(count, c.replicas[d]);
+      r.buffers[d].CopyFromHost(v.data(), count * sizeof(float));
+    }
+    ops->Reduce(CHORUS_REDUCE_SUM, {CHORUS_F32, count, r.Views(), r.Views()});
+    for (size_t d = 0; d < n; ++d) {
+      std::vector<float> got(count);
+      r.buffers[d].CopyToHost(got.data(), count * sizeof(float));
+      EXPECT_EQ(got, std::vector<float>(count, c.want)) << "device " << d;
+    }
+  }
+}
+
 TEST(ReductionToOneDevice, ReduceToDeviceOptionPicksTheAccumulator) {
   Replicas r(3, 4);
   auto ops = CrossDeviceOps::Create(BareRegistry(), "reduction_to_one_device", r.devices,

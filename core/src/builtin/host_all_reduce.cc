@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -38,24 +39,64 @@ struct Unit {
   size_t last;
 };
 
-void RunPiece(const Piece& unit, unsigned char* scratch) {
+// A work unit's accumulators, one per level of the summation tree (a thread's own).
+struct alignas(64) Slot {
+  unsigned char bytes[kChunkBytes];
+};
+
+// Sums the inputs in a pairwise tree over their order: ((in0 + in1) + (in2 + in3)) + ..., the
+// association tf.distribute's hierarchical copy and a 2-level all-reduce (pairs of replicas, then
+// across them) give for 2^k replicas. With every reduction summing replicas in one order, a
+// model's update is the same bits whichever of them computed it (chorus::FitOptions::
+// gradient_shards relies on it), and pairwise sums lose less to rounding than a running sum.
+// Returns where the result lies: an input when there is one, else a slot.
+const unsigned char* ReducePairwise(const HostReduce& r, size_t offset, size_t n,
+                                    std::vector<Slot>& slots) {
+  auto at = [offset](const void* base) { return static_cast<const unsigned char*>(base) + offset; };
+  struct Partial {
+    const unsigned char* data;
+    unsigned level;  // 2^level inputs summed
+  };
+  // Partial sums of consecutive runs of inputs, each level lower than the one below it (a
+  // binary counter): partial d, when not an input, lives in slots[d].
+  Partial stack[64];
+  size_t depth = 0;
+  for (const void* input : r.inputs) {
+    Partial current{at(input), 0};
+    while (depth > 0 && stack[depth - 1].level == current.level) {
+      --depth;
+      unsigned char* into = slots[depth].bytes;
+      ReduceHost(into, stack[depth].data, current.data, n, r.dtype, r.op);
+      current = {into, current.level + 1};
+    }
+    stack[depth++] = current;
+  }
+  // What is left, from the last (smallest) run back to the first.
+  Partial sum = stack[--depth];
+  while (depth > 0) {
+    --depth;
+    unsigned char* into = slots[depth].bytes;
+    ReduceHost(into, stack[depth].data, sum.data, n, r.dtype, r.op);
+    sum = {into, 0};
+  }
+  return sum.data;
+}
+
+void RunPiece(const Piece& unit, std::vector<Slot>& slots) {
   const HostReduce& r = *unit.reduce;
   const size_t element = chorus_dtype_size(r.dtype);
   const size_t offset = unit.begin * element;
   const size_t n = unit.end - unit.begin;
   const size_t bytes = n * element;
-  auto at = [offset](const void* base) { return static_cast<const unsigned char*>(base) + offset; };
-  if (r.inputs.size() == 1) {
-    std::memcpy(scratch, at(r.inputs[0]), bytes);
-  } else {
-    ReduceHost(scratch, at(r.inputs[0]), at(r.inputs[1]), n, r.dtype, r.op);
-    for (size_t k = 2; k < r.inputs.size(); ++k) {
-      ReduceHost(scratch, scratch, at(r.inputs[k]), n, r.dtype, r.op);
-    }
-  }
+  // The tree keeps at most floor(log2(inputs)) + 1 partial sums.
+  const size_t levels = static_cast<size_t>(std::bit_width(r.inputs.size()));
+  if (slots.size() < levels) slots.resize(levels);
+  const unsigned char* sum = ReducePairwise(r, offset, n, slots);
   // Every input of this chunk has been read before any output is written: in place is safe.
-  for (void* out : r.outputs)
-    std::memcpy(static_cast<unsigned char*>(out) + offset, scratch, bytes);
+  for (void* out : r.outputs) {
+    unsigned char* to = static_cast<unsigned char*>(out) + offset;
+    if (to != sum) std::memcpy(to, sum, bytes);
+  }
 }
 
 }  // namespace
@@ -93,10 +134,10 @@ void HostAllReduce(const std::vector<HostReduce>& batch, unsigned max_threads) {
   std::mutex error_mutex;
   std::exception_ptr error;  // the first failure, rethrown on the calling thread
   auto work = [&] {
-    alignas(64) static thread_local unsigned char scratch[kChunkBytes];
+    static thread_local std::vector<Slot> slots;
     try {
       for (size_t i = next.fetch_add(1); i < units.size(); i = next.fetch_add(1)) {
-        for (size_t p = units[i].first; p < units[i].last; ++p) RunPiece(pieces[p], scratch);
+        for (size_t p = units[i].first; p < units[i].last; ++p) RunPiece(pieces[p], slots);
       }
     } catch (...) {
       next.store(units.size());

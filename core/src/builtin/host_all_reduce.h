@@ -26,8 +26,10 @@ struct HostReduce {
   chorus_reduce_op op = CHORUS_REDUCE_SUM;  // never MEAN
 };
 
-// Runs every reduce of `batch`. Uses up to `max_threads` threads (0: the hardware's count, at
-// most 8) once the batch is large enough to repay them.
+// Runs every reduce of `batch`. Each sums its inputs in a pairwise tree over their order,
+// ((in0 + in1) + (in2 + in3)) + ..., the same bits on every call and thread count. Uses up to
+// `max_threads` threads (0: the hardware's count, at most 8) once the batch is large enough to
+// repay them.
 void HostAllReduce(const std::vector<HostReduce>& batch, unsigned max_threads = 0);
 
 }  // namespace chorus::internal

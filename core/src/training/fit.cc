@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "builtin/host_all_reduce.h"
+#include "training/optimizer_host_view.h"
+
 namespace chorus {
 namespace {
 
@@ -32,6 +35,15 @@ void CheckOptions(const FitOptions& options) {
   }
   if (options.log_every_steps <= 0) {
     Fail("fit: log_every_steps must be positive, got " + std::to_string(options.log_every_steps));
+  }
+  if (options.gradient_shards < 0) {
+    Fail("fit: gradient_shards must be 0 (off) or positive, got " +
+         std::to_string(options.gradient_shards));
+  }
+  if (options.gradient_shards > 0 && options.batch_size % options.gradient_shards != 0) {
+    Fail("fit: gradient_shards " + std::to_string(options.gradient_shards) +
+         " does not divide batch_size " + std::to_string(options.batch_size) +
+         "; the shards must be of one size, as the replicas' slices of a batch are");
   }
   for (const Callback* callback : options.callbacks) {
     if (callback == nullptr) Fail("fit: a callback is NULL");
@@ -108,19 +120,120 @@ struct StepMetrics {
   SparseCategoricalAccuracy& accuracy;
 };
 
+// FitOptions::gradient_shards as one replica applies it.
+struct Sharding {
+  int64_t per_replica = 1;  // shards of each replica's batch
+  int64_t examples = 0;     // examples of a full shard
+  int64_t total = 1;        // shards of a global batch (regularisation is scaled by 1 / total)
+};
+
+Sharding ShardingFor(const FitOptions& options, const Strategy* strategy) {
+  Sharding sharding;
+  if (options.gradient_shards <= 0) return sharding;
+  const int replicas = strategy != nullptr ? strategy->num_replicas_in_sync() : 1;
+  if (options.gradient_shards % replicas != 0) {
+    Fail("fit: gradient_shards " + std::to_string(options.gradient_shards) +
+         " is not a multiple of the " + std::to_string(replicas) +
+         " replicas in sync; each replica takes gradient_shards / replicas shards of the batch");
+  }
+  sharding.per_replica = options.gradient_shards / replicas;
+  sharding.examples = options.batch_size / options.gradient_shards;
+  sharding.total = options.gradient_shards;
+  return sharding;
+}
+
+// Examples [begin, end) of `batch`, without a copy.
+Batch Slice(const Batch& batch, int64_t begin, int64_t end) {
+  Batch slice;
+  Shape shape = batch.features.shape();
+  const int64_t example_elements = batch.size > 0 ? batch.features.num_elements() / batch.size : 0;
+  shape[0] = end - begin;
+  slice.features = batch.features.View(begin * example_elements, shape);
+  slice.labels = batch.labels.View(begin, {end - begin});
+  slice.size = end - begin;
+  return slice;
+}
+
+// The shards' gradients, variable by variable, summed pairwise in shard order by the same code
+// as the core's reduction of replicas (so that the two levels nest into one tree).
+std::vector<Tensor> SumShards(const std::vector<std::vector<Tensor>>& shards) {
+  std::vector<Tensor> sums;
+  // Host views of the tensors (copies where a device's memory is not the host's), kept alive
+  // until the sums are committed.
+  std::vector<std::unique_ptr<internal::HostFloats>> inputs, outputs;
+  std::vector<internal::HostReduce> reduces;
+  for (size_t v = 0; v < shards.front().size(); ++v) {
+    const Tensor& first = shards.front()[v];
+    sums.push_back(Tensor::Uninitialized(first.device(), first.dtype(), first.shape()));
+    internal::HostReduce reduce;
+    for (const std::vector<Tensor>& shard : shards) {
+      if (shard[v].shape() != first.shape()) {
+        Fail("fit: the model's TrainStep gave gradients of different shapes for variable " +
+             std::to_string(v) + " in two shards of a batch");
+      }
+      inputs.push_back(std::make_unique<internal::HostFloats>(shard[v]));
+      reduce.inputs.push_back(inputs.back()->data());
+    }
+    outputs.push_back(std::make_unique<internal::HostFloats>(sums.back()));
+    reduce.outputs.push_back(outputs.back()->data());
+    reduce.count = static_cast<size_t>(first.num_elements());
+    reduces.push_back(std::move(reduce));
+  }
+  // One thread: the replicas run their steps at once already.
+  internal::HostAllReduce(reduces, 1);
+  for (const auto& output : outputs) output->Commit();
+  return sums;
+}
+
+// The model's step on the replica's batch, or on its shards one by one, their gradients summed.
+StepOutputs ShardedTrainStep(TrainableModel& model, const Device& device, const Batch& batch,
+                             const LossScale& scale, const Sharding& sharding,
+                             std::vector<Tensor>& gradients, size_t num_variables) {
+  auto check_gradients = [&](const std::vector<Tensor>& g) {
+    if (g.size() != num_variables) {
+      Fail("fit: the model's TrainStep gave " + std::to_string(g.size()) + " gradients for " +
+           std::to_string(num_variables) + " trainable variables");
+    }
+  };
+  // One shard per replica is the replica's whole slice, its regularisation scale 1 / replicas.
+  if (sharding.per_replica <= 1) {
+    StepOutputs out = model.TrainStep(device, batch, scale, gradients);
+    CheckOutputs(out, batch, "TrainStep");
+    check_gradients(gradients);
+    return out;
+  }
+  const LossScale shard_scale{scale.per_example, 1.0 / static_cast<double>(sharding.total)};
+  std::vector<std::vector<Tensor>> shard_gradients(static_cast<size_t>(sharding.per_replica));
+  StepOutputs out;
+  for (int64_t j = 0; j < sharding.per_replica; ++j) {
+    const int64_t begin = std::min(j * sharding.examples, batch.size);
+    const int64_t end = std::min(begin + sharding.examples, batch.size);
+    const Batch shard = Slice(batch, begin, end);
+    const StepOutputs part =
+        model.TrainStep(device, shard, shard_scale, shard_gradients[static_cast<size_t>(j)]);
+    CheckOutputs(part, shard, "TrainStep");
+    check_gradients(shard_gradients[static_cast<size_t>(j)]);
+    out.per_example_loss.insert(out.per_example_loss.end(), part.per_example_loss.begin(),
+                                part.per_example_loss.end());
+    out.logits.insert(out.logits.end(), part.logits.begin(), part.logits.end());
+    out.num_classes = part.num_classes;
+    out.regularization_loss = part.regularization_loss;  // the same weights in every shard
+  }
+  CheckOutputs(out, batch, "TrainStep");
+  gradients = SumShards(shard_gradients);
+  return out;
+}
+
 // One replica's (or the only) training step; `context` is nullptr without a strategy.
 void ReplicaTrainStep(ReplicaContext* context, const Device& device, const Batch& batch,
-                      int64_t global_size, TrainableModel& model, Optimizer& optimizer,
-                      const std::vector<Variable>& variables, const StepMetrics& metrics) {
+                      int64_t global_size, const Sharding& sharding, TrainableModel& model,
+                      Optimizer& optimizer, const std::vector<Variable>& variables,
+                      const StepMetrics& metrics) {
   const int replicas = context != nullptr ? context->num_replicas_in_sync() : 1;
   const LossScale scale{1.0 / static_cast<double>(global_size), 1.0 / replicas};
   std::vector<Tensor> gradients;
-  const StepOutputs out = model.TrainStep(device, batch, scale, gradients);
-  CheckOutputs(out, batch, "TrainStep");
-  if (gradients.size() != variables.size()) {
-    Fail("fit: the model's TrainStep gave " + std::to_string(gradients.size()) + " gradients for " +
-         std::to_string(variables.size()) + " trainable variables");
-  }
+  const StepOutputs out =
+      ShardedTrainStep(model, device, batch, scale, sharding, gradients, variables.size());
   GradientsAndVariables pairs;
   pairs.reserve(variables.size());
   for (size_t i = 0; i < variables.size(); ++i) pairs.emplace_back(gradients[i], variables[i]);
@@ -185,6 +298,7 @@ History Fit(Strategy* strategy, TrainableModel& model, Optimizer& optimizer, con
   CheckData(train, "the training data");
   if (options.validation_data != nullptr) CheckData(*options.validation_data, "validation_data");
   const std::vector<Variable> variables = CheckVariables(strategy, model);
+  const Sharding sharding = ShardingFor(options, strategy);
   const auto scope = ScopeOf(strategy);
 
   Mean loss("loss");
@@ -224,13 +338,13 @@ History Fit(Strategy* strategy, TrainableModel& model, Optimizer& optimizer, con
       if (strategy != nullptr) {
         strategy->run(
             [&](ReplicaContext& context, const Batch& b) {
-              ReplicaTrainStep(&context, context.device(), b, batch.global_size, model, optimizer,
-                               variables, train_metrics);
+              ReplicaTrainStep(&context, context.device(), b, batch.global_size, sharding, model,
+                               optimizer, variables, train_metrics);
             },
             batch);
       } else {
         ReplicaTrainStep(nullptr, PlainDevice(variables), batch.replicas.front(), batch.global_size,
-                         model, optimizer, variables, train_metrics);
+                         sharding, model, optimizer, variables, train_metrics);
       }
       ++logs.steps;
       // Every worker reads at the same steps: with several workers a read is a collective.

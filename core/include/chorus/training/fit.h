@@ -80,6 +80,18 @@ struct FitOptions {
   int64_t log_every_steps = 50;
   const Dataset* validation_data = nullptr;  // unbatched; evaluated after each epoch
   std::vector<Callback*> callbacks;
+  // Gradients that do not depend on the strategy. 0 (the default): each replica's step runs on
+  // its whole slice of the global batch. N > 0: every global batch is cut into N shards of
+  // batch_size / N examples, as a strategy of N replicas would cut it (a short final batch leaves
+  // the last shards short or empty); each replica runs the model's step on its N / replicas
+  // shards one by one (loss scaled by 1 / global batch, regularisation by 1 / N) and sums their
+  // gradients pairwise in shard order, the order in which the core's reduction_to_one_device
+  // (Mirrored's default) sums replicas on host memory. So with N and the replica counts powers
+  // of two, OneDevice, Mirrored and MultiWorkerMirrored over 2 workers compute the same sums of
+  // the same shards and train to the same bits (README, "Bit for bit across strategies"). N must
+  // be a multiple of the replicas in sync and divide batch_size; a model then sees batches of
+  // batch_size / N examples.
+  int64_t gradient_shards = 0;
 };
 
 struct History {

@@ -154,7 +154,10 @@ class TcpStoreClient : public KvStore {
       try {
         length = tcp_store::DecodeFrameLength(header);
         body.resize(length);
-        result = RecvAll(fd_.get(), body.data(), length, deadline, &err);
+        // The server has answered: its body (a 64 MiB value, say, behind a busy server on two
+        // cores) may take longer than a short wait's grace to arrive, and is bounded as a request.
+        const Clock::time_point body_deadline = std::max(deadline, DeadlineAfter(kRequestTimeout));
+        result = RecvAll(fd_.get(), body.data(), length, body_deadline, &err);
         if (result == IoResult::kOk) response = tcp_store::DecodeResponse(body.data(), length);
       } catch (const Error& e) {
         Break(std::string("rendezvous: the tcp store at ") + address_ + " sent " + e.what());

@@ -1,8 +1,11 @@
 // template_transport.cc: the smallest real transport plugin (plugin.h interface 5), for vendors to
 // copy. Point-to-point messages between ranks go through the rendezvous store the core hands each
-// endpoint (chorus_kv_store): a send stores the message under "msg/<src>/<dst>/<tag>/<seq>", a
-// receive waits for the next such key, reads it and removes it. seq counts the messages of one
-// (peer, tag) on each side, so the messages of one tag arrive in the order sent. Slow (every byte
+// endpoint (chorus_kv_store): a send stores the message in pieces of at most 1 MiB under
+// "msg/<src>/<dst>/<tag>/<seq>/<piece>", then its byte count under "msg/<src>/<dst>/<tag>/<seq>";
+// a receive waits for the count, reads the pieces and removes the keys. (Pieces keep each of the
+// store's answers small: its one serving thread then answers every rank's requests in turn,
+// where a 64 MiB value held the others back.) seq counts the messages of one (peer, tag) on each
+// side, so the messages of one tag arrive in the order sent. Slow (every byte
 // goes through the store) but complete, so it passes chorus-conformance as it is, and the core's
 // algorithms (ring) run over it; put your network's calls in Isend and Receive.
 //
@@ -33,6 +36,15 @@
 using chorus::sdk::Fail;
 
 namespace {
+// The largest value a send stores (a message is split into pieces of this many bytes).
+constexpr size_t kPieceBytes = size_t{1} << 20;
+
+size_t PiecesOf(size_t bytes) { return (bytes + kPieceBytes - 1) / kPieceBytes; }
+
+std::string PieceKey(const std::string& message_key, size_t piece) {
+  return message_key + "/" + std::to_string(piece);
+}
+
 int64_t MillisecondsUntil(std::chrono::steady_clock::time_point deadline) {
   const auto left = deadline - std::chrono::steady_clock::now();
   return std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(left).count());
@@ -101,14 +113,28 @@ struct chorus_transport_endpoint {
     }
   }
 
-  void Deliver(const chorus_request& r, const std::string& message) {
-    store.Remove(r.key);
-    if (message.size() != r.bytes) {
-      Fail(CHORUS_INVALID_ARGUMENT, "template_transport: rank ", r.peer, " sent ", message.size(),
+  // `count` is the sender's byte count; its pieces are in the store already (set before it).
+  void Deliver(const chorus_request& r, const std::string& count) {
+    const size_t sent = std::stoull(count);
+    const size_t pieces = PiecesOf(sent);
+    if (sent != r.bytes) {
+      for (size_t p = 0; p < pieces; ++p) store.Remove(PieceKey(r.key, p));
+      store.Remove(r.key);
+      Fail(CHORUS_INVALID_ARGUMENT, "template_transport: rank ", r.peer, " sent ", sent,
            " bytes with tag ", r.tag, ", but rank ", rank, " receives exactly ", r.bytes,
            " (a receive must name the byte count the sender sends)");
     }
-    if (r.bytes > 0) std::memcpy(r.data, message.data(), r.bytes);
+    for (size_t p = 0; p < pieces; ++p) {
+      const std::string piece = store.Get(PieceKey(r.key, p), 0);
+      const size_t at = p * kPieceBytes;
+      if (piece.size() != std::min(kPieceBytes, sent - at)) {
+        Fail(CHORUS_INTERNAL, "template_transport: piece ", p, " of a message from rank ", r.peer,
+             " has ", piece.size(), " bytes");
+      }
+      std::memcpy(static_cast<char*>(r.data) + at, piece.data(), piece.size());
+      store.Remove(PieceKey(r.key, p));
+    }
+    store.Remove(r.key);
   }
 
   const int rank, size;
@@ -170,8 +196,13 @@ chorus_status Isend(Endpoint* endpoint, const chorus_p2p_args* args, chorus_requ
     const auto& a = Start(endpoint, args, request, "template_transport isend");
     const uint64_t seq = endpoint->Next(endpoint->sent, a.peer, a.tag);
     const char* data = static_cast<const char*>(a.data);
-    endpoint->store.Set(MessageKey(endpoint->rank, a.peer, a.tag, seq),
-                        a.bytes == 0 ? std::string() : std::string(data, a.bytes));
+    const std::string key = MessageKey(endpoint->rank, a.peer, a.tag, seq);
+    for (size_t p = 0; p < PiecesOf(a.bytes); ++p) {
+      const size_t at = p * kPieceBytes;
+      endpoint->store.Set(PieceKey(key, p),
+                          std::string(data + at, std::min(kPieceBytes, a.bytes - at)));
+    }
+    endpoint->store.Set(key, std::to_string(a.bytes));  // last: the receiver waits for it
     auto sent = std::make_unique<chorus_request>();
     sent->endpoint = endpoint;
     sent->done = true;

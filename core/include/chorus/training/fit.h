@@ -88,8 +88,8 @@ struct FitOptions {
   // gradients pairwise in shard order, the order in which the core's reduction_to_one_device
   // (Mirrored's default) sums replicas on host memory. So with N and the replica counts powers
   // of two, OneDevice, Mirrored and MultiWorkerMirrored over 2 workers compute the same sums of
-  // the same shards and train to the same bits (README, "Bit for bit across strategies"). N must
-  // be a multiple of the replicas in sync and divide batch_size; a model then sees batches of
+  // the same shards and train to the same bits (README, "The same bits under every strategy"). N
+  // must be a multiple of the replicas in sync and divide batch_size; a model then sees batches of
   // batch_size / N examples.
   int64_t gradient_shards = 0;
 };

@@ -444,15 +444,15 @@ int Run(const Flags& flags) {
   if (flags.loop != "fit" && flags.loop != "custom") {
     Fail("unknown --loop '" + flags.loop + "'; valid: fit, custom");
   }
-  const TrainAndTest data = LoadData(flags);
-  std::cout << "Data: " << data.source << "; using " << data.train.size() << " train and "
-            << data.test.size() << " test images\n";
-  if (data.train.size() == 0 || data.test.size() == 0) Fail("the train or test set is empty");
   if (flags.gradient_shards != 0 && (flags.loop != "fit" || flags.strategy == "parameter_server")) {
     Fail(
         "--gradient-shards is an option of chorus::Fit (--loop fit) under the synchronous "
         "strategies; drop it here");
   }
+  const TrainAndTest data = LoadData(flags);
+  std::cout << "Data: " << data.source << "; using " << data.train.size() << " train and "
+            << data.test.size() << " test images\n";
+  if (data.train.size() == 0 || data.test.size() == 0) Fail("the train or test set is empty");
   if (flags.resume && flags.strategy != "parameter_server") {
     Fail("--resume applies to --strategy parameter_server only");
   }

@@ -1,5 +1,6 @@
-// Private to the optimizers: an f32 tensor's elements as a host array. On a host-memory device
-// it is the tensor's own storage; elsewhere a host copy that Commit() writes back.
+// Private to the core's training code (the optimizers, fit's gradient shards): an f32 tensor's
+// elements as a host array. On a host-memory device it is the tensor's own storage; elsewhere a
+// host copy that Commit() writes back.
 #ifndef CHORUS_CORE_SRC_OPTIMIZER_HOST_VIEW_H_
 #define CHORUS_CORE_SRC_OPTIMIZER_HOST_VIEW_H_
 

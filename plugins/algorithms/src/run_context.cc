@@ -13,7 +13,8 @@ RunContext::RunContext(const chorus_algorithm_run_args& args, const char* name, 
 
 uint8_t* RunContext::Scratch(size_t bytes) {
   if (bytes > scratch_bytes_) {
-    scratch_ = std::make_unique<uint8_t[]>(bytes);
+    // Not zeroed: every use writes what it reads (a pass of zeros cost a write of the buffer).
+    scratch_ = std::make_unique_for_overwrite<uint8_t[]>(bytes);
     scratch_bytes_ = bytes;
   }
   return scratch_.get();

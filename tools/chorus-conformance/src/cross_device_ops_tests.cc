@@ -7,11 +7,14 @@
 #include <chorus/base/dtype.h>
 #include <chorus/base/error.h>
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
+#include <utility>
 
 #include "ops_driver.h"
 #include "reference.h"
+#include "reused_bytes.h"
 #include "suite.h"
 
 namespace chorus::conformance::internal {
@@ -72,9 +75,11 @@ DeviceBuffer Upload(const Device& device, const HostTensor& tensor) {
   return buffer;
 }
 DeviceBuffer Poisoned(const Device& device, chorus_dtype dtype, size_t count) {
-  std::vector<unsigned char> poison(count * chorus_dtype_size(dtype), kPoison);
+  std::vector<unsigned char> poison = TakeZeroedBytes(count * chorus_dtype_size(dtype));
+  std::fill(poison.begin(), poison.end(), kPoison);
   DeviceBuffer buffer(device, poison.size());
   buffer.CopyFromHost(poison.data(), poison.size());
+  GiveBackBytes(std::move(poison));
   return buffer;
 }
 HostTensor Download(const DeviceBuffer& buffer, chorus_dtype dtype, size_t count) {

@@ -7,6 +7,9 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
+#include <utility>
+
+#include "reused_bytes.h"
 
 namespace chorus::conformance::internal {
 namespace {
@@ -102,7 +105,29 @@ double ReduceReference(chorus_reduce_op op, chorus_dtype dtype, const double* va
 }
 
 HostTensor::HostTensor(chorus_dtype dtype, size_t count)
-    : dtype_(dtype), count_(count), bytes_(count * chorus_dtype_size(dtype)) {}
+    : dtype_(dtype), count_(count), bytes_(TakeZeroedBytes(count * chorus_dtype_size(dtype))) {}
+
+HostTensor::HostTensor(const HostTensor& other)
+    : dtype_(other.dtype_), count_(other.count_), bytes_(TakeZeroedBytes(other.bytes_.size())) {
+  if (!bytes_.empty()) std::memcpy(bytes_.data(), other.bytes_.data(), bytes_.size());
+}
+
+HostTensor& HostTensor::operator=(const HostTensor& other) {
+  if (this != &other) *this = HostTensor(other);
+  return *this;
+}
+
+HostTensor& HostTensor::operator=(HostTensor&& other) noexcept {
+  if (this != &other) {
+    GiveBackBytes(std::move(bytes_));
+    dtype_ = other.dtype_;
+    count_ = other.count_;
+    bytes_ = std::move(other.bytes_);
+  }
+  return *this;
+}
+
+HostTensor::~HostTensor() { GiveBackBytes(std::move(bytes_)); }
 
 void HostTensor::Fill(Pattern pattern, size_t replica, size_t offset) {
   // Values repeat every kPeriod positions: compute one period, copy it over the rest.

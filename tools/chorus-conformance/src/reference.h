@@ -46,10 +46,16 @@ double InputValue(chorus_dtype dtype, Pattern pattern, size_t replica, size_t in
 // result is then rounded to the dtype.
 double ReduceReference(chorus_reduce_op op, chorus_dtype dtype, const double* values, size_t n);
 
-// `count` elements of one dtype in host memory.
+// `count` elements of one dtype in host memory, zeroed at first. Its storage comes from and goes
+// back to reused_bytes.h.
 class HostTensor {
  public:
   HostTensor(chorus_dtype dtype, size_t count);
+  HostTensor(const HostTensor& other);
+  HostTensor& operator=(const HostTensor& other);
+  HostTensor(HostTensor&& other) noexcept = default;
+  HostTensor& operator=(HostTensor&& other) noexcept;
+  ~HostTensor();
   chorus_dtype dtype() const { return dtype_; }
   size_t count() const { return count_; }
   size_t bytes() const { return bytes_.size(); }

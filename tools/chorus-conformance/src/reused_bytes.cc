@@ -1,5 +1,6 @@
 #include "reused_bytes.h"
 
+#include <deque>
 #include <mutex>
 #include <utility>
 
@@ -11,8 +12,8 @@ constexpr size_t kMostKept = size_t{128} << 20;
 
 struct KeptBlocks {
   std::mutex mutex;
-  std::vector<std::vector<unsigned char>> blocks;  // each empty, its capacity kept
-  size_t bytes = 0;                                // the blocks' capacities together
+  std::deque<std::vector<unsigned char>> blocks;  // oldest first; each empty, its capacity kept
+  size_t bytes = 0;                               // the blocks' capacities together
 };
 
 KeptBlocks& Kept() {
@@ -27,17 +28,13 @@ std::vector<unsigned char> TakeZeroedBytes(size_t size) {
   if (size >= kSmallestKept) {
     KeptBlocks& kept = Kept();
     std::lock_guard<std::mutex> lock(kept.mutex);
-    size_t best = kept.blocks.size();
-    for (size_t i = 0; i < kept.blocks.size(); ++i) {
-      const size_t capacity = kept.blocks[i].capacity();
-      if (capacity < size || capacity / 4 > size) continue;
-      if (best == kept.blocks.size() || capacity < kept.blocks[best].capacity()) best = i;
-    }
-    if (best < kept.blocks.size()) {
-      bytes = std::move(kept.blocks[best]);
-      kept.blocks[best] = std::move(kept.blocks.back());
-      kept.blocks.pop_back();
-      kept.bytes -= bytes.capacity();
+    // The newest first: a sweep takes again the sizes it just gave back.
+    for (auto it = kept.blocks.rbegin(); it != kept.blocks.rend(); ++it) {
+      if (it->capacity() != size) continue;
+      bytes = std::move(*it);
+      kept.blocks.erase(std::next(it).base());
+      kept.bytes -= size;
+      break;
     }
   }
   bytes.resize(size);  // zeroes: the block was emptied when it was given back
@@ -46,12 +43,18 @@ std::vector<unsigned char> TakeZeroedBytes(size_t size) {
 
 void GiveBackBytes(std::vector<unsigned char>&& bytes) {
   std::vector<unsigned char> block = std::move(bytes);
-  if (block.capacity() < kSmallestKept) return;
+  const size_t capacity = block.capacity();
+  if (capacity < kSmallestKept || capacity > kMostKept) return;
   block.clear();
+  std::deque<std::vector<unsigned char>> freed;  // freed after the lock is released
   KeptBlocks& kept = Kept();
   std::lock_guard<std::mutex> lock(kept.mutex);
-  if (kept.bytes + block.capacity() > kMostKept) return;  // freed after the lock, below
-  kept.bytes += block.capacity();
+  while (kept.bytes + capacity > kMostKept) {
+    kept.bytes -= kept.blocks.front().capacity();
+    freed.push_back(std::move(kept.blocks.front()));
+    kept.blocks.pop_front();
+  }
+  kept.bytes += capacity;
   kept.blocks.push_back(std::move(block));
 }
 

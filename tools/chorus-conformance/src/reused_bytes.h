@@ -6,6 +6,10 @@
 // of the kit's time (perf: 35-60% of a CrossDeviceOps or Algorithm test in faults and the first
 // memset). A block taken from here has its pages already mapped. glibc's malloc reuses such
 // blocks by itself, so release builds gain little.
+//
+// A block is reused only for the same size: a plugin writes into these tensors (the algorithm and
+// collective sweeps hand them over as its buffers), and AddressSanitizer must still see a write
+// one byte past the end, which room left in a larger block would hide.
 #ifndef CHORUS_CONFORMANCE_REUSED_BYTES_H_
 #define CHORUS_CONFORMANCE_REUSED_BYTES_H_
 
@@ -14,12 +18,12 @@
 
 namespace chorus::conformance::internal {
 
-// `size` zero bytes, in a block given back earlier where one fits (its capacity at most 4x
-// `size`). Thread-safe: ranks run as threads.
+// `size` zero bytes whose capacity is `size`, in a block given back earlier when one of that
+// size is kept. Thread-safe: ranks run as threads.
 std::vector<unsigned char> TakeZeroedBytes(size_t size);
 
-// Keeps `bytes`' block for a later TakeZeroedBytes when it is 64 KiB or more and the kept
-// blocks stay within 128 MiB; frees it otherwise.
+// Keeps `bytes`' block for a later TakeZeroedBytes when it is 64 KiB or more; the oldest kept
+// blocks are freed to keep them within 128 MiB.
 void GiveBackBytes(std::vector<unsigned char>&& bytes);
 
 }  // namespace chorus::conformance::internal

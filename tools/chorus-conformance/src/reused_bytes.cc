@@ -1,6 +1,7 @@
 #include "reused_bytes.h"
 
 #include <deque>
+#include <iterator>
 #include <mutex>
 #include <utility>
 

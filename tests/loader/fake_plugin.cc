@@ -6,8 +6,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <climits>
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -15,6 +18,9 @@
 
 #ifndef FAKE_NAME
 #error "FAKE_NAME must be defined"
+#endif
+#ifndef FAKE_COLLECTIVE_SCORED
+#define FAKE_COLLECTIVE_SCORED false
 #endif
 #ifndef FAKE_ABI_MAJOR
 #define FAKE_ABI_MAJOR CHORUS_ABI_MAJOR
@@ -24,6 +30,18 @@
 #endif
 
 namespace {
+
+#ifdef FAKE_CONSTRUCTOR_SETS_SIGNALS
+// What libfabric's psm provider (libinfinipath) does when it is loaded: handlers of its own for
+// SIGINT and SIGTERM that call exit(), from a library constructor. The core must put the
+// previous handling back, or a scheduler's SIGTERM runs static destructors under live threads.
+[[noreturn]] void ExitOnSignal(int) { std::exit(1); }
+const bool kSignalsTaken = [] {
+  std::signal(SIGTERM, ExitOnSignal);
+  std::signal(SIGINT, ExitOnSignal);
+  return true;
+}();
+#endif
 
 // plugin.h: last_error is per thread.
 thread_local const char* g_error = "";
@@ -116,7 +134,18 @@ void CommDestroy(chorus_communicator* comm) { delete reinterpret_cast<Comm*>(com
 chorus_status CommAllReduce(chorus_communicator* comm, const chorus_all_reduce_args* args,
                             chorus_request** request) {
   *request = nullptr;
-#ifdef FAKE_BLOCKING
+#if defined(FAKE_ALL_REDUCE_THROWS)
+  (void)comm;
+  (void)args;
+  throw std::runtime_error("boom");
+#elif defined(FAKE_ALL_REDUCE_SLEEPS_MS)
+  // Ignores its time-out and the host's abort: returns when it pleases (FAKE_ALL_REDUCE_SLEEPS_MS
+  // later), which may be never.
+  (void)comm;
+  (void)args;
+  std::this_thread::sleep_for(std::chrono::milliseconds(FAKE_ALL_REDUCE_SLEEPS_MS));
+  return CHORUS_OK;
+#elif defined(FAKE_BLOCKING)
   (void)args;
   return BlockUntilAborted(reinterpret_cast<Comm*>(comm)->timeout_ms);
 #else
@@ -133,7 +162,13 @@ const char* const kHostMemory[] = {"host", nullptr};
 // The fake scores 90 (more than shm's 80) for host all_reduce alone, under AUTO: what a
 // vendor's tuned all-reduce declares.
 uint32_t Score(const chorus_score_args* args) {
+#ifdef FAKE_SCORE_OUT_OF_RANGE
+  // A negative int returned as the unsigned score: 4294967295.
+  (void)args;
+  return static_cast<uint32_t>(-1);
+#else
   return args->request == CHORUS_REQUEST_AUTO && args->op == CHORUS_OP_ALL_REDUCE ? 90 : 0;
+#endif
 }
 const chorus_capabilities kCapabilities = [] {
   chorus_capabilities c{};
@@ -152,7 +187,11 @@ const chorus_capabilities kCapabilities = [] {
 
 chorus_collective_api Collective(const char* name, bool scored) {
   chorus_collective_api t{};
+#ifdef FAKE_COLLECTIVE_SIZE_ZERO
+  t.struct_size = 0;  // never set: the core must ignore the table and say so
+#else
   t.struct_size = sizeof(t);
+#endif
   t.name = name;
   t.create = CommCreate;
   t.destroy = CommDestroy;
@@ -175,7 +214,7 @@ const chorus_collective_api* const kCollectives[] = {&kFast, &kPlain, &kAgain};
 const chorus_collective_api* const kCollectives[] = {&kFast, &kPlain};
 #endif
 #elif defined(FAKE_BLOCKING) || defined(FAKE_COLLECTIVE)
-const chorus_collective_api kOnly = Collective(FAKE_NAME, false);
+const chorus_collective_api kOnly = Collective(FAKE_NAME, FAKE_COLLECTIVE_SCORED);
 #endif
 
 #ifdef FAKE_TWO_ENUMERATORS
@@ -376,6 +415,12 @@ extern "C" CHORUS_PLUGIN_EXPORT const chorus_plugin* chorus_plugin_get_misspelle
 extern "C" CHORUS_PLUGIN_EXPORT const chorus_plugin* chorus_plugin_get(const chorus_host*) {
 #if defined(FAKE_ENTRY_THROWS)
   throw std::runtime_error("fake entry exploded");
+#elif defined(FAKE_ENTRY_CRASHES)
+  volatile int* volatile nowhere = nullptr;
+  *nowhere = 1;  // SIGSEGV, as a plugin with a bad pointer would
+  return &kTable.base;
+#elif defined(FAKE_ENTRY_HANGS)
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
 #elif defined(FAKE_ENTRY_NULL)
   return nullptr;
 #else

@@ -38,17 +38,16 @@ TEST(Lifetime, TheLibraryOutlivesTheRegistryWhileAHandleLives) {
   EXPECT_FALSE(Mapped()) << "still loaded after the last handle went";
 }
 
-// At exit the process-wide registry shuts its plugins down but leaves them mapped: a thread of a
-// plugin that still runs its code then (this one's init starts one that never ends) would fault
-// in unmapped code after a dlclose, and end a clean exit with SIGSEGV.
+// At exit the process-wide registry stays (it is never destroyed) and its plugins mapped: a
+// thread of a plugin that still runs its code then (this one's init starts one that never ends)
+// would fault in unmapped code after a dlclose, and end a clean exit with SIGSEGV.
 TEST(Lifetime, AProcessExitsCleanlyWhileAPluginsThreadStillRuns) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");  // a fresh process: Global() built there
   EXPECT_EXIT(
       {
         setenv("CHORUS_PLUGIN_PATH", FAKE_THREAD_DIR, 1);
         setenv("CHORUS_PLUGINS", "fake_thread_at_exit", 1);
-        // Registered before the registry is built, so it runs after the registry's destructor:
-        // the exit then lasts long enough for the thread to run again, whatever the scheduler.
+        // The exit then lasts long enough for the thread to run again, whatever the scheduler.
         std::atexit([] { std::this_thread::sleep_for(std::chrono::milliseconds(50)); });
         const bool loaded = Registry::Global().FindPlugin("fake_thread_at_exit") != nullptr;
         std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the thread is running

@@ -39,8 +39,10 @@ std::shared_ptr<spdlog::logger> MakeLogger() {
 }  // namespace
 
 spdlog::logger& Log() {
-  static std::shared_ptr<spdlog::logger> logger = MakeLogger();
-  return *logger;
+  // Never destroyed: threads that outlive main (the watchdog's, a plugin's) may still log while
+  // the process exits.
+  static auto* logger = new std::shared_ptr<spdlog::logger>(MakeLogger());
+  return **logger;
 }
 
 void ReloadLogLevelFromEnvironment() { Log().set_level(LevelFromEnvironment()); }

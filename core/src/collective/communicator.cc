@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <thread>
@@ -13,9 +14,11 @@
 #include "base/abort_scope.h"
 #include "base/host_kernels.h"
 #include "base/logging.h"
+#include "base/watchdog.h"
 #include "collective/current_registry.h"
 #include "collective/plan_check.h"
 #include "collective/signature_check.h"
+#include "runtime/plugin_call.h"
 #include "runtime/raw_options.h"
 
 namespace chorus {
@@ -97,6 +100,30 @@ internal::PlanChoices ChoicesOf(const Registry& registry, const CollectivePlan& 
     choices.collectives.push_back(std::move(collective));
   }
   return choices;
+}
+
+// The plugin calls that begin each operation, for Communicator::Run.
+chorus_status StartAllReduce(const chorus_collective_api* api, chorus_communicator* handle,
+                             const void* args, chorus_request** request) {
+  return api->all_reduce(handle, static_cast<const chorus_all_reduce_args*>(args), request);
+}
+chorus_status StartBroadcast(const chorus_collective_api* api, chorus_communicator* handle,
+                             const void* args, chorus_request** request) {
+  return api->broadcast(handle, static_cast<const chorus_collective_broadcast_args*>(args),
+                        request);
+}
+chorus_status StartAllGather(const chorus_collective_api* api, chorus_communicator* handle,
+                             const void* args, chorus_request** request) {
+  return api->all_gather(handle, static_cast<const chorus_collective_all_gather_args*>(args),
+                         request);
+}
+chorus_status StartReduceScatter(const chorus_collective_api* api, chorus_communicator* handle,
+                                 const void* args, chorus_request** request) {
+  return api->reduce_scatter(handle, static_cast<const chorus_reduce_scatter_args*>(args), request);
+}
+chorus_status StartBarrier(const chorus_collective_api* api, chorus_communicator* handle,
+                           const void*, chorus_request** request) {
+  return api->barrier(handle, request);
 }
 
 }  // namespace
@@ -207,6 +234,14 @@ void Communicator::AddBackend(const Registry& registry, const std::string& name,
   const auto entry = FindCollective(registry, name);
   backend.library = entry.plugin;
   backend.api = entry.api;
+  // A pair algorithm@transport runs in the core, but its code is its two plugins'.
+  if (entry.parts.empty()) {
+    backend.plugins = internal::PluginWords(*entry.plugin);
+  } else {
+    for (const auto& part : entry.parts) {
+      backend.plugins += (backend.plugins.empty() ? "" : " and ") + internal::PluginWords(*part);
+    }
+  }
   if (!backend.api->create || !backend.api->destroy || !backend.api->all_reduce) {
     throw Error(CHORUS_UNSUPPORTED,
                 "collective '" + backend.name + "' lacks create, destroy or all_reduce");
@@ -224,7 +259,20 @@ void Communicator::AddBackend(const Registry& registry, const std::string& name,
   args.num_options = raw.size();
   args.address = config_.address.empty() ? nullptr : config_.address.c_str();
   args.host_id = config_.host_id.empty() ? nullptr : config_.host_id.c_str();
-  const chorus_status status = backend.api->create(&args, &backend.handle);
+  const std::string what = "create of collective '" + backend.name + "' (" + backend.plugins +
+                           ") on " + TaskName(config_.rank);
+  const auto timeout = std::chrono::milliseconds(args.timeout_ms);
+  const chorus_status status = internal::CallPlugin(
+      [&] { return backend.plugins + ": " + what; },
+      [&] {
+        // A create that never returns ends the process naming it; there is no communicator to
+        // abort yet, so the plugin's abort flag cannot be raised.
+        auto watch = internal::Watch(
+            internal::WatchdogLimitFor(timeout), internal::kWatchdogGrace, [&] { return what; },
+            [](const std::string& message) { Log().error("{}", message); });
+        return internal::WithSignalsKept(
+            backend.plugins, what, [&] { return backend.api->create(&args, &backend.handle); });
+      });
   if (status != CHORUS_OK) {
     throw Error(status, "collective '" + backend.name + "' (plugin " + backend.library->name() +
                             ") could not create the communicator of " + TaskName(config_.rank) +
@@ -242,7 +290,20 @@ Communicator::~Communicator() {
   // A plugin's destroy may wait for its peers (a goodbye); after an abort it must not.
   internal::AbortScope scope(*abort_flag_);
   for (auto it = backends_.rbegin(); it != backends_.rend(); ++it) {
-    if (it->handle != nullptr) it->api->destroy(it->handle);
+    if (it->handle == nullptr) continue;
+    const std::string what = "destroy of collective '" + it->name + "' (" + it->plugins + ") on " +
+                             TaskName(config_.rank);
+    auto watch = internal::Watch(
+        internal::WatchdogLimitFor(std::chrono::milliseconds(TimeoutMs(config_.timeout_seconds))),
+        internal::kWatchdogGrace, [&] { return what; },
+        [&](const std::string&) { RaiseAbort(CHORUS_TIMEOUT, what + " did not return in time"); });
+    try {
+      it->api->destroy(it->handle);
+    } catch (const std::exception& e) {
+      Log().error("{}", internal::ThrewAcrossTheAbi(it->plugins + ": " + what, e.what()));
+    } catch (...) {
+      Log().error("{}", internal::ThrewAcrossTheAbi(it->plugins + ": " + what, nullptr));
+    }
   }
 }
 
@@ -359,11 +420,43 @@ void Communicator::Fail(const Backend& backend, chorus_status status, const std:
   throw Error(status, message);
 }
 
+void Communicator::Run(const Backend& backend, const char* what, StartFn start, const void* args) {
+  const auto timeout = std::chrono::milliseconds(TimeoutMs(config_.timeout_seconds));
+  // Set by the watchdog's thread while this frame waits in the call (the watch outlives it).
+  std::atomic<bool> late{false};
+  auto watch = internal::Watch(
+      internal::WatchdogLimitFor(timeout), internal::kWatchdogGrace,
+      [&] {
+        return std::string(what) + " over " + backend.name + " (" + backend.plugins + ") on " +
+               TaskName(config_.rank);
+      },
+      [&](const std::string& message) {
+        late.store(true);
+        char limit[32];
+        std::snprintf(limit, sizeof limit, "%g", config_.timeout_seconds);
+        RaiseAbort(CHORUS_TIMEOUT, message + ": the plugin does not keep its time-out of " + limit +
+                                       " s (CHORUS_TIMEOUT_SECONDS); the communicator is aborted");
+      });
+  chorus_request* request = nullptr;
+  const chorus_status status = internal::CallPlugin(
+      [&] { return backend.plugins + ": its " + what + " over " + backend.name; },
+      [&] { return start(backend.api, backend.handle, args, &request); });
+  Finish(backend, status, request, what);
+  // The plugin returned after the watchdog had aborted the communicator: whatever it says, the
+  // other workers have given up on this operation.
+  if (late.load())
+    Fail(backend, CHORUS_TIMEOUT, what, "it returned only after the watchdog's limit");
+}
+
 void Communicator::Finish(const Backend& backend, chorus_status status, chorus_request* request,
                           const char* what) {
   const chorus_plugin& table = backend.library->table();
   if (status == CHORUS_OK && request != nullptr) {
-    status = table.request_wait(request, TimeoutMs(config_.timeout_seconds));
+    status = internal::CallPlugin(
+        [&] {
+          return backend.plugins + ": its request_wait for " + what + " over " + backend.name;
+        },
+        [&] { return table.request_wait(request, TimeoutMs(config_.timeout_seconds)); });
     if (status == CHORUS_TIMEOUT) {
       // The operation may still write into the caller's buffers: abort the communicator before
       // giving the buffers back (Fail does), and leak the request rather than free it under a
@@ -400,11 +493,9 @@ void Communicator::CheckSignature(int op, size_t count, chorus_dtype dtype, chor
   args.recv = all.data();
   args.count = kFields;
   args.dtype = CHORUS_I64;
-  chorus_request* request = nullptr;
   const std::string what =
       std::string(internal::SignatureOpName(op)) + " #" + std::to_string(mine.sequence);
-  Finish(own, own.api->all_gather(own.handle, &args, &request), request,
-         (what + " (exchanging its signature)").c_str());
+  Run(own, (what + " (exchanging its signature)").c_str(), StartAllGather, &args);
   const std::string mismatch = internal::SignatureMismatch(
       all, [this](int rank) { return TaskName(rank); },
       [this](int64_t index) {
@@ -432,8 +523,7 @@ void Communicator::AllReduce(const void* send, void* recv, size_t count, chorus_
   args.count = count;
   args.dtype = dtype;
   args.op = op == CHORUS_REDUCE_MEAN ? CHORUS_REDUCE_SUM : op;
-  chorus_request* request = nullptr;
-  Finish(b, b.api->all_reduce(b.handle, &args, &request), request, "all_reduce");
+  Run(b, "all_reduce", StartAllReduce, &args);
   if (op == CHORUS_REDUCE_MEAN) {
     internal::DivideHost(recv, count, dtype, static_cast<uint64_t>(config_.size));
   }
@@ -457,8 +547,7 @@ void Communicator::Broadcast(void* data, size_t count, chorus_dtype dtype, int r
   args.count = count;
   args.dtype = dtype;
   args.root = root;
-  chorus_request* request = nullptr;
-  Finish(b, b.api->broadcast(b.handle, &args, &request), request, "broadcast");
+  Run(b, "broadcast", StartBroadcast, &args);
 }
 
 void Communicator::AllGather(const void* send, void* recv, size_t count, chorus_dtype dtype) {
@@ -476,8 +565,7 @@ void Communicator::AllGather(const void* send, void* recv, size_t count, chorus_
   args.recv = recv;
   args.count = count;
   args.dtype = dtype;
-  chorus_request* request = nullptr;
-  Finish(b, b.api->all_gather(b.handle, &args, &request), request, "all_gather");
+  Run(b, "all_gather", StartAllGather, &args);
 }
 
 void Communicator::ReduceScatter(const void* send, void* recv, size_t recv_count,
@@ -502,8 +590,7 @@ void Communicator::ReduceScatter(const void* send, void* recv, size_t recv_count
   args.recv_count = recv_count;
   args.dtype = dtype;
   args.op = op == CHORUS_REDUCE_MEAN ? CHORUS_REDUCE_SUM : op;
-  chorus_request* request = nullptr;
-  Finish(b, b.api->reduce_scatter(b.handle, &args, &request), request, "reduce_scatter");
+  Run(b, "reduce_scatter", StartReduceScatter, &args);
   if (op == CHORUS_REDUCE_MEAN) {
     internal::DivideHost(recv, recv_count, dtype, static_cast<uint64_t>(config_.size));
   }
@@ -517,8 +604,7 @@ void Communicator::Barrier() {
   }
   CheckSignature(internal::kBarrier, 0, CHORUS_U8, CHORUS_REDUCE_SUM, 0, b);
   if (config_.size == 1) return;
-  chorus_request* request = nullptr;
-  Finish(b, b.api->barrier(b.handle, &request), request, "barrier");
+  Run(b, "barrier", StartBarrier, nullptr);
 }
 
 }  // namespace chorus

@@ -10,6 +10,8 @@
 
 #include "base/abort_scope.h"
 #include "base/logging.h"
+#include "base/watchdog.h"
+#include "runtime/plugin_call.h"
 #include "runtime/raw_options.h"
 
 namespace chorus {
@@ -149,12 +151,38 @@ const std::string& CrossDeviceOps::BackendFor(chorus_collective_op op, chorus_dt
   return Route(op, dtype, bytes).name;
 }
 
+template <typename Start>
+void CrossDeviceOps::Run(const Backend& backend, const char* what, Start start) {
+  const auto timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(std::ceil(timeout_seconds_ * 1000)));
+  std::atomic<bool> late{false};
+  auto watch = internal::Watch(
+      internal::WatchdogLimitFor(timeout), internal::kWatchdogGrace,
+      [&] {
+        return std::string(what) + " on cross-device ops '" + backend.name + "' (" +
+               internal::PluginWords(*backend.library) + ")";
+      },
+      [&](const std::string& message) {
+        late.store(true);
+        Abort(message + ": the plugin does not keep its time-out");
+      });
+  chorus_request* request = nullptr;
+  const chorus_status status = internal::CallPlugin(
+      [&] { return internal::PluginWords(*backend.library) + ": its " + what; },
+      [&] { return start(&request); });
+  Finish(backend, status, request, what);
+  if (late.load())
+    Fail(backend, CHORUS_TIMEOUT, what, "it returned only after the watchdog's limit");
+}
+
 void CrossDeviceOps::Finish(const Backend& backend, chorus_status status, chorus_request* request,
                             const char* what) {
   const chorus_plugin& table = backend.library->table();
   if (status == CHORUS_OK && request != nullptr) {
     const auto timeout_ms = static_cast<int64_t>(std::ceil(timeout_seconds_ * 1000));
-    status = table.request_wait(request, timeout_ms);
+    status = internal::CallPlugin(
+        [&] { return internal::PluginWords(*backend.library) + ": its request_wait for " + what; },
+        [&] { return table.request_wait(request, timeout_ms); });
     if (status == CHORUS_TIMEOUT) {
       // The operation may still write into the buffers: the request is leaked on purpose
       // rather than freed under a running operation, and every other wait on them stops.
@@ -219,19 +247,18 @@ void CrossDeviceOps::BatchReduce(chorus_reduce_op op, const std::vector<ReduceSp
       Route(CHORUS_OP_ALL_REDUCE, specs.empty() ? CHORUS_F32 : specs[0].dtype, bytes);
   const chorus_cross_device_ops_api* api = b.api;
   chorus_cross_device_ops* handle = b.handle;
-  chorus_request* request = nullptr;
   if (specs.size() == 1 && api->reduce != nullptr) {
-    Finish(b, api->reduce(handle, &args[0], &request), request, "reduce");
+    Run(b, "reduce", [&](chorus_request** r) { return api->reduce(handle, &args[0], r); });
   } else if (api->batch_reduce != nullptr) {
     chorus_batch_reduce_args batch{};
     batch.struct_size = sizeof(batch);
     batch.reduces = pointers.data();
     batch.num_reduces = pointers.size();
-    Finish(b, api->batch_reduce(handle, &batch, &request), request, "batch_reduce");
+    Run(b, "batch_reduce",
+        [&](chorus_request** r) { return api->batch_reduce(handle, &batch, r); });
   } else if (api->reduce != nullptr) {
     for (auto& a : args) {
-      request = nullptr;
-      Finish(b, api->reduce(handle, &a, &request), request, "reduce");
+      Run(b, "reduce", [&](chorus_request** r) { return api->reduce(handle, &a, r); });
     }
   } else {
     throw Error(CHORUS_UNSUPPORTED, "cross-device ops '" + b.name + "' provide no reduce");
@@ -309,8 +336,7 @@ void CrossDeviceOps::Broadcast(chorus_dtype dtype, size_t count, chorus_buffer s
   args.source = source;
   args.outputs = outputs.data();
   args.num_outputs = outputs.size();
-  chorus_request* request = nullptr;
-  Finish(b, b.api->broadcast(b.handle, &args, &request), request, "broadcast");
+  Run(b, "broadcast", [&](chorus_request** r) { return b.api->broadcast(b.handle, &args, r); });
 }
 
 void CrossDeviceOps::AllGather(chorus_dtype dtype, const std::vector<chorus_buffer>& inputs,
@@ -336,8 +362,7 @@ void CrossDeviceOps::AllGather(chorus_dtype dtype, const std::vector<chorus_buff
   args.num_inputs = inputs.size();
   args.outputs = outputs.data();
   args.num_outputs = outputs.size();
-  chorus_request* request = nullptr;
-  Finish(b, b.api->all_gather(b.handle, &args, &request), request, "all_gather");
+  Run(b, "all_gather", [&](chorus_request** r) { return b.api->all_gather(b.handle, &args, r); });
 }
 
 }  // namespace chorus

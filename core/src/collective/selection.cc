@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <mutex>
+#include <optional>
+#include <set>
 #include <sstream>
 
 #include "base/logging.h"
@@ -41,6 +44,15 @@ constexpr uint32_t kEveryOp =
     CHORUS_OP_BIT(CHORUS_OP_ALL_GATHER) | CHORUS_OP_BIT(CHORUS_OP_REDUCE_SCATTER) |
     CHORUS_OP_BIT(CHORUS_OP_BARRIER);
 
+// Once per implementation and process: a broken score is a plugin bug its user should see.
+void WarnOfInvalidScore(const Ranked& ranked) {
+  static auto* mutex = new std::mutex();
+  static auto* warned = new std::set<std::string>();
+  std::lock_guard<std::mutex> lock(*mutex);
+  if (!warned->insert(ranked.plugin + "/" + ranked.name).second) return;
+  Log().warn("plugin {}: '{}' {}", ranked.plugin, ranked.name, ranked.score.reason);
+}
+
 template <typename Entry>
 std::vector<Ranked> Rank(const Registry& registry, const std::vector<Entry>& entries,
                          const chorus_score_args& args, std::string_view exclude_plugin) {
@@ -50,6 +62,7 @@ std::vector<Ranked> Rank(const Registry& registry, const std::vector<Entry>& ent
     if (!exclude_plugin.empty() && entry.plugin->name() == exclude_plugin) continue;
     ranked.push_back(
         {entry.api->name, entry.plugin->name(), ScoreOf(entry.api->capabilities, args)});
+    if (ranked.back().score.invalid) WarnOfInvalidScore(ranked.back());
   }
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const Ranked& a, const Ranked& b) { return a.score.value > b.score.value; });
@@ -145,6 +158,20 @@ chorus_score_args ScoreArgs(chorus_collective_op op, chorus_dtype dtype, uint64_
   return args;
 }
 
+namespace {
+
+// The plugin's own score, unclamped; nullopt when its score function threw.
+std::optional<uint32_t> DeclaredScore(const chorus_capabilities* capabilities,
+                                      const chorus_score_args& args) {
+  try {
+    return capabilities->score(&args);
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
 uint32_t ScoreValue(const chorus_capabilities* capabilities, const chorus_score_args& args) {
   if (capabilities == nullptr || args.op < 0 || args.op > CHORUS_OP_BARRIER ||
       (capabilities->ops & CHORUS_OP_BIT(args.op)) == 0) {
@@ -158,7 +185,8 @@ uint32_t ScoreValue(const chorus_capabilities* capabilities, const chorus_score_
   if (!served) return 0;
   if (capabilities->shape == CHORUS_SHAPE_ONE_HOST && args.hosts != 1) return 0;
   if (capabilities->shape == CHORUS_SHAPE_UNIFORM && args.ranks_per_host <= 0) return 0;
-  return std::min(capabilities->score(&args), CHORUS_SCORE_MAX);
+  const std::optional<uint32_t> declared = DeclaredScore(capabilities, args);
+  return declared && *declared <= CHORUS_SCORE_MAX ? *declared : 0;
 }
 
 Score ScoreOf(const chorus_capabilities* capabilities, const chorus_score_args& args) {
@@ -190,6 +218,23 @@ Score ScoreOf(const chorus_capabilities* capabilities, const chorus_score_args& 
   }
   if (capabilities->shape == CHORUS_SHAPE_UNIFORM && args.ranks_per_host <= 0) {
     return {0, "needs as many ranks on every host"};
+  }
+  const std::string operation =
+      std::string(CollectiveOpName(args.op)) + " of " + std::to_string(args.bytes) + " bytes";
+  const std::optional<uint32_t> declared = DeclaredScore(capabilities, args);
+  if (!declared) {
+    return {0,
+            "its score function threw an exception across the C ABI for " + operation +
+                ": taken as 0 (a plugin bug; report it to the plugin's vendor)",
+            true};
+  }
+  if (*declared > CHORUS_SCORE_MAX) {
+    return {0,
+            "declares the score " + std::to_string(*declared) + " for " + operation +
+                ", outside 0.." + std::to_string(CHORUS_SCORE_MAX) +
+                " (a negative number or an overflow?): taken as 0, so it cannot win AUTO (a "
+                "plugin bug; report it to the plugin's vendor)",
+            true};
   }
   return {0, std::string("scores 0 for ") + CollectiveOpName(args.op) + " (" +
                  RequestName(args.request) + " request)"};

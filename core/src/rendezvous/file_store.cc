@@ -14,6 +14,7 @@
 #include <optional>
 #include <thread>
 
+#include "base/fnv1a.h"
 #include "base/socket_util.h"
 #include "rendezvous/kv_store_internal.h"
 
@@ -49,8 +50,7 @@ std::string FileNameOf(const std::string& key) {
   if (name.size() <= kMaxNameBytes) return name;
   // Too long for a file name: keep a readable head and make it unique with a hash (FNV-1a, the
   // same in every process).
-  uint64_t hash = 14695981039346656037ull;
-  for (const char c : key) hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  const uint64_t hash = internal::Fnv1a64(key);
   std::string tail = "~";
   for (int shift = 60; shift >= 0; shift -= 4) tail += kHex[(hash >> shift) & 15];
   return name.substr(0, kMaxNameBytes - tail.size()) + tail;

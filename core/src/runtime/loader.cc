@@ -8,6 +8,7 @@
 #include <set>
 
 #include "base/logging.h"
+#include "runtime/plugin_vetting.h"
 
 namespace chorus {
 namespace fs = std::filesystem;
@@ -241,6 +242,18 @@ Discovery DiscoverPlugins(const LoaderOptions& options) {
     result.loaded.push_back(std::move(plugin));
   };
 
+  // Every file about to be opened is tried in a child process first, all at once (the verdicts
+  // are cached, so this costs a process start only for a file not seen before).
+  {
+    std::vector<std::string> to_open(filter.include_paths.begin(), filter.include_paths.end());
+    std::set<std::string> names_to_open;
+    for (const auto& file : files) {
+      const std::string name = PluginNameFromFileName(file.filename().string());
+      if (filter.Allows(name) && names_to_open.insert(name).second)
+        to_open.push_back(file.string());
+    }
+    internal::VetPluginFiles(to_open);
+  }
   for (const auto& path : filter.include_paths) take(path, "");
   for (const auto& file : files) {
     const std::string name = PluginNameFromFileName(file.filename().string());

@@ -1,7 +1,10 @@
 #include <chorus/base/dtype.h>
 #include <chorus/base/error.h>
+#include <chorus/runtime/loader.h>
 #include <chorus/runtime/plugin_library.h>
 #include <dlfcn.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -16,7 +19,10 @@
 #include <type_traits>
 
 #include "base/logging.h"
+#include "base/signal_dispositions.h"
+#include "base/watchdog.h"
 #include "runtime/host.h"
+#include "runtime/plugin_vetting.h"
 #include "runtime/shared_object_check.h"
 
 namespace chorus {
@@ -30,6 +36,54 @@ std::vector<std::unique_ptr<boost::dll::shared_library>>& KeptMapped() {
   static auto* kept = new std::vector<std::unique_ptr<boost::dll::shared_library>>();
   return *kept;
 }
+
+// While a plugin file is opened in this process (dlopen, its entry point, its init), a fatal
+// signal first prints which file was being opened, then goes to the handler that was there
+// before (the default: the process dies as it would have). Loads are serialised by
+// LibraryMutex(), so one message buffer serves.
+constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+char g_opening_message[2048];
+size_t g_opening_message_size = 0;
+struct sigaction g_before_opening[NSIG];
+
+extern "C" void OnFatalSignalWhileOpening(int signal, siginfo_t* info, void*) {
+  [[maybe_unused]] ssize_t written = ::write(2, g_opening_message, g_opening_message_size);
+  ::sigaction(signal, &g_before_opening[signal], nullptr);
+  // Sent by kill(), raise() or abort(): send it again, to the previous handler. A fault returns,
+  // and the faulting instruction meets the previous handler.
+  if (info == nullptr || info->si_code <= 0) ::raise(signal);
+}
+
+class OpeningNotice {
+ public:
+  explicit OpeningNotice(const std::string& path) {
+    const std::string name =
+        PluginNameFromFileName(std::filesystem::path(path).filename().string());
+    const std::string text =
+        "[chorus] a fatal signal arrived while this process was opening the plugin file " + path +
+        " (its libraries' constructors, chorus_plugin_get() or init()): the plugin crashed the "
+        "process. Remove the file from the plugin folders" +
+        (name.empty() ? std::string() : ", or leave it out with CHORUS_PLUGINS=^" + name) + "\n";
+    g_opening_message_size = std::min(text.size(), sizeof g_opening_message);
+    std::memcpy(g_opening_message, text.data(), g_opening_message_size);
+    struct sigaction action {};
+    action.sa_sigaction = OnFatalSignalWhileOpening;
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&action.sa_mask);
+    for (int signal : kFatalSignals) ::sigaction(signal, &action, &g_before_opening[signal]);
+  }
+  ~OpeningNotice() {
+    for (int signal : kFatalSignals) {
+      struct sigaction now {};
+      ::sigaction(signal, nullptr, &now);
+      // Ours still: put the previous one back. Another (the plugin's) is left to
+      // SignalDispositions, which reports it.
+      if ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == OnFatalSignalWhileOpening) {
+        ::sigaction(signal, &g_before_opening[signal], nullptr);
+      }
+    }
+  }
+};
 
 }  // namespace
 
@@ -115,9 +169,14 @@ void PluginLibrary::AcceptInterface(const Api* single, const Api* const* list, s
       continue;
     }
     if (source->struct_size < required) {
-      notes_.push_back(where + " table is " + std::to_string(source->struct_size) +
-                       " bytes, less than the " + std::to_string(required) +
-                       " a usable one needs; the interface is ignored");
+      notes_.push_back(where + " table" +
+                       (source->struct_size == 0
+                            ? " has struct_size 0 (never set?)"
+                            : " is " + std::to_string(source->struct_size) + " bytes") +
+                       ", less than the " + std::to_string(required) +
+                       " bytes a usable one needs; the interface is ignored (set struct_size to "
+                       "sizeof the table, as plugin.h asks)");
+      warnings_ = true;
       continue;
     }
     auto copy = CopyStruct(source);
@@ -229,6 +288,37 @@ std::shared_ptr<PluginLibrary> PluginLibrary::LoadFile(const std::string& path,
     *reason = std::move(problem);
     return nullptr;
   }
+  // Tried in a child process first (runtime/plugin_vetting.h): a file that crashes or hangs
+  // there is not opened here.
+  if (auto rejected = internal::VetPluginFiles({path}); !rejected.empty()) {
+    *reason = rejected.begin()->second;
+    return nullptr;
+  }
+  Log().debug("opening plugin file {}", path);
+  // Opening runs the plugin's code: its libraries' constructors, its entry point, its init. None
+  // of it may change how this process handles signals, crash it without naming the file, or
+  // hang it.
+  const internal::SignalDispositions dispositions = internal::SignalDispositions::Take();
+  std::shared_ptr<PluginLibrary> plugin;
+  {
+    OpeningNotice notice(path);
+    auto watch = internal::Watch(
+        internal::PluginLoadTimeout(), std::chrono::milliseconds(1000),
+        [&] { return "opening the plugin file " + path + " (CHORUS_PLUGIN_LOAD_TIMEOUT_SECONDS)"; },
+        [](const std::string& message) { Log().error("{}", message); });
+    plugin = Open(path, reason);
+  }
+  const std::string restored = dispositions.RestoreChanged(OnFatalSignalWhileOpening);
+  if (!restored.empty() && plugin != nullptr) {
+    plugin->notes_.push_back("opening it changed how this process handles " + restored +
+                             " (a library it uses installs handlers of its own); chorus put the "
+                             "previous handling back, so these signals keep their meaning");
+    Log().info("plugin {} ({}): {}", plugin->name(), path, plugin->notes_.back());
+  }
+  return plugin;
+}
+
+std::shared_ptr<PluginLibrary> PluginLibrary::Open(const std::string& path, std::string* reason) {
   std::shared_ptr<PluginLibrary> plugin = Guarded(new PluginLibrary());
   plugin->path_ = path;
   plugin->handle_ = std::make_unique<Handle>();
@@ -429,7 +519,14 @@ bool PluginLibrary::Accept(const chorus_plugin* table, std::string* reason) {
     return false;
   }
   initialized_ = true;
-  for (const auto& note : notes_) Log().info("plugin {} ({}): {}", name_, path_, note);
+  // A table the core had to ignore is a broken plugin: warn. Other notes are for chorus-info.
+  for (const auto& note : notes_) {
+    if (warnings_) {
+      Log().warn("plugin {} ({}): {}", name_, path_, note);
+    } else {
+      Log().info("plugin {} ({}): {}", name_, path_, note);
+    }
+  }
   return true;
 }
 

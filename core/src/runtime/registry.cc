@@ -2,6 +2,7 @@
 #include <chorus/runtime/registry.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "base/logging.h"
 #include "builtin/algorithm_pairs.h"
@@ -86,16 +87,18 @@ void Registry::IndexAlgorithmPairs() {
 }
 
 Registry& Registry::Global() {
-  // Destroyed at exit: the plugins shut down but stay mapped (PluginLibrary::LeaveLoadedFromNowOn).
-  // A dlclose then raced threads that still ran: under TSan, a race report on a gRPC thread at
-  // exit deadlocked with the dlclose (the report's symbolizer waits for the loader's lock, the
-  // dlclose's free for TSan's), and a plugin's own thread would crash in its unmapped code.
-  struct ProcessRegistry : Registry {
-    using Registry::Registry;
-    ~ProcessRegistry() { PluginLibrary::LeaveLoadedFromNowOn(); }
-  };
-  static ProcessRegistry registry(LoaderOptions::FromEnvironment());
-  return registry;
+  // Never destroyed. Work on other threads (a parameter server's RPC threads, a progress thread,
+  // a step still running when a handler calls exit()) may use the registry while the process
+  // exits; destroyed at exit, it crashed such a thread (SIGSEGV in DeviceEnumerators) instead of
+  // letting the process end. Its plugins stay loaded and are not shut down: the process's end
+  // releases them, and their static destructors run then.
+  static Registry* registry = [] {
+    // Any other registry destroyed during the exit (a program's static one) leaves its plugins
+    // mapped too: a dlclose at exit races the threads that still run their code.
+    std::atexit([] { PluginLibrary::LeaveLoadedFromNowOn(); });
+    return new Registry(LoaderOptions::FromEnvironment());
+  }();
+  return *registry;
 }
 
 std::shared_ptr<PluginLibrary> Registry::FindPlugin(std::string_view name) const {
@@ -120,8 +123,9 @@ std::vector<std::string> Registry::CollectiveNames() const {
 namespace {
 
 template <typename Entry>
-Entry Find(const std::vector<Entry>& list, const Discovery& discovery, std::string_view name,
-           std::string_view what, const char* interface) {
+Entry Find(const std::vector<Entry>& list,
+           const std::vector<std::shared_ptr<PluginLibrary>>& plugins, const Discovery& discovery,
+           std::string_view name, std::string_view what, const char* interface) {
   for (const auto& entry : list) {
     if (name == entry.api->name) return entry;
   }
@@ -148,6 +152,13 @@ Entry Find(const std::vector<Entry>& list, const Discovery& discovery, std::stri
       message += " " + rejection.path + " was rejected: " + rejection.reason;
     }
   }
+  // A plugin of that name was loaded, but its table for this interface was unusable.
+  for (const auto& plugin : plugins) {
+    if (plugin->name() != name) continue;
+    for (const auto& note : plugin->notes()) {
+      message += " Plugin " + plugin->name() + " (" + plugin->path() + "): " + note + ".";
+    }
+  }
   // Its plugin may be in a folder that could not be read.
   for (const auto& folder : discovery.unreadable_dirs) {
     message += " The plugin folder " + folder.path + " was skipped: " + folder.reason + ".";
@@ -159,18 +170,18 @@ Entry Find(const std::vector<Entry>& list, const Discovery& discovery, std::stri
 
 Registry::CrossDeviceOpsImplementation Registry::FindCrossDeviceOps(std::string_view name,
                                                                     std::string_view what) const {
-  return Find(cross_device_ops_, discovery_, name, what, "cross-device ops");
+  return Find(cross_device_ops_, plugins_, discovery_, name, what, "cross-device ops");
 }
 
 Registry::CollectiveImplementation Registry::FindCollective(std::string_view name,
                                                             std::string_view what) const {
   if (name == kCoreRingPairName) name = kCoreRingName;
-  return Find(collectives_, discovery_, name, what, "a collective");
+  return Find(collectives_, plugins_, discovery_, name, what, "a collective");
 }
 
 Registry::TransportImplementation Registry::FindTransport(std::string_view name,
                                                           std::string_view what) const {
-  return Find(transports_, discovery_, name, what, "a transport");
+  return Find(transports_, plugins_, discovery_, name, what, "a transport");
 }
 
 std::shared_ptr<DeviceEnumerator> Registry::CpuDevices() const {

@@ -129,6 +129,7 @@ class Communicator {
   struct Backend {
     std::string name;
     std::shared_ptr<PluginLibrary> library;
+    std::string plugins;  // "plugin gloo (path)", or a pair's two plugins, for messages
     const chorus_collective_api* api = nullptr;
     chorus_communicator* handle = nullptr;
     std::unique_ptr<CKvStore> store;
@@ -142,6 +143,11 @@ class Communicator {
   const Backend& Route(chorus_collective_op op, chorus_dtype dtype, uint64_t bytes) const;
   void CheckSignature(int op, size_t count, chorus_dtype dtype, chorus_reduce_op reduce, int root,
                       const Backend& routed);
+  // Begins an operation with `start`, waits for it under the watchdog (base/watchdog.h) and
+  // throws its failure.
+  using StartFn = chorus_status (*)(const chorus_collective_api* api, chorus_communicator* handle,
+                                    const void* args, chorus_request** request);
+  void Run(const Backend& backend, const char* what, StartFn start, const void* args);
   void Finish(const Backend& backend, chorus_status status, chorus_request* request,
               const char* what);
   [[noreturn]] void Fail(const Backend& backend, chorus_status status, const std::string& what,

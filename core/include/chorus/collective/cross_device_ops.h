@@ -91,6 +91,10 @@ class CrossDeviceOps {
   class Activity;
   void ThrowIfAborted(const char* what) const;
   const Backend& Route(chorus_collective_op op, chorus_dtype dtype, uint64_t bytes) const;
+  // Begins an operation with `start` (chorus_status(chorus_request**)), waits for it under the
+  // watchdog (base/watchdog.h) and throws its failure. Defined and used in cross_device_ops.cc.
+  template <typename Start>
+  void Run(const Backend& backend, const char* what, Start start);
   void Finish(const Backend& backend, chorus_status status, chorus_request* request,
               const char* what);
   [[noreturn]] void Fail(const Backend& backend, chorus_status status, const char* what,

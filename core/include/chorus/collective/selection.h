@@ -48,10 +48,14 @@ chorus_score_args ScoreArgs(chorus_collective_op op, chorus_dtype dtype, uint64_
 struct Score {
   uint32_t value = 0;
   std::string reason;
+  // The plugin broke the ABI: a score above CHORUS_SCORE_MAX (a negative int seen as unsigned,
+  // INT_MAX) or an exception out of its score function. Such a score counts as 0.
+  bool invalid = false;
 };
 // Filters by the capabilities (ops, memory, shape) before it calls the plugin's score; a table
-// without capabilities (ABI 1.0) scores 0 ("chosen by name only"). Scores above
-// CHORUS_SCORE_MAX count as CHORUS_SCORE_MAX.
+// without capabilities (ABI 1.0) scores 0 ("chosen by name only"). A score above
+// CHORUS_SCORE_MAX, or a score function that throws, counts as 0 (Score::invalid): it is a bug,
+// and taking it as the maximum would let the broken plugin win AUTO.
 Score ScoreOf(const chorus_capabilities* capabilities, const chorus_score_args& args);
 // The value alone, without building the reason (for routing each operation).
 uint32_t ScoreValue(const chorus_capabilities* capabilities, const chorus_score_args& args);

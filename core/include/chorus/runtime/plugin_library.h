@@ -71,7 +71,7 @@ class PluginLibrary {
   const std::vector<std::string>& notes() const { return notes_; }
 
  private:
-  // Registry::Global()'s registry, destroyed at exit, calls LeaveLoadedFromNowOn.
+  // Registry::Global() calls LeaveLoadedFromNowOn when the process begins to exit.
   friend class Registry;
   // From this call on, a library that is released is still shut down (its shutdown() runs) but
   // stays mapped: the process is exiting. Threads may still run a plugin's code then, and a
@@ -80,6 +80,7 @@ class PluginLibrary {
 
   PluginLibrary() = default;
   static std::shared_ptr<PluginLibrary> LoadFile(const std::string& path, std::string* reason);
+  static std::shared_ptr<PluginLibrary> Open(const std::string& path, std::string* reason);
   bool Accept(const chorus_plugin* table, std::string* reason);
 
   // Copies of the plugin's interface tables and capabilities, in the core's layout; stable
@@ -114,6 +115,7 @@ class PluginLibrary {
   std::vector<const chorus_transport_api*> transport_list_;
   std::vector<uint32_t> extension_types_;
   std::vector<std::string> notes_;
+  bool warnings_ = false;  // a note says a table was ignored
 };
 
 // The chorus_host the core hands every plugin (logger, abort flag, allocator, host kernels).

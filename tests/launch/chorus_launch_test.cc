@@ -1,5 +1,6 @@
 // chorus-launch end to end, with launch_probe as the workers: TF_CONFIG per worker, prefixed
 // whole lines, exit codes, stopping the others, the time-out, signals, and no process left behind.
+#include <chorus/base/exit_status.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -243,6 +244,35 @@ TEST(ChorusLaunch, AWorkerKilledByASignalGives128PlusTheSignal) {
   EXPECT_TRUE(Contains(launch.err(), "chorus-launch: worker 0 exited with code " +
                                          std::to_string(128 + SIGABRT) +
                                          " (killed by SIGABRT: Aborted); stopping the others\n"))
+      << launch.err();
+  ExpectAllGone(dir.path(), 2);
+}
+
+// A worker that chorus's watchdog ended (a plugin call that never returned) is named as such.
+TEST(ChorusLaunch, AWorkerEndedByTheWatchdogIsNamedAsSuch) {
+  TempDir dir;
+  const std::string pids = "pid-dir=" + dir.path().string();
+  Launch launch(dir, {"-n", "2", "--timeout", "60", LAUNCH_PROBE_PATH, pids, "wait-files=2",
+                      "exit=" + std::to_string(chorus::kWatchdogExitStatus) + "@1", "sleep=forever"});
+  EXPECT_EQ(launch.Wait(), chorus::kWatchdogExitStatus) << launch.err();
+  EXPECT_TRUE(Contains(launch.err(),
+                       "chorus-launch: worker 1 exited with code 70 (chorus's "
+                       "watchdog ended it: a call into a plugin did not return; "
+                       "its last \"[chorus watchdog]\" line says which)"))
+      << launch.err();
+  ExpectAllGone(dir.path(), 2);
+}
+
+// A worker preempted by its scheduler (SIGTERM) is reported with the signal.
+TEST(ChorusLaunch, APreemptedWorkerIsReportedWithItsSignal) {
+  TempDir dir;
+  const std::string pids = "pid-dir=" + dir.path().string();
+  Launch launch(dir, {"-n", "2", "--timeout", "60", LAUNCH_PROBE_PATH, pids, "wait-files=2",
+                      "crash=" + std::to_string(SIGTERM) + "@1", "sleep=forever"});
+  EXPECT_EQ(launch.Wait(), 128 + SIGTERM) << launch.err();
+  EXPECT_TRUE(Contains(launch.err(), "chorus-launch: worker 1 exited with code " +
+                                         std::to_string(128 + SIGTERM) +
+                                         " (killed by SIGTERM: Terminated); stopping the others\n"))
       << launch.err();
   ExpectAllGone(dir.path(), 2);
 }

@@ -12,6 +12,8 @@
 #include <sys/prctl.h>
 #endif
 
+#include <chorus/base/exit_status.h>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -277,6 +279,10 @@ void Supervisor::OnWorkerExit(Worker& worker, int status) {
   if (WIFSIGNALED(status)) {
     text +=
         " (killed by " + SignalName(WTERMSIG(status)) + ": " + strsignal(WTERMSIG(status)) + ")";
+  } else if (code == chorus::kWatchdogExitStatus) {
+    text +=
+        " (chorus's watchdog ended it: a call into a plugin did not return; its last "
+        "\"[chorus watchdog]\" line says which)";
   }
   if (options_.parameter_server) {
     if (stopping_) return;  // we stopped it; exit_code_ already says why

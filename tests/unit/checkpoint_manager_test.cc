@@ -199,15 +199,17 @@ TEST_F(CheckpointManagerTest, TemporaryNamesAreUniquePerWriter) {
   fs::create_directories(root_ / "ckpt");
   fs::create_directories(File("x.tmp"));  // the old fixed name, in the way
   std::vector<std::string> errors(2);
+  const std::vector<Variable> values = {MakeVariable("w", {0, 0, 0}), MakeVariable("w", {1, 0, 0})};
   std::vector<std::thread> writers;
-  for (int t = 0; t < 2; ++t) {
+  for (size_t t = 0; t < 2; ++t) {
     writers.emplace_back([&, t] {
-      Variable v = MakeVariable("w", {static_cast<float>(t), 0, 0});
-      for (int i = 0; i < 50 && errors[static_cast<size_t>(t)].empty(); ++i) {
+      Checkpoint checkpoint;
+      checkpoint.Track("w", values[t]);
+      for (int i = 0; i < 50 && errors[t].empty(); ++i) {
         try {
-          Checkpoint().Track("w", v).Save(path);
+          checkpoint.Save(path);
         } catch (const Error& e) {
-          errors[static_cast<size_t>(t)] = e.what();
+          errors[t] = e.what();
         }
       }
     });
@@ -331,8 +333,8 @@ TEST_F(CheckpointManagerTest, AFailedIndexWriteIsReportedAndTheCheckpointStillFo
   CheckpointManager manager(Dir(), Identity(1));
   fs::create_directories(File("checkpoint"));
   ExpectError([&] { manager.Save(checkpoint_, 1); }, CHORUS_INVALID_ARGUMENT,
-              {"ckpt-1 is whole, but the index could not record it (it still names the "
-               "checkpoint before): checkpoint: cannot rename",
+              {"ckpt-1 is whole, but the index could not be updated to name it (the index is left "
+               "as it was): checkpoint: cannot rename",
                "Is a directory"});
   EXPECT_TRUE(Temporaries().empty());
   const FoundCheckpoint found = FindLatestCheckpoint(Dir());

@@ -463,8 +463,8 @@ std::string CheckpointManager::Save(const Checkpoint& checkpoint, int64_t number
                                     std::vector<uint8_t>(index.begin(), index.end()));
     } catch (const Error& e) {
       throw Error(e.status(), name +
-                                  " is whole, but the index could not record it (it still "
-                                  "names the checkpoint before): " +
+                                  " is whole, but the index could not be updated to name it "
+                                  "(the index is left as it was): " +
                                   e.what());
     }
     if (options_.max_to_keep > 0) {

@@ -351,16 +351,16 @@ CheckpointManager::CheckpointManager(std::string directory, JobIdentity identity
       identity_(std::move(identity)),
       strategy_(strategy),
       options_(std::move(options)) {
-  if (directory_.empty())
+  if (directory_.empty()) {
     Fail(CHORUS_INVALID_ARGUMENT, "CheckpointManager: the directory is empty");
+  }
   if (options_.prefix.empty() || options_.prefix.find('/') != std::string::npos) {
     Fail(CHORUS_INVALID_ARGUMENT,
          "CheckpointManager: the prefix '" + options_.prefix + "' must be a non-empty file name");
   }
   if (options_.max_to_keep < 0) {
     Fail(CHORUS_INVALID_ARGUMENT,
-         "CheckpointManager: max_to_keep must be 0 (keep all) or "
-         "positive, got " +
+         "CheckpointManager: max_to_keep must be 0 (keep all) or positive, got " +
              std::to_string(options_.max_to_keep));
   }
   writer_ = internal::IsWriter(strategy_);

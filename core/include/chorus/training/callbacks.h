@@ -1,7 +1,8 @@
 // fit()'s callbacks (tf.keras.callbacks): the progress bar, ModelCheckpoint and BackupAndRestore.
 // Every worker of a multi-worker job runs the same callbacks at the same points; those that save
-// make every worker take part (reading SyncOnRead values is a collective) and the chief alone
-// writes files.
+// make every worker take part (reading SyncOnRead values is a collective), the chief alone writes
+// files, and every worker learns at once whether it could (a failed write stops every worker with
+// an error that names the chief and its reason).
 #ifndef CHORUS_CALLBACKS_H_
 #define CHORUS_CALLBACKS_H_
 

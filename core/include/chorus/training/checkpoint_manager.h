@@ -5,6 +5,8 @@
 //     directory synced. A checkpoint <prefix>-<number> is written first, the index "checkpoint"
 //     (model_checkpoint_path: "<prefix>-<number>", as TensorFlow's) last, so the index only ever
 //     names a whole file; a failed save leaves the previous index and checkpoints as they were.
+//     The temporary files of a writer that died are removed by the next one to claim the
+//     directory.
 //   - The latest checkpoint is the one the index names when that file is whole (its checksum
 //     matches). When the index is missing, empty or unreadable, or names a missing or damaged
 //     file, it is the newest whole <prefix>-<number> instead, with a warning that says what was

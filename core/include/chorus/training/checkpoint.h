@@ -27,8 +27,9 @@ class Checkpoint {
 
   // Writes every tracked value to `path` (atomically: a temporary file of a name unique to this
   // writer, synced, then renamed over `path`). Called in cross-replica context or with no
-  // strategy. Multi-worker: every worker calls it (reading SyncOnRead values is a collective), the
-  // writer (should_checkpoint) writes, and every worker learns at once whether it could: the
+  // strategy. Multi-worker: every worker must call it (reading SyncOnRead values and sharing the
+  // outcome are collectives; a save on the writer alone waits for the others until the time-out),
+  // the writer (should_checkpoint) writes, and every worker learns at once whether it could: the
   // writer throws its own error ("worker 0 could not save checkpoint '...': ..."), the others an
   // error that names the writer and its reason. chorus::CheckpointManager keeps numbered
   // checkpoints in a directory with an index.

@@ -9,6 +9,7 @@
 #include <chorus/distribute/strategies.h>
 #include <chorus/runtime/registry.h>
 #include <chorus/training/callbacks.h>
+#include <chorus/training/checkpoint_manager.h>
 #include <chorus/training/fit.h>
 
 #include <CLI/CLI.hpp>
@@ -42,6 +43,8 @@ const std::vector<std::string> kStrategies = {"one_device", "mirrored", "central
 
 // Where Debian's dataset-fashion-mnist package puts the files.
 constexpr const char* kDebianDataDir = "/usr/share/datasets/fashion-mnist";
+// --checkpoint-dir's default: a scratch directory every run without --checkpoint-dir shares.
+constexpr const char* kDefaultCheckpointDir = "/tmp/chorus_fashion_mnist_ckpt";
 
 struct Flags {
   std::string data_dir;
@@ -62,7 +65,10 @@ struct Flags {
   int64_t train_examples = 0;
   int64_t test_examples = 0;
   std::string save_weights;
-  std::string checkpoint_dir = "/tmp/chorus_fashion_mnist_ckpt";
+  std::string checkpoint_dir = kDefaultCheckpointDir;
+  bool checkpoint_dir_given = false;  // --checkpoint-dir on the command line
+  bool checkpoint_dir_takeover = false;
+  bool backup_dir_takeover = false;
   bool resume = false;
 };
 
@@ -165,6 +171,10 @@ fashion_mnist::TrainerOptions OptionsFrom(const Flags& flags) {
   options.max_steps = flags.steps;
   options.seed = flags.seed;
   options.checkpoint_dir = flags.checkpoint_dir;
+  // The default directory is scratch space: a new run takes it over (with a warning), unless it
+  // resumes from it.
+  options.take_over_checkpoint_dir =
+      flags.checkpoint_dir_takeover || (!flags.checkpoint_dir_given && !flags.resume);
   options.resume = flags.resume;
   return options;
 }
@@ -263,7 +273,7 @@ struct TrainingTotals {
 };
 
 // The chief prints the tutorial's line after every epoch (with the epoch's time and training
-// images per second) and records the epoch's checkpoint as the latest.
+// images per second).
 chorus::EpochEndCallback TutorialLine(const Flags& flags, int64_t batch_size,
                                       TrainingTotals& totals) {
   return chorus::EpochEndCallback([&flags, batch_size, &totals](chorus::FitState& state,
@@ -271,8 +281,6 @@ chorus::EpochEndCallback TutorialLine(const Flags& flags, int64_t batch_size,
     totals.seconds += logs.train_seconds;
     totals.steps += logs.steps;
     if (!state.chief) return;
-    fashion_mnist::RecordLatestCheckpoint(flags.checkpoint_dir,
-                                          "ckpt-" + std::to_string(logs.epoch + 1));
     std::printf(
         "Epoch %d, Loss: %.4f, Accuracy: %.2f, Test Loss: %.4f, Test Accuracy: %.2f  (%.1f s, "
         "%.0f images/s)\n",
@@ -284,12 +292,11 @@ chorus::EpochEndCallback TutorialLine(const Flags& flags, int64_t batch_size,
   });
 }
 
-// The callbacks both fit loops use: the progress (--progress), a checkpoint per epoch, and the
-// tutorial's line.
+// The callbacks both fit loops use: the progress (--progress), a checkpoint per epoch in
+// `manager`'s directory, and the tutorial's line.
 struct ExampleCallbacks {
-  ExampleCallbacks(const Flags& flags, int64_t batch_size)
-      : checkpoints(flags.checkpoint_dir + "/ckpt-{epoch}"),
-        tutorial_line(TutorialLine(flags, batch_size, totals)) {
+  ExampleCallbacks(const Flags& flags, int64_t batch_size, chorus::CheckpointManager& manager)
+      : checkpoints(manager), tutorial_line(TutorialLine(flags, batch_size, totals)) {
     if (flags.progress != "none") progress.emplace(ProgressMode(flags.progress));
   }
   void AppendTo(std::vector<chorus::Callback*>& callbacks) {
@@ -326,10 +333,18 @@ void RunFitLoop(const Flags& flags, const TrainAndTest& data, chorus::Strategy& 
   std::vector<chorus::Callback*> callbacks;
   std::optional<chorus::BackupAndRestore> backup;
   if (!flags.backup_dir.empty()) {
-    backup.emplace(flags.backup_dir);
+    chorus::BackupOptions backup_options;
+    backup_options.take_over = flags.backup_dir_takeover;
+    backup_options.take_over_hint = "--backup-dir-takeover";
+    backup.emplace(flags.backup_dir, backup_options);
     callbacks.push_back(&*backup);
   }
-  ExampleCallbacks example(flags, batch_size);
+  // Every worker makes the manager (the writer claims the directory for this job).
+  chorus::CheckpointManager manager(
+      flags.checkpoint_dir,
+      chorus::JobIdentity::Of(flags.seed, model->trainable_variables(), &strategy), &strategy,
+      fashion_mnist::CheckpointOptions(OptionsFrom(flags)));
+  ExampleCallbacks example(flags, batch_size, manager);
   example.AppendTo(callbacks);
 
   const chorus::Dataset train = data.train.ToDataset();
@@ -422,8 +437,19 @@ void RunFitWithParameterServers(const Flags& flags, const TrainAndTest& data) {
       strategy.num_workers(), strategy.num_ps(), flags.model.c_str(),
       static_cast<long long>(batch_size));
 
+  // The chief alone writes: a manager of no strategy, for the model's identity on this cluster.
+  fashion_mnist::FitModelConfig config;
+  config.seed = flags.seed;
+  chorus::CheckpointManager manager(
+      flags.checkpoint_dir,
+      chorus::JobIdentity{
+          flags.seed,
+          chorus::ModelSignature(
+              fashion_mnist::CreateFitModel(flags.model, config)->trainable_variables()),
+          fashion_mnist::ParameterServerCluster(strategy)},
+      nullptr, fashion_mnist::CheckpointOptions(OptionsFrom(flags)));
   std::vector<chorus::Callback*> callbacks;
-  ExampleCallbacks example(flags, batch_size);
+  ExampleCallbacks example(flags, batch_size, manager);
   example.AppendTo(callbacks);
 
   const chorus::Dataset test = data.test.ToDataset();
@@ -487,7 +513,7 @@ int Run(const Flags& flags) {
 
 // As the tutorial: a new model, no strategy, restored from the latest checkpoint.
 void RestoreIntoAModelWithNoStrategy(const Flags& flags, const TrainAndTest& data) {
-  const std::string latest = fashion_mnist::LatestCheckpoint(flags.checkpoint_dir);
+  const std::string latest = chorus::LatestCheckpoint(flags.checkpoint_dir);
   if (latest.empty()) Fail("no checkpoint was recorded in '" + flags.checkpoint_dir + "'");
   fashion_mnist::ModelConfig config;
   config.seed = flags.seed + 1;  // different initial weights: the restore must replace them
@@ -521,7 +547,7 @@ fashion_mnist::Evaluation EvaluateFitCheckpoint(const Flags& flags, const std::s
 
 void RestoreFitModelWithNoStrategy(const Flags& flags, const TrainAndTest& data,
                                    int64_t batch_size) {
-  const std::string latest = fashion_mnist::LatestCheckpoint(flags.checkpoint_dir);
+  const std::string latest = chorus::LatestCheckpoint(flags.checkpoint_dir);
   if (latest.empty()) Fail("no checkpoint was recorded in '" + flags.checkpoint_dir + "'");
   const fashion_mnist::Evaluation e = EvaluateFitCheckpoint(flags, latest, data.test, batch_size);
   std::printf("Restored %s into a model with no strategy: Test Loss: %.4f, Test Accuracy: %.2f\n",
@@ -552,7 +578,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--backup-dir", flags.backup_dir,
                  "BackupAndRestore: back up after every epoch here, and resume from it when a "
-                 "restarted job finds a backup");
+                 "restarted job finds a backup. The directory is this job's (its seed, model "
+                 "and cluster): another job's is refused (see --backup-dir-takeover)");
+  app.add_flag("--backup-dir-takeover", flags.backup_dir_takeover,
+               "use --backup-dir even though another job (another seed, model or cluster) owns "
+               "it: this job becomes its owner and resumes from the backup there");
   app.add_option("--strategy", flags.strategy,
                  "one_device, mirrored, central_storage, multi_worker_mirrored or "
                  "parameter_server (the last two under chorus-launch or TF_CONFIG)")
@@ -590,12 +620,23 @@ int main(int argc, char** argv) {
                  "write the final weights (the model's variables in order) as raw "
                  "little-endian f32 to this file");
   app.add_flag("--resume", flags.resume,
-               "--strategy parameter_server: start from the latest checkpoint in "
-               "--checkpoint-dir, at its step (after a ps failure, restart the job with it)");
-  app.add_option("--checkpoint-dir", flags.checkpoint_dir, "where ckpt-<epoch> files go")
+               "--strategy parameter_server: start from the latest whole checkpoint in "
+               "--checkpoint-dir, at its step (after a ps failure, restart the job with it); a "
+               "damaged or missing latest checkpoint falls back to the newest whole one, with a "
+               "warning");
+  app.add_option("--checkpoint-dir", flags.checkpoint_dir,
+                 "where ckpt-<epoch> files and their index 'checkpoint' go. The directory is "
+                 "this job's (its seed, model and cluster): another job's is refused (see "
+                 "--checkpoint-dir-takeover), except the default, which a new run without "
+                 "--resume takes over")
       ->capture_default_str();
+  app.add_flag("--checkpoint-dir-takeover", flags.checkpoint_dir_takeover,
+               "use --checkpoint-dir even though another job (another seed, model or cluster) "
+               "owns it: this job becomes its owner, overwrites its ckpt-N and resumes from "
+               "them");
   CLI11_PARSE(app, argc, argv);
   flags.model_given = app.count("--model") > 0;
+  flags.checkpoint_dir_given = app.count("--checkpoint-dir") > 0;
   try {
 #ifdef CHORUS_FASHION_MNIST_WITH_PARAMETER_SERVER
     // A parameter-server job's evaluator follows the chief's checkpoints.

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -45,6 +44,11 @@ HostWeights ToWeights(const std::vector<chorus::Tensor>& values) {
 }
 
 }  // namespace
+
+std::string ParameterServerCluster(const chorus::ParameterServerStrategy& strategy) {
+  return std::to_string(strategy.num_workers()) + " workers and " +
+         std::to_string(strategy.num_ps()) + " ps tasks (parameter servers)";
+}
 
 bool ServeParameterServerTasks(const std::function<ImageSet()>& load_train,
                                const TrainerOptions& options) {
@@ -110,12 +114,26 @@ std::vector<EpochResult> FitWithParameterServers(
     checkpoint.Track("model/" + variable.name(), variable);
   }
   checkpoint.TrackOptimizer("optimizer");
+  // The chief alone writes (no collective): a manager of no strategy.
+  std::unique_ptr<chorus::CheckpointManager> checkpoints;
+  if (!options.checkpoint_dir.empty()) {
+    std::vector<chorus::VariableSignature> signature;
+    for (const chorus::ShardedVariable& variable : variables) {
+      signature.push_back({variable.name(), variable.dtype(), variable.shape()});
+    }
+    checkpoints = std::make_unique<chorus::CheckpointManager>(
+        options.checkpoint_dir,
+        chorus::JobIdentity{options.seed, chorus::ModelSignature(signature),
+                            ParameterServerCluster(strategy)},
+        nullptr, CheckpointOptions(options));
+  }
 
   const int64_t steps_per_epoch = data.train.size() / options.global_batch_size;
   int64_t steps = 0;
   int first_epoch = 1;
   if (options.resume) {
-    const std::string latest = LatestCheckpoint(options.checkpoint_dir);
+    // A damaged or missing latest checkpoint falls back to the newest whole one, with a warning.
+    const std::string latest = checkpoints ? checkpoints->Latest().path : std::string();
     if (latest.empty()) {
       std::printf("No checkpoint in %s to resume from: starting at step 0\n",
                   options.checkpoint_dir.c_str());
@@ -156,13 +174,8 @@ std::vector<EpochResult> FitWithParameterServers(
                                   options.global_batch_size);
     const bool last =
         epoch == options.epochs || (options.max_steps > 0 && steps >= options.max_steps);
-    if (!options.checkpoint_dir.empty() && (epoch % 2 == 0 || last)) {
-      std::error_code error;
-      std::filesystem::create_directories(options.checkpoint_dir, error);
-      const std::string name = "ckpt-" + std::to_string(epoch);
-      result.checkpoint = (std::filesystem::path(options.checkpoint_dir) / name).string();
-      checkpoint.Save(result.checkpoint);
-      RecordLatestCheckpoint(options.checkpoint_dir, name);
+    if (checkpoints != nullptr && (epoch % 2 == 0 || last)) {
+      result.checkpoint = checkpoint.Save(*checkpoints, epoch);
     }
     if (on_epoch) on_epoch(result);
     results.push_back(result);

@@ -2,6 +2,7 @@
 
 #include <chorus/base/error.h>
 #include <chorus/training/checkpoint.h>
+#include <chorus/training/checkpoint_manager.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -33,7 +34,18 @@ int RunSidecarEvaluator(const ImageSet& test, const SidecarOptions& options) {
     const auto time = std::filesystem::last_write_time(path, error);
     return path + "@" + std::to_string(error ? 0 : time.time_since_epoch().count());
   };
-  std::string latest_at_start = LatestCheckpoint(options.checkpoint_dir);
+  // The latest whole checkpoint; a warning (an index that names a missing file) is printed when it
+  // first appears, not at every poll.
+  std::string last_warning;
+  const auto latest_whole = [&options, &last_warning] {
+    const chorus::FoundCheckpoint found = chorus::FindLatestCheckpoint(options.checkpoint_dir);
+    if (!found.warning.empty() && found.warning != last_warning) {
+      std::printf("Evaluator: warning: %s\n", found.warning.c_str());
+    }
+    last_warning = found.warning;
+    return found.path;
+  };
+  std::string latest_at_start = latest_whole();
   std::string seen = latest_at_start.empty() ? "" : version(latest_at_start);
   const std::string final_name = "ckpt-" + std::to_string(options.final_epoch);
   std::printf("Evaluator: following %s for new checkpoints, until %s\n",
@@ -42,7 +54,7 @@ int RunSidecarEvaluator(const ImageSet& test, const SidecarOptions& options) {
   int evaluated = 0;
   auto last_new = Clock::now();
   while (true) {
-    const std::string latest = LatestCheckpoint(options.checkpoint_dir);
+    const std::string latest = latest_whole();
     if (!latest.empty() && version(latest) != seen) {
       seen = version(latest);
       last_new = Clock::now();

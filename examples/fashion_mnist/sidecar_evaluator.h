@@ -28,7 +28,9 @@ struct SidecarOptions {
 };
 
 // Prints "Evaluator: <checkpoint>: Test Loss: ..., Test Accuracy: ..." for each checkpoint that
-// the directory's index records after the evaluator started; returns how many it evaluated.
+// becomes the directory's latest whole one (chorus::FindLatestCheckpoint: the index's, or the
+// newest whole ckpt-N when the index cannot be followed) after the evaluator started; returns
+// how many it evaluated.
 // Throws chorus::Error(TIMEOUT) past idle_timeout.
 int RunSidecarEvaluator(const ImageSet& test, const SidecarOptions& options);
 

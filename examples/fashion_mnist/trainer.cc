@@ -4,15 +4,12 @@
 #include <chorus/distribute/replica_context.h>
 
 #include <bit>
-#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 namespace fashion_mnist {
 namespace {
-
-constexpr const char* kIndexFile = "checkpoint";
 
 [[noreturn]] void Fail(const std::string& message) {
   throw chorus::Error(CHORUS_INVALID_ARGUMENT, message);
@@ -67,6 +64,21 @@ Trainer::Trainer(chorus::Strategy& strategy, const TrainerOptions& options)
   }
   TrackModel(checkpoint_, *model_);
   checkpoint_.Track("optimizer", optimizer_);
+  if (!options.checkpoint_dir.empty()) {
+    checkpoints_ = std::make_unique<chorus::CheckpointManager>(
+        options.checkpoint_dir, Identity(), &strategy_, CheckpointOptions(options));
+  }
+}
+
+chorus::CheckpointManagerOptions CheckpointOptions(const TrainerOptions& options) {
+  chorus::CheckpointManagerOptions manager;
+  manager.take_over = options.take_over_checkpoint_dir;
+  manager.take_over_hint = "--checkpoint-dir-takeover";
+  return manager;
+}
+
+chorus::JobIdentity Trainer::Identity() const {
+  return chorus::JobIdentity::Of(options_.seed, model_->variables(), &strategy_);
 }
 
 StepMetrics Trainer::TrainStep(const chorus::DistributedBatch& batch) {
@@ -133,8 +145,9 @@ std::vector<EpochResult> Trainer::Fit(const ImageSet& train, const ImageSet& tes
         seen > 0 ? 100.0 * static_cast<double>(correct) / static_cast<double>(seen) : 0;
     result.test = Evaluate(test);
     const bool last = epoch == options_.epochs || limit_reached();
-    if (!options_.checkpoint_dir.empty() && (epoch % 2 == 0 || last)) {
-      result.checkpoint = SaveNumberedCheckpoint(*this, options_.checkpoint_dir, epoch);
+    if (checkpoints_ != nullptr && (epoch % 2 == 0 || last)) {
+      const std::string path = SaveCheckpoint(*checkpoints_, epoch);
+      if (checkpoints_->writer()) result.checkpoint = path;
     }
     if (on_epoch) on_epoch(result);
     results.push_back(result);
@@ -145,6 +158,11 @@ std::vector<EpochResult> Trainer::Fit(const ImageSet& train, const ImageSet& tes
 void Trainer::SaveCheckpoint(const std::string& path) const {
   const auto scope = strategy_.scope();
   checkpoint_.Save(path);
+}
+
+std::string Trainer::SaveCheckpoint(chorus::CheckpointManager& manager, int number) const {
+  const auto scope = strategy_.scope();
+  return manager.Save(checkpoint_, number);
 }
 
 void Trainer::RestoreCheckpoint(const std::string& path) const {
@@ -185,45 +203,10 @@ Evaluation EvaluateWeights(const Model& model, const HostWeights& weights, const
   return Finish(total.loss, static_cast<double>(total.correct), static_cast<double>(total.count));
 }
 
-std::string LatestCheckpoint(const std::string& dir) {
-  std::ifstream index(std::filesystem::path(dir) / kIndexFile);
-  std::string line;
-  while (std::getline(index, line)) {
-    const std::string prefix = "model_checkpoint_path: \"";
-    if (line.rfind(prefix, 0) != 0 || line.back() != '"') continue;
-    const std::string name = line.substr(prefix.size(), line.size() - prefix.size() - 1);
-    const std::filesystem::path path = std::filesystem::path(dir) / name;
-    std::error_code error;
-    return std::filesystem::is_regular_file(path, error) ? path.string() : std::string();
-  }
-  return {};
-}
-
 std::string SaveNumberedCheckpoint(const Trainer& trainer, const std::string& dir, int number) {
-  std::error_code error;
-  std::filesystem::create_directories(dir, error);
-  if (error) Fail("cannot create the checkpoint directory '" + dir + "': " + error.message());
-  const std::string name = "ckpt-" + std::to_string(number);
-  const std::filesystem::path path = std::filesystem::path(dir) / name;
-  trainer.SaveCheckpoint(path.string());
-  // Multi-worker: every worker takes part in the save, the leader alone writes files.
-  if (!trainer.strategy().should_checkpoint()) return {};
-  RecordLatestCheckpoint(dir, name);
-  return path.string();
-}
-
-void RecordLatestCheckpoint(const std::string& dir, const std::string& name) {
-  std::error_code error;
-  // The index, written whole and renamed into place like the checkpoint itself.
-  const std::filesystem::path index = std::filesystem::path(dir) / kIndexFile;
-  const std::filesystem::path temporary = index.string() + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << "model_checkpoint_path: \"" << name << "\"\n";
-    if (!out) Fail("cannot write '" + temporary.string() + "'");
-  }
-  std::filesystem::rename(temporary, index, error);
-  if (error) Fail("cannot rename '" + temporary.string() + "': " + error.message());
+  chorus::CheckpointManager manager(dir, trainer.Identity(), &trainer.strategy());
+  const std::string path = trainer.SaveCheckpoint(manager, number);
+  return manager.writer() ? path : std::string();
 }
 
 size_t WriteFloats(const std::string& path, const std::vector<float>& values) {

@@ -7,6 +7,7 @@
 #include <chorus/distribute/dataset.h>
 #include <chorus/distribute/strategy.h>
 #include <chorus/training/checkpoint.h>
+#include <chorus/training/checkpoint_manager.h>
 #include <chorus/training/optimizer.h>
 
 #include <cstdint>
@@ -27,12 +28,20 @@ struct TrainerOptions {
   uint64_t seed = 1;      // model initialisation and the shuffle of every epoch
   float learning_rate = 1e-3f;
   float l2 = 1e-4f;
-  // Where Fit saves ckpt-<epoch> every 2 epochs and after the last one; empty = no checkpoints.
+  // Where Fit saves ckpt-<epoch> every 2 epochs and after the last one (a
+  // chorus::CheckpointManager for the job's identity, see CheckpointOptions); empty = no
+  // checkpoints.
   std::string checkpoint_dir;
+  // Use checkpoint_dir even when another job owns it (--checkpoint-dir-takeover).
+  bool take_over_checkpoint_dir = false;
   // Parameter servers: start from the latest checkpoint in checkpoint_dir, at its step (the
   // recovery from a ps failure: restart the ps tasks and the chief with it).
   bool resume = false;
 };
+
+// The CheckpointManager options of options.checkpoint_dir: take_over as asked, the flag's name in
+// the refusal.
+chorus::CheckpointManagerOptions CheckpointOptions(const TrainerOptions& options);
 
 // The sums of one training step over every replica.
 struct StepMetrics {
@@ -71,7 +80,11 @@ class Trainer {
                                const std::function<void(const EpochResult&)>& on_epoch = {});
 
   void SaveCheckpoint(const std::string& path) const;
+  // Saves through `manager` (of this trainer's strategy) as <prefix>-<number>; returns its path.
+  std::string SaveCheckpoint(chorus::CheckpointManager& manager, int number) const;
   void RestoreCheckpoint(const std::string& path) const;
+  // This job as its checkpoint directory knows it: the seed, the model's variables, the cluster.
+  chorus::JobIdentity Identity() const;
   // The trainable weights read in cross-replica context, in the model's order.
   HostWeights Weights() const;
 
@@ -86,6 +99,7 @@ class Trainer {
   std::unique_ptr<Model> model_;
   chorus::Adam optimizer_;
   chorus::Checkpoint checkpoint_;
+  std::unique_ptr<chorus::CheckpointManager> checkpoints_;  // of options.checkpoint_dir
   int64_t steps_ = 0;
 };
 
@@ -98,13 +112,10 @@ Evaluation EvaluateWithoutStrategy(const Model& model, const ImageSet& test, int
 Evaluation EvaluateWeights(const Model& model, const HostWeights& weights, const ImageSet& test,
                            int64_t batch_size);
 
-// Records dir/<name> as the latest checkpoint of `dir` (its "checkpoint" index file).
-void RecordLatestCheckpoint(const std::string& dir, const std::string& name);
-// The latest checkpoint recorded in `dir` (its "checkpoint" file, as tf.train.latest_checkpoint),
-// or empty when there is none.
-std::string LatestCheckpoint(const std::string& dir);
-// Saves `trainer`'s checkpoint as dir/ckpt-<number> and records it as the latest; returns the path
-// (empty on a multi-worker worker that takes part in the save but does not write files).
+// Saves `trainer`'s checkpoint as dir/ckpt-<number> through a chorus::CheckpointManager of the
+// trainer's identity (the index records it as the latest: chorus::LatestCheckpoint finds it);
+// returns the path (empty on a multi-worker worker that takes part in the save but does not write
+// files).
 std::string SaveNumberedCheckpoint(const Trainer& trainer, const std::string& dir, int number);
 
 // Writes `values` as raw little-endian f32; returns the bytes written.

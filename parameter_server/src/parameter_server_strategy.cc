@@ -375,12 +375,13 @@ ShardedCheckpoint& ShardedCheckpoint::TrackOptimizer(const std::string& key) {
   return *this;
 }
 
-void ShardedCheckpoint::Save(const std::string& path) const {
+ShardedCheckpoint::Snapshot ShardedCheckpoint::Read() const {
   std::vector<ShardedVariable> variables;
   for (const auto& [key, variable] : variables_) variables.push_back(variable);
   const std::vector<Tensor> values = ReadVariables(variables);
-  Checkpoint checkpoint;
-  std::vector<Variable> plain;  // kept alive until the save
+  Snapshot snapshot;
+  Checkpoint& checkpoint = snapshot.checkpoint;
+  std::vector<Variable>& plain = snapshot.values;
   for (size_t i = 0; i < variables_.size(); ++i) {
     plain.push_back(PlainVariable(variables_[i].first, values[i]));
     checkpoint.Track(variables_[i].first, plain.back());
@@ -402,7 +403,13 @@ void ShardedCheckpoint::Save(const std::string& path) const {
     plain.push_back(PlainVariable(optimizer_key_ + "/iterations", step));
     checkpoint.Track(optimizer_key_ + "/iterations", plain.back());
   }
-  checkpoint.Save(path);
+  return snapshot;
+}
+
+void ShardedCheckpoint::Save(const std::string& path) const { Read().checkpoint.Save(path); }
+
+std::string ShardedCheckpoint::Save(CheckpointManager& manager, int64_t number) const {
+  return manager.Save(Read().checkpoint, number);
 }
 
 int64_t ShardedCheckpoint::Restore(const std::string& path) const {

@@ -39,7 +39,7 @@ class CheckpointAcrossStrategies : public ::testing::Test {
     trained.Fit(Data().train, Data().test);
     const Evaluation before = trained.Evaluate(Data().test);
     const std::string path = SaveNumberedCheckpoint(trained, dir_.string(), 1);
-    EXPECT_EQ(LatestCheckpoint(dir_.string()), path);
+    EXPECT_EQ(chorus::LatestCheckpoint(dir_.string()), path);
 
     const auto target = MakeStrategy(to, to_replicas);
     Trainer restored(*target, Options(99));

@@ -1,10 +1,14 @@
 // One worker of the BackupAndRestore test: fit() of a softmax regression under
 // MultiWorkerMirroredStrategy (TF_CONFIG from chorus-launch) with BackupAndRestore.
-//   chorus_fit_backup_task BACKUP_DIR EPOCHS KILL_AT_EPOCH WEIGHTS_FILE
+//   chorus_fit_backup_task BACKUP_DIR EPOCHS KILL_AT_EPOCH WEIGHTS_FILE [WRITER_FILE_LIMIT]
 // KILL_AT_EPOCH >= 0: worker 1 kills itself (SIGKILL) when that epoch (from 0) begins.
+// WRITER_FILE_LIMIT: once the backup directory is claimed, the writer (worker 0) may write no
+// file larger than this many bytes (RLIMIT_FSIZE; writes fail with EFBIG as a full disk's fail
+// with ENOSPC, for root too), so its first backup fails.
 // The chief prints "epochs run: ..." and writes the final kernel to WEIGHTS_FILE (raw f32).
 #include <chorus/chorus.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <cstdio>
 #include <fstream>
@@ -27,11 +31,27 @@ struct KillAtEpoch : chorus::Callback {
   }
 };
 
+// After BackupAndRestore's on_train_begin (the claim of its directory), limits the writer's files.
+struct LimitWriterFiles : chorus::Callback {
+  rlim_t bytes;
+  explicit LimitWriterFiles(rlim_t b) : bytes(b) {}
+  void on_train_begin(chorus::FitState& state) override {
+    if (!state.chief) return;
+    signal(SIGXFSZ, SIG_IGN);  // a write past the limit then fails with EFBIG
+    rlimit limit{};
+    getrlimit(RLIMIT_FSIZE, &limit);
+    limit.rlim_cur = bytes;
+    setrlimit(RLIMIT_FSIZE, &limit);
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    std::fprintf(stderr, "usage: %s BACKUP_DIR EPOCHS KILL_AT_EPOCH WEIGHTS_FILE\n", argv[0]);
+  if (argc != 5 && argc != 6) {
+    std::fprintf(stderr,
+                 "usage: %s BACKUP_DIR EPOCHS KILL_AT_EPOCH WEIGHTS_FILE [WRITER_FILE_LIMIT]\n",
+                 argv[0]);
     return 2;
   }
   try {
@@ -50,6 +70,8 @@ int main(int argc, char** argv) {
     options.batch_size = 16;
     options.epochs = std::stoi(argv[2]);
     options.callbacks = {&backup, &kill, &progress};
+    LimitWriterFiles limit(argc == 6 ? std::stoull(argv[5]) : RLIM_INFINITY);
+    if (argc == 6) options.callbacks.push_back(&limit);
     const chorus::History history = chorus::Fit(&strategy, *model, adam, data, options);
     if (strategy.should_checkpoint()) {
       std::string epochs;

@@ -3,7 +3,8 @@
 // tutorial's per-epoch lines and saves checkpoints, the evaluator task evaluates the last one
 // with the same figures, every task exits 0, the final weights reach the accuracy of
 // MirroredStrategy on the same data and epochs within a few points (a short run), and a rerun
-// with --resume starts from the last checkpoint's step.
+// with --resume starts from the last checkpoint's step, even when the index beside it is empty
+// (as a full disk left it).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -68,7 +69,10 @@ TEST(ParameterServerExample, TrainsUnderChorusLaunchWithAnEvaluator) {
   EXPECT_EQ(log.find("died"), std::string::npos) << log;
 
   // The recovery from a ps failure: the job restarted from the last checkpoint resumes at its
-  // step (2 epochs of 100 steps) and trains the third epoch only.
+  // step (2 epochs of 100 steps) and trains the third epoch only. The index is emptied first, as
+  // a disk that filled up right after the checkpoint left it: the restore finds ckpt-2 anyway,
+  // and says how.
+  std::ofstream(dir / "ckpt_ps" / "checkpoint", std::ios::trunc).close();
   const std::string resumed =
       std::string(CHORUS_LAUNCH) + " --ps 2 --workers 2 --timeout 120 -- " + CHORUS_FASHION_MNIST +
       " --strategy parameter_server --resume" +
@@ -78,6 +82,9 @@ TEST(ParameterServerExample, TrainsUnderChorusLaunchWithAnEvaluator) {
   ASSERT_EQ(std::system(resumed.c_str()), 0) << ReadAll(dir / "resumed.log");
   const std::string resumed_log = ReadAll(dir / "resumed.log");
   EXPECT_NE(resumed_log.find("ckpt-2 at step 200: epoch 3"), std::string::npos) << resumed_log;
+  EXPECT_NE(resumed_log.find("checkpoint' is empty; using ckpt-2, the newest whole checkpoint"),
+            std::string::npos)
+      << resumed_log;
   EXPECT_NE(resumed_log.find("[chief 0] Epoch 3, Loss: "), std::string::npos) << resumed_log;
   EXPECT_EQ(resumed_log.find("[chief 0] Epoch 1, "), std::string::npos) << resumed_log;
   // Started from the checkpoint's weights, not from new ones: the resumed epoch's mean training

@@ -22,6 +22,7 @@ namespace chorus {
 namespace {
 
 using test::CpuDevices;
+using test::ExpectError;
 using test::HostDevice;
 using test::Values;
 
@@ -41,19 +42,6 @@ Variable SumOnRead(const std::string& name, float value) {
   spec.synchronization = VariableSynchronization::kOnRead;
   spec.aggregation = VariableAggregation::kSum;
   return Variable::Create(spec, {1}, {value});
-}
-
-void ExpectError(const std::function<void()>& fn, chorus_status status,
-                 const std::vector<std::string>& parts) {
-  try {
-    fn();
-    FAIL() << "expected an error containing: " << parts.front();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.status(), status) << e.what();
-    for (const std::string& part : parts) {
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-    }
-  }
 }
 
 std::vector<char> ReadBytes(const std::string& path) {

@@ -41,6 +41,21 @@ inline Tensor Values(const std::vector<float>& values, const Device& device = Ho
   return Tensor::FromVector(device, {static_cast<int64_t>(values.size())}, values);
 }
 
+// fn throws a chorus::Error of `status` whose message contains every one of `parts`.
+inline void ExpectError(const std::function<void()>& fn, chorus_status status,
+                        const std::vector<std::string>& parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected an error containing: " << parts.front();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), status) << e.what();
+    for (const std::string& part : parts) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos)
+          << "'" << part << "' is not in: " << e.what();
+    }
+  }
+}
+
 // fn throws a chorus::Error whose message contains `part`.
 inline void ExpectMessage(const std::function<void()>& fn, const std::string& part) {
   try {

@@ -345,7 +345,8 @@ TEST(Callbacks, BackupAndRestoreResumesAtTheEpochAfterTheLastBackup) {
     options.callbacks = {&backup, &stop};
     ExpectMessage([&] { Fit(&strategy, *model, adam, data, options); }, "stopped for the test");
     EXPECT_EQ(backup.restored_epoch(), -1);
-    EXPECT_TRUE(std::filesystem::exists(dir.path() / "backup"));
+    EXPECT_TRUE(std::filesystem::exists(dir.path() / "backup-2"));
+    EXPECT_FALSE(std::filesystem::exists(dir.path() / "backup-1")) << "only the newest is kept";
   }
   MirroredStrategy strategy(CpuDevices(2), "reduction_to_one_device");
   auto model = make(strategy);
@@ -357,7 +358,10 @@ TEST(Callbacks, BackupAndRestoreResumesAtTheEpochAfterTheLastBackup) {
   ASSERT_EQ(history.epochs.size(), 2u);
   EXPECT_EQ(history.epochs.front().epoch, 2);
   EXPECT_EQ(adam.iterations(), 4 * 6);
-  EXPECT_FALSE(std::filesystem::exists(dir.path() / "backup"));  // a finished fit removes it
+  // A finished fit removes the backup, its index and its owner record.
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "backup-4"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "checkpoint"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "owner"));
   std::vector<float> resumed, uninterrupted;
   {
     const auto scope = strategy.scope();
@@ -369,6 +373,55 @@ TEST(Callbacks, BackupAndRestoreResumesAtTheEpochAfterTheLastBackup) {
   }
   ASSERT_EQ(resumed.size(), uninterrupted.size());
   for (size_t i = 0; i < resumed.size(); ++i) EXPECT_FLOAT_EQ(resumed[i], uninterrupted[i]) << i;
+}
+
+// Two jobs that share a backup directory: the second (another seed) is refused instead of
+// resuming from the first one's weights, unless it takes the directory over; a backup of more
+// epochs than the fit has ("resuming at epoch 38 of 30") is refused too.
+TEST(Callbacks, BackupAndRestoreRefusesAnotherJobsBackup) {
+  TempDir dir;
+  const Dataset data = SeparableData(48, kInputs, kClasses, 4);
+  struct StopAtEpoch : Callback {
+    void on_epoch_begin(FitState& state) override {
+      if (state.epoch == 2) throw Error(CHORUS_ABORTED, "stopped for the test");
+    }
+  };
+  const auto fit = [&](uint64_t seed, int epochs, BackupOptions backup_options, bool stop) {
+    MirroredStrategy strategy(CpuDevices(2), "reduction_to_one_device");
+    std::unique_ptr<LinearSoftmaxModel> model;
+    {
+      const auto scope = strategy.scope();
+      model = std::make_unique<LinearSoftmaxModel>(kInputs, kClasses, 1e-3f);
+    }
+    Adam adam(0.05f);
+    BackupAndRestore backup(dir.path().string(), backup_options);
+    StopAtEpoch stop_at;
+    FitOptions options;
+    options.batch_size = 8;
+    options.epochs = epochs;
+    options.seed = seed;
+    options.callbacks = {&backup};
+    if (stop) options.callbacks.push_back(&stop_at);
+    Fit(&strategy, *model, adam, data, options);
+    return backup.restored_epoch();
+  };
+  ExpectMessage([&] { fit(1, 4, {}, true); }, "stopped for the test");
+  ASSERT_TRUE(std::filesystem::exists(dir.path() / "backup-2"));
+
+  ExpectMessage([&] { fit(2, 4, {}, false); },
+                "the backup directory '" + dir.path().string() +
+                    "' is not this job's: it belongs to another job (seed 1, ");
+  ExpectMessage(
+      [&] {
+        fit(2, 4, {false, "--backup-dir-takeover"}, false);
+      },
+      "take this one over with --backup-dir-takeover");
+  ExpectMessage([&] { fit(1, 1, {}, false); },
+                "BackupAndRestore: the backup '" + (dir.path() / "backup-2").string() +
+                    "' was made after epoch 2, but this fit has 1 epochs: it is not this job's "
+                    "backup");
+  EXPECT_EQ(fit(2, 4, {true, ""}, false), 2) << "taken over: it resumes from the backup";
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "owner")) << "a finished fit frees it";
 }
 
 }  // namespace

@@ -32,6 +32,7 @@
 #include <chorus/runtime/tensor.h>
 #include <chorus/training/callbacks.h>
 #include <chorus/training/checkpoint.h>
+#include <chorus/training/checkpoint_manager.h>
 #include <chorus/training/fit.h>
 #include <chorus/training/loss.h>
 #include <chorus/training/metrics.h>

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "training/writer_outcome.h"
+
 namespace chorus {
 namespace {
 
@@ -117,29 +119,37 @@ ModelCheckpoint::ModelCheckpoint(std::string path, bool weights_only)
   if (path_.empty()) throw Error(CHORUS_INVALID_ARGUMENT, "ModelCheckpoint: the path is empty");
 }
 
+ModelCheckpoint::ModelCheckpoint(CheckpointManager& manager, bool weights_only)
+    : manager_(&manager), weights_only_(weights_only) {}
+
 void ModelCheckpoint::on_epoch_end(FitState& state, const EpochLogs& logs) {
+  Checkpoint checkpoint;
+  TrackModelAndOptimizer(checkpoint, state, !weights_only_);
+  if (manager_ != nullptr) {
+    last_saved_ = manager_->Save(checkpoint, logs.epoch + 1);
+    return;
+  }
   std::string path = path_;
   const std::string key = "{epoch}";
   for (size_t at = path.find(key); at != std::string::npos; at = path.find(key)) {
     path.replace(at, key.size(), std::to_string(logs.epoch + 1));
   }
-  Checkpoint checkpoint;
-  TrackModelAndOptimizer(checkpoint, state, !weights_only_);
-  if (state.chief) CreateDirectoryFor(path);
-  checkpoint.Save(path);  // every worker takes part; the chief writes
+  // Every worker takes part in both (the outcome of the writer's work is broadcast).
+  internal::RunOnWriter(state.strategy, "create the directory of '" + path + "'", [&] {
+    CreateDirectoryFor(path);
+    return std::string();
+  });
+  checkpoint.Save(path);
   last_saved_ = path;
 }
 
 // ---- BackupAndRestore
 
-BackupAndRestore::BackupAndRestore(std::string backup_dir) : backup_dir_(std::move(backup_dir)) {
+BackupAndRestore::BackupAndRestore(std::string backup_dir, BackupOptions options)
+    : backup_dir_(std::move(backup_dir)), options_(std::move(options)) {
   if (backup_dir_.empty()) {
     throw Error(CHORUS_INVALID_ARGUMENT, "BackupAndRestore: the backup directory is empty");
   }
-}
-
-std::string BackupAndRestore::BackupFile() const {
-  return (std::filesystem::path(backup_dir_) / "backup").string();
 }
 
 void BackupAndRestore::on_train_begin(FitState& state) {
@@ -158,40 +168,52 @@ void BackupAndRestore::on_train_begin(FitState& state) {
   TrackModelAndOptimizer(checkpoint_, state, true);
   checkpoint_.Track("backup_and_restore/epoch", epoch_);
 
-  // Every worker must agree on whether there is a backup: the chief's view decides.
-  std::error_code error;
-  float found = state.chief && std::filesystem::is_regular_file(BackupFile(), error) ? 1.0f : 0.0f;
-  if (state.strategy != nullptr && state.strategy->num_workers() > 1) {
-    const Device& device = state.strategy->devices().front();
-    found = state.strategy->BroadcastFromLeader(Tensor::FromVector(device, {1}, {found}))
-                .ToVector()
-                .front();
-  }
+  manager_.reset();  // a fit before this one's (its lock)
+  CheckpointManagerOptions manager_options;
+  manager_options.prefix = "backup";
+  manager_options.max_to_keep = 1;
+  manager_options.take_over = options_.take_over;
+  manager_options.take_over_hint =
+      options_.take_over_hint.empty() ? "BackupOptions::take_over" : options_.take_over_hint;
+  manager_options.what = "backup directory";
+  manager_ = std::make_unique<CheckpointManager>(
+      backup_dir_,
+      JobIdentity::Of(state.options->seed, state.model->trainable_variables(), state.strategy),
+      state.strategy, manager_options);
+  // Every worker gets the writer's view of the backup.
+  const FoundCheckpoint backup = manager_->Latest();
   restored_epoch_ = -1;
-  if (found == 0.0f) return;
-  checkpoint_.Restore(BackupFile());
+  if (backup.path.empty()) return;
+  checkpoint_.Restore(backup.path);
   const int saved = static_cast<int>(epoch_.value().ToVector().front());
+  if (saved + 1 > state.options->epochs) {
+    throw Error(CHORUS_INVALID_ARGUMENT,
+                "BackupAndRestore: the backup '" + backup.path + "' was made after epoch " +
+                    std::to_string(saved + 1) + ", but this fit has " +
+                    std::to_string(state.options->epochs) +
+                    " epochs: it is not this job's backup; give this job a backup directory of "
+                    "its own (or remove this one)");
+  }
   restored_epoch_ = saved + 1;
   state.initial_epoch = std::max(state.initial_epoch, restored_epoch_);
   if (state.chief) {
-    std::printf("BackupAndRestore: restored %s; resuming at epoch %d of %d\n", BackupFile().c_str(),
+    std::printf("BackupAndRestore: restored %s; resuming at epoch %d of %d\n", backup.path.c_str(),
                 restored_epoch_ + 1, state.options->epochs);
     std::fflush(stdout);
   }
 }
 
 void BackupAndRestore::on_epoch_end(FitState& state, const EpochLogs& logs) {
+  (void)state;
   epoch_.assign(Tensor::FromVector(epoch_.components().front().device(), {1},
                                    {static_cast<float>(logs.epoch)}));
-  if (state.chief) CreateDirectoryFor(BackupFile());
-  checkpoint_.Save(BackupFile());
+  manager_->Save(checkpoint_, logs.epoch + 1);
 }
 
 void BackupAndRestore::on_train_end(FitState& state, const History& history) {
   (void)history;
-  if (!state.chief || state.stop_training) return;
-  std::error_code error;
-  std::filesystem::remove(BackupFile(), error);  // the job is done: a new one starts afresh
+  if (!state.stop_training) manager_->DeleteAll();  // the job is done: a new one starts afresh
+  manager_.reset();
 }
 
 }  // namespace chorus

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "training/checkpoint_format.h"
+#include "training/writer_outcome.h"
 
 namespace chorus {
 namespace {
@@ -173,8 +174,7 @@ Checkpoint& Checkpoint::Track(const std::string& key, Optimizer& optimizer) {
 
 // ---- save --------------------------------------------------------------------------------------
 
-void Checkpoint::Save(const std::string& path) const {
-  RequireNoReplicaContext("Save");
+std::vector<uint8_t> Checkpoint::Encode(Strategy*& strategy) const {
   std::vector<CheckpointEntry> entries;
   for (const auto& [key, variable] : variables_) entries.push_back(EntryOf(key, variable));
   for (const auto& [key, optimizer] : optimizers_) {
@@ -191,12 +191,21 @@ void Checkpoint::Save(const std::string& path) const {
                       "' would be written twice (a variable's key equals an optimizer's)");
     }
   }
-  // Multi-worker: every worker read its values above (SyncOnRead reads are collectives); only
-  // the workers whose strategy says should_checkpoint (the leader) write the file.
-  Strategy* strategy = CurrentStrategy();
+  strategy = CurrentStrategy();
   if (strategy == nullptr && !variables_.empty()) strategy = variables_.front().second.strategy();
-  if (strategy != nullptr && !strategy->should_checkpoint()) return;
-  internal::WriteFileAtomically(path, internal::EncodeCheckpoint(entries));
+  return internal::EncodeCheckpoint(entries);
+}
+
+void Checkpoint::Save(const std::string& path) const {
+  RequireNoReplicaContext("Save");
+  // Multi-worker: every worker reads its values (SyncOnRead reads are collectives); the writer
+  // alone writes the file, and every worker learns whether it could.
+  Strategy* strategy = nullptr;
+  const std::vector<uint8_t> bytes = Encode(strategy);
+  internal::RunOnWriter(strategy, "save checkpoint '" + path + "'", [&] {
+    internal::WriteFileAtomically(path, bytes);
+    return std::string();
+  });
 }
 
 // ---- restore -----------------------------------------------------------------------------------

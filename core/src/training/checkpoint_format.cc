@@ -5,6 +5,7 @@
 #include <chorus/base/dtype.h>
 #include <chorus/base/error.h>
 #include <fcntl.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,8 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
+
+#include "base/hmac_sha256.h"
 
 namespace chorus::internal {
 namespace {
@@ -288,9 +291,24 @@ std::vector<CheckpointEntry> DecodeCheckpoint(const std::vector<uint8_t>& file,
   return std::move(parsed.entries);
 }
 
+std::string TemporaryNameFor(const std::string& path) {
+  uint32_t random = 0;
+  RandomBytes(&random, sizeof(random));
+  char suffix[48];
+  std::snprintf(suffix, sizeof(suffix), ".tmp.%lld.%08x", static_cast<long long>(::getpid()),
+                random);
+  return path + suffix;
+}
+
+bool IsTemporaryNameOf(const std::string& name, const std::string& target) {
+  const std::string prefix = target + ".tmp.";
+  return name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0;
+}
+
 void WriteFileAtomically(const std::string& path, const std::vector<uint8_t>& bytes) {
-  const std::string temporary = path + ".tmp";
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const std::string temporary = TemporaryNameFor(path);
+  // O_EXCL: a name some other writer chose (or left behind) is never written into.
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) FileError(CHORUS_INVALID_ARGUMENT, "create", temporary, errno);
   try {
     WriteAll(fd, bytes, temporary);

@@ -46,8 +46,16 @@ std::vector<uint8_t> EncodeCheckpoint(const std::vector<CheckpointEntry>& entrie
 std::vector<CheckpointEntry> DecodeCheckpoint(const std::vector<uint8_t>& file,
                                               const std::string& path);
 
-// Writes `path` + ".tmp", syncs it, renames it over `path`. Throws Error naming the file.
+// Writes a temporary file beside `path` whose name is unique to this writer (TemporaryNameFor),
+// syncs it, renames it over `path` and syncs the directory: `path` is the old file or the whole
+// new one, never a part. On failure the temporary file is removed and `path` left as it was.
+// Throws Error naming the file and the system's reason ("No space left on device").
 void WriteFileAtomically(const std::string& path, const std::vector<uint8_t>& bytes);
+// `path` + ".tmp." + this process's id + "." + 8 random hex digits: two writers (two jobs, two
+// threads) never share one.
+std::string TemporaryNameFor(const std::string& path);
+// Whether `name` is a temporary name TemporaryNameFor gave for a file named `target`.
+bool IsTemporaryNameOf(const std::string& name, const std::string& target);
 // Throws Error(NOT_FOUND) when the file cannot be opened.
 std::vector<uint8_t> ReadWholeFile(const std::string& path);
 

@@ -7,11 +7,15 @@
 #include <chorus/distribute/variable.h>
 #include <chorus/training/optimizer.h>
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace chorus {
+
+class CheckpointManager;
+class Strategy;
 
 class Checkpoint {
  public:
@@ -21,8 +25,14 @@ class Checkpoint {
   // call are tracked too (they are looked up at save and restore time).
   Checkpoint& Track(const std::string& key, Optimizer& optimizer);
 
-  // Writes every tracked value to `path` (atomically: a temporary file, then a rename). Called in
-  // cross-replica context or with no strategy.
+  // Writes every tracked value to `path` (atomically: a temporary file of a name unique to this
+  // writer, synced, then renamed over `path`). Called in cross-replica context or with no
+  // strategy. Multi-worker: every worker must call it (reading SyncOnRead values and sharing the
+  // outcome are collectives; a save on the writer alone waits for the others until the time-out),
+  // the writer (should_checkpoint) writes, and every worker learns at once whether it could: the
+  // writer throws its own error ("worker 0 could not save checkpoint '...': ..."), the others an
+  // error that names the writer and its reason. chorus::CheckpointManager keeps numbered
+  // checkpoints in a directory with an index.
   void Save(const std::string& path) const;
   // Reads `path` and assigns every tracked variable (every copy). Errors name the key: absent
   // from the file, or a different shape. Slots of an optimizer that has not created them yet are
@@ -30,6 +40,11 @@ class Checkpoint {
   void Restore(const std::string& path) const;
 
  private:
+  friend class CheckpointManager;
+  // Reads every tracked value (with several workers a collective) into the file's bytes; sets
+  // `strategy` to the strategy whose writer writes them (nullptr: none).
+  std::vector<uint8_t> Encode(Strategy*& strategy) const;
+
   std::vector<std::pair<std::string, Variable>> variables_;
   std::vector<std::pair<std::string, Optimizer*>> optimizers_;
 };

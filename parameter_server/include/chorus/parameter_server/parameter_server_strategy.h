@@ -15,6 +15,8 @@
 #include <chorus/distribute/variable.h>
 #include <chorus/parameter_server/partitioners.h>
 #include <chorus/runtime/tensor.h>
+#include <chorus/training/checkpoint.h>
+#include <chorus/training/checkpoint_manager.h>
 
 #include <chrono>
 #include <cstdint>
@@ -155,11 +157,22 @@ class ShardedCheckpoint {
   // The ps optimizer's slots and step of every tracked trainable variable.
   ShardedCheckpoint& TrackOptimizer(const std::string& key);
   void Save(const std::string& path) const;
+  // Saves as <prefix>-<number> of `manager`'s directory, recorded in its index (a manager of no
+  // strategy: the chief alone writes); returns the path.
+  std::string Save(CheckpointManager& manager, int64_t number) const;
   // Restores every tracked variable (and slots and step, when tracked and present); returns the
   // optimizer's iterations (the step to resume at), 0 when not tracked.
   int64_t Restore(const std::string& path) const;
 
  private:
+  // The whole values read from the ps tasks, tracked by a chorus::Checkpoint (the variables it
+  // tracks are kept alive here).
+  struct Snapshot {
+    Checkpoint checkpoint;
+    std::vector<Variable> values;
+  };
+  Snapshot Read() const;
+
   std::vector<std::pair<std::string, ShardedVariable>> variables_;
   std::string optimizer_key_;
 };

@@ -59,6 +59,11 @@ void RegisterTestFunctions() {
                            [](FunctionContext&, const std::vector<Tensor>&) -> std::vector<Tensor> {
                              throw std::runtime_error("deliberate failure in 'throw'");
                            });
+  chorus::RegisterFunction("sleep", [](FunctionContext&, const std::vector<Tensor>& args) {
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(static_cast<int>(args.at(0).ToVector().at(0))));
+    return std::vector<Tensor>{};
+  });
   chorus::RegisterFunction("regression_step", RegressionStep);
   chorus::RegisterDatasetFunction("regression", [](const chorus::InputContext& input) {
     return chorus::test::RegressionDataset()

@@ -509,13 +509,19 @@ bool ServeIfServerTask(const ClusterResolver* resolver) {
   ps_internal::AllowLargeMessages(builder);
   int bound_port = 0;
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound_port);
+  // One task name, one process: gRPC sets SO_REUSEPORT by default, and then a second process
+  // started as the same task binds the same port and takes a share of the calls.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound_port == 0) {
-    throw Error(CHORUS_UNAVAILABLE, task + " cannot serve at " + address +
-                                        " (TF_CONFIG's address for it): the port is in use or "
-                                        "the host is not this machine's; free the port or fix "
-                                        "TF_CONFIG");
+    const std::string port = address.substr(address.rfind(':') + 1);
+    throw Error(CHORUS_UNAVAILABLE,
+                task + " cannot serve at " + address + " (TF_CONFIG's address for it): port " +
+                    port + " is taken, by another process started as " + task +
+                    " or by another program, or the host is not this machine's. One task "
+                    "name is one process: stop the other one, or give " +
+                    task + " a free port in TF_CONFIG");
   }
   std::fprintf(stderr, "chorus: %s serving at %s\n", task.c_str(), address.c_str());
   while (!service.WaitForShutdown(std::chrono::seconds(1))) {

@@ -288,6 +288,31 @@ TEST(ClusterCoordinator, AStoppedPsPastAShortFunctionDeadlineFailsTheJobNamingIt
   EXPECT_NE(message.find("ps 1 at"), std::string::npos) << message;
 }
 
+TEST(ParameterServerStrategy, ASecondProcessAsTheSameTaskFailsNamingThePortAndTheTask) {
+  PsCluster cluster(1, 1);
+  auto strategy = MakeStrategy(cluster);  // ps 0 and worker 0 serve
+  for (const std::string type : {"ps", "worker"}) {
+    std::string output;
+    const int code = cluster.RunDuplicate(type, 0, 5000, &output);
+    EXPECT_EQ(code, 1) << type << " 0's duplicate: " << output;
+    const std::string address = strategy->cluster_resolver().cluster_spec().at(type).at(0);
+    const std::string port = address.substr(address.rfind(':') + 1);
+    const std::string expected = type + " 0 cannot serve at " + address +
+                                 " (TF_CONFIG's address for it): port " + port + " is taken";
+    EXPECT_NE(output.find(expected), std::string::npos) << output;
+  }
+  // The first ones still serve the job.
+  ShardedVariable variable;
+  {
+    auto scope = strategy->scope();
+    variable = ShardedVariable::Create(VariableSpec{"v"}, Iota({4}));
+  }
+  EXPECT_EQ(variable.read().ToVector(), Iota({4}).ToVector());
+  ClusterCoordinator coordinator(*strategy);
+  EXPECT_EQ(coordinator.schedule("add_one", {Iota({1})}).fetch().at(0).ToVector(),
+            std::vector<float>{1.0f});
+}
+
 TEST(ClusterCoordinator, AStoppedWorkersFunctionsPassTheirDeadlineAndRunElsewhere) {
   PsCluster cluster(1, 2);
   auto strategy = MakeStrategy(cluster);

@@ -28,7 +28,7 @@ using Milliseconds = std::chrono::milliseconds;
 // Reads and writes of more bytes than this to one ps are streamed in chunks of this size.
 inline constexpr int64_t kStreamChunkBytes = 1 << 20;
 
-// CPU:0, where values arriving from other tasks are put.
+// CPU:0, where values arriving from other tasks are put; safe to call while the process exits.
 Device HostDevice();
 // CHORUS_TIMEOUT_SECONDS, else 60 s.
 Milliseconds DefaultTimeout();

@@ -13,7 +13,14 @@
 
 namespace chorus::ps_internal {
 
-Device HostDevice() { return Device{Registry::Global().CpuDevices(), 0}; }
+Device HostDevice() {
+  // Never destroyed, and Registry::Global() is not asked again: the coordinator's threads, gRPC's
+  // and a worker's functions turn results into tensors here, also while exit() (a signal
+  // handler's, or a plugin's) destroys the process's static objects, the registry among them.
+  // Asking the destroyed registry crashed (SIGSEGV in Registry::DeviceEnumerators).
+  static const Device* const host = new Device{Registry::Global().CpuDevices(), 0};
+  return *host;
+}
 
 Milliseconds DefaultTimeout() {
   if (GetEnv("CHORUS_TIMEOUT_SECONDS")) {

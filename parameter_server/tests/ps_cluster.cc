@@ -87,6 +87,7 @@ void PsCluster::Start(Task& task) {
   }
   environment.push_back("TF_CONFIG=" + tf_config(task.type, task.index));
   environment.insert(environment.end(), env_.begin(), env_.end());
+  environment.insert(environment.end(), task.env.begin(), task.env.end());
   std::string program = CHORUS_PS_TEST_TASK;
   std::vector<char*> argv = {program.data(), nullptr};
   std::vector<char*> envp;
@@ -162,10 +163,11 @@ bool PsCluster::WaitAll(int timeout_ms) {
   }
 }
 
-int PsCluster::RunDuplicate(const std::string& type, int index, int timeout_ms,
-                            std::string* output) {
+int PsCluster::RunProcessAs(const std::string& type, int index, int timeout_ms, std::string* output,
+                            const std::vector<std::string>& env) {
   Task duplicate{type, index};
-  duplicate.log_name = type + "-" + std::to_string(index) + "-duplicate";
+  duplicate.log_name = type + "-" + std::to_string(index) + "-another";
+  duplicate.env = env;
   Start(duplicate);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   int status = 0;

@@ -313,12 +313,26 @@ TEST(ParameterServerStrategy, ASecondProcessAsTheSameTaskFailsNamingThePortAndTh
             std::vector<float>{1.0f});
 }
 
+// How many chiefs the next test runs: one costs 5 to 10 s under the sanitizers, which find a use
+// of a destroyed object in one run (TSan did, 3 times in 3) where the release build may be lucky.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr int kExitingChiefs = 1;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr int kExitingChiefs = 1;
+#else
+constexpr int kExitingChiefs = 8;
+#endif
+#else
+constexpr int kExitingChiefs = 8;
+#endif
+
 TEST(ClusterCoordinator, AChiefThatExitsWhileFunctionsRunEndsWithItsExitCode) {
   // exit() (a signal handler's, a plugin's) destroys the static objects while the coordinator's
   // threads still turn results into tensors: before they stopped asking the destroyed registry,
-  // about one such chief in five died of SIGSEGV. (No plugins: a plugin's handler would hide it.)
+  // one such chief in 2 to 5 died of SIGSEGV. (No plugins: a plugin's handler would hide it.)
   PsCluster cluster(1, 2);
-  for (int run = 0; run < 8; ++run) {
+  for (int run = 0; run < kExitingChiefs; ++run) {
     std::string output;
     const int code = cluster.RunProcessAs(
         "chief", 0, 20000, &output,

@@ -168,6 +168,7 @@ int PsCluster::RunProcessAs(const std::string& type, int index, int timeout_ms, 
   Task duplicate{type, index};
   duplicate.log_name = type + "-" + std::to_string(index) + "-another";
   duplicate.env = env;
+  std::filesystem::remove(LogPath(duplicate));  // this run's output only
   Start(duplicate);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   int status = 0;

@@ -79,8 +79,9 @@ struct CoordinatorOptions {
 class ClusterCoordinator {
  public:
   explicit ClusterCoordinator(ParameterServerStrategy& strategy, CoordinatorOptions options = {});
-  // Waits for what is in flight (up to the function timeout), then shuts the workers and ps
-  // tasks down (they exit), unless keep_servers_running() was called.
+  // Cancels what is queued and in flight, then tells the workers and ps tasks to exit (all at
+  // once, 2 s at most; not the ps tasks a function found not answering), unless
+  // keep_servers_running() was called.
   ~ClusterCoordinator();
   ClusterCoordinator(const ClusterCoordinator&) = delete;
   ClusterCoordinator& operator=(const ClusterCoordinator&) = delete;

@@ -1,11 +1,13 @@
 // ClusterCoordinator: a queue of closures (scheduled functions) and, per worker, threads that
 // take closures from it and run them there with the Run RPC. A worker that fails the RPC at the
-// transport (dead, unreachable, past the deadline) has its closure put back at the queue's front
-// and is probed until it answers again; a function's own error, or a ps its function could not
-// reach, is kept to be raised once and cancels what is queued.
+// transport (dead, unreachable, past the deadline and silent) has its closure put back at the
+// queue's front and is probed until it answers again; a run past its deadline on a worker that
+// still answers is run again, a bounded number of times; a function's own error, or a ps its
+// function could not reach, is kept to be raised once and cancels what is queued.
 #include <chorus/parameter_server/cluster_coordinator.h>
 
 #include <deque>
+#include <set>
 #include <thread>
 
 #include "ps_internal.h"
@@ -19,6 +21,9 @@ namespace rpc = ps_internal::rpc;
 
 constexpr auto kProbeInterval = std::chrono::milliseconds(200);
 constexpr auto kProbeDeadline = std::chrono::milliseconds(1000);
+// How often one function may pass its deadline on workers that still answer before the job
+// fails naming it (a slow or stuck function would otherwise run again forever).
+constexpr int kMaxDeadlineMisses = 3;
 
 }  // namespace
 
@@ -78,6 +83,7 @@ struct ClusterCoordinator::State {
   uint64_t next_dataset_id = 1;
   bool stopping = false;
   bool keep_servers = false;
+  std::set<int> lost_ps;  // the ps tasks a function could not reach
 
   State(ParameterServerStrategy& s, CoordinatorOptions o) : strategy(s), options(o) {}
 
@@ -98,6 +104,44 @@ struct ClusterCoordinator::State {
     for (const auto& closure : queue) closure->Fail(cancelled, -1);
     queue.clear();
     changed.notify_all();
+  }
+
+  // Whether worker w answers a ping now.
+  bool Answers(size_t w) {
+    grpc::ClientContext context;
+    ps_internal::PrepareCall(context, kProbeDeadline, strategy.client().credential());
+    rpc::Empty request;
+    rpc::PingReply reply;
+    return workers[w].stub->Ping(&context, request, &reply).ok();
+  }
+
+  // With `mutex` held: `closure`'s run passed its deadline on worker w, which still answers
+  // (`cause`: what the worker said it was waiting for, if it said). It runs again, at the
+  // queue's front, until it has done so kMaxDeadlineMisses times; then the job fails naming it.
+  void MissedDeadlineLocked(size_t w, const std::shared_ptr<ClosureState>& closure,
+                            const std::string& cause) {
+    --in_flight;
+    closure->deadline_misses += 1;
+    closure->missed_on += (closure->missed_on.empty() ? "" : ", ") + WorkerName(w);
+    if (!cause.empty()) closure->last_miss = cause;
+    if (closure->deadline_misses < kMaxDeadlineMisses) {
+      queue.push_front(closure);
+      ++retried;
+      changed.notify_all();
+      return;
+    }
+    const Error error(
+        CHORUS_TIMEOUT,
+        "function '" + closure->request.function() + "' ran past its deadline of " +
+            ps_internal::Seconds(options.function_timeout) + " " +
+            std::to_string(closure->deadline_misses) + " times (on " + closure->missed_on +
+            "), and each worker still answered: the function is slow or stuck" +
+            (closure->last_miss.empty() ? "" : "; the last time, " + closure->last_miss) +
+            ". Raise CoordinatorOptions::function_timeout (default 2 x CHORUS_TIMEOUT_SECONDS; "
+            "it must leave room for the function's own work and a whole CHORUS_TIMEOUT_SECONDS "
+            "on a ps) if the function is only slow");
+    closure->Fail(error, static_cast<int>(w));
+    FailLocked(error, closure->id);
   }
 
   // Pings worker w until it answers (then it takes work again) or the coordinator stops; fails
@@ -143,6 +187,7 @@ struct ClusterCoordinator::State {
       rpc::RunRequest request = closure->request;
       const std::shared_ptr<const ps_internal::Layout> layout = strategy.layout();
       request.set_layout_version(layout->version);
+      request.set_ps_timeout_ms(strategy.options().rpc_timeout.count());
       {
         std::lock_guard lock(mutex);
         if (workers[w].known_layout != layout->version) layout->ToProto(request.mutable_layout());
@@ -160,8 +205,16 @@ struct ClusterCoordinator::State {
       }
       rpc::RunReply reply;
       const grpc::Status status = workers[w].stub->Run(&context, request, &reply);
+      // Past the deadline, a worker that answers a ping is alive: its function ran out of time.
+      const bool late_but_alive =
+          status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && Answers(w);
       std::unique_lock lock(mutex);
       std::erase(calls, &context);
+      if (!stopping && (late_but_alive ||
+                        (status.ok() && reply.outcome() == rpc::RunReply::DEADLINE_EXCEEDED))) {
+        MissedDeadlineLocked(w, closure, late_but_alive ? "" : reply.error());
+        return;
+      }
       if (!status.ok() && ps_internal::IsTransportFailure(status) && !stopping) {
         queue.push_front(closure);
         --in_flight;
@@ -206,9 +259,10 @@ struct ClusterCoordinator::State {
         return;
       }
       --in_flight;
+      if (reply.outcome() == rpc::RunReply::PS_UNAVAILABLE) lost_ps.insert(reply.failed_ps());
       const Error error =
           reply.outcome() == rpc::RunReply::PS_UNAVAILABLE
-              ? Error(CHORUS_PEER_LOST,
+              ? Error(reply.status() == CHORUS_TIMEOUT ? CHORUS_TIMEOUT : CHORUS_PEER_LOST,
                       "function '" + request.function() + "' on " + WorkerName(w) +
                           " could not reach ps " + std::to_string(reply.failed_ps()) + ": " +
                           reply.error() +
@@ -252,7 +306,9 @@ ClusterCoordinator::ClusterCoordinator(ParameterServerStrategy& strategy,
                                        CoordinatorOptions options)
     : strategy_(strategy), state_(std::make_unique<State>(strategy, options)) {
   CoordinatorOptions& o = state_->options;
-  if (o.function_timeout.count() <= 0) o.function_timeout = strategy.options().rpc_timeout;
+  // Room for the function's own work and for a whole rpc_timeout on a ps that stopped answering:
+  // the worker reports that ps before this deadline passes.
+  if (o.function_timeout.count() <= 0) o.function_timeout = 2 * strategy.options().rpc_timeout;
   if (o.worker_lost_timeout.count() <= 0)
     o.worker_lost_timeout = 5 * strategy.options().rpc_timeout;
   if (o.max_queued < 1) o.max_queued = 1;
@@ -288,10 +344,15 @@ ClusterCoordinator::~ClusterCoordinator() {
   }
   for (std::thread& thread : state_->threads) thread.join();
   if (state_->keep_servers) return;
-  for (auto& worker : state_->workers) {
-    ps_internal::ShutdownTask(*worker.stub, strategy_.client().credential());
+  // Not the ps tasks a function found not answering: a stopped one would only hold the caller
+  // (who waits to report that very failure) for the shutdown's deadline.
+  std::vector<rpc::Task::Stub*> tasks;
+  for (auto& worker : state_->workers) tasks.push_back(worker.stub.get());
+  const ps_internal::PsClient& client = strategy_.client();
+  for (int ps = 0; ps < client.num_ps(); ++ps) {
+    if (!state_->lost_ps.contains(ps)) tasks.push_back(&client.stub(ps));
   }
-  strategy_.client().ShutdownAll();
+  ps_internal::ShutdownTasks(tasks, client.credential());
 }
 
 RemoteValue ClusterCoordinator::schedule(const std::string& function, std::vector<Tensor> args) {

@@ -1,7 +1,6 @@
 #include <chorus/base/error.h>
 #include <chorus/distribute/strategy.h>
 #include <chorus/parameter_server/fit.h>
-#include <chorus/runtime/registry.h>
 #include <chorus/training/metrics.h>
 
 #include <chrono>
@@ -11,14 +10,14 @@
 #include <utility>
 #include <vector>
 
+#include "ps_internal.h"
+
 namespace chorus {
 namespace {
 
 [[noreturn]] void Fail(const std::string& message) {
   throw Error(CHORUS_INVALID_ARGUMENT, "FitWithParameterServers: " + message);
 }
-
-Device Host() { return {Registry::Global().CpuDevices(), 0}; }
 
 std::string StepFunction(const std::string& model) { return "chorus.fit/" + model + "/step"; }
 std::string DataFunction(const std::string& model) { return "chorus.fit/" + model + "/data"; }
@@ -32,8 +31,9 @@ struct RegisteredModel {
 
 std::mutex g_models_mutex;
 std::map<std::string, std::shared_ptr<RegisteredModel>>& Models() {
-  static std::map<std::string, std::shared_ptr<RegisteredModel>> models;
-  return models;
+  // Never destroyed: a worker's step may still look its model up while the process exits.
+  static auto* models = new std::map<std::string, std::shared_ptr<RegisteredModel>>();
+  return *models;
 }
 
 std::shared_ptr<RegisteredModel> FindModel(const std::string& name) {
@@ -74,7 +74,8 @@ std::vector<Tensor> RunStep(RegisteredModel& entry, FunctionContext& context) {
   const double examples = static_cast<double>(host.size);
   const LossScale scale{examples > 0 ? 1.0 / examples : 0.0, 1.0};
   std::vector<Tensor> gradients;
-  const StepOutputs out = model.TrainStep(Host(), ToBatch(host, Host()), scale, gradients);
+  const StepOutputs out = model.TrainStep(
+      ps_internal::HostDevice(), ToBatch(host, ps_internal::HostDevice()), scale, gradients);
   if (gradients.size() != locals.size()) {
     throw Error(CHORUS_INVALID_ARGUMENT, "the model's TrainStep gave " +
                                              std::to_string(gradients.size()) + " gradients for " +
@@ -87,7 +88,7 @@ std::vector<Tensor> RunStep(RegisteredModel& entry, FunctionContext& context) {
   double loss = out.regularization_loss;
   for (float l : out.per_example_loss) loss += scale.per_example * l;
   return {Tensor::FromVector(
-      Host(), {3},
+      ps_internal::HostDevice(), {3},
       {static_cast<float>(loss),
        static_cast<float>(
            out.logits.empty() ? 0 : CountCorrect(host.labels, out.logits, out.num_classes)),

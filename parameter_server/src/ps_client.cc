@@ -1,5 +1,6 @@
 // PsClient: the calls of the coordinator and of workers' functions to the ps tasks. Shards on
 // one ps go in one RPC; RPCs to different ps tasks run in parallel (gRPC's callback API).
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -30,7 +31,7 @@ class ParallelCalls {
       const std::function<void(grpc::ClientContext*, std::function<void(grpc::Status)>)>& start) {
     auto call = std::make_unique<Call>();
     call->ps = ps;
-    PrepareCall(call->context, client_.timeout(), client_.credential());
+    call->deadline = client_.Prepare(call->context);
     Call* raw = call.get();
     {
       std::lock_guard lock(mutex_);
@@ -49,13 +50,14 @@ class ParallelCalls {
     done_.wait(lock, [this] { return pending_ == 0; });
     for (const auto& call : calls_) {
       if (call->status.ok()) continue;
-      ThrowPsError(call->status, client_.TaskName(call->ps), call->ps, what_);
+      client_.ThrowCallError(call->status, call->ps, what_, call->deadline);
     }
   }
 
  private:
   struct Call {
     int ps = 0;
+    PsClient::CallDeadline deadline;
     grpc::ClientContext context;
     grpc::Status status;
   };
@@ -99,8 +101,52 @@ PsClient::PsClient(std::vector<std::string> ps_addresses, Milliseconds timeout)
     : addresses_(std::move(ps_addresses)),
       timeout_(timeout),
       credential_(JobCredentialFor(kCredentialPurpose, "")) {
+  auto stubs = std::make_shared<std::vector<std::unique_ptr<rpc::Task::Stub>>>();
   for (const std::string& address : addresses_) {
-    stubs_.push_back(rpc::Task::NewStub(MakeChannel(address)));
+    stubs->push_back(rpc::Task::NewStub(MakeChannel(address)));
+  }
+  stubs_ = std::move(stubs);
+}
+
+std::shared_ptr<PsClient> PsClient::ForRun(Milliseconds timeout, TimePoint run_deadline) const {
+  auto client = std::make_shared<PsClient>(*this);
+  client->timeout_ = timeout;
+  client->run_deadline_ = run_deadline;
+  return client;
+}
+
+PsClient::CallDeadline PsClient::Prepare(grpc::ClientContext& context) const {
+  CallDeadline deadline;
+  deadline.started = std::chrono::system_clock::now();
+  deadline.at = deadline.started + timeout_;
+  if (run_deadline_ && *run_deadline_ < deadline.at) {
+    deadline.at = std::max(*run_deadline_, deadline.started);
+    deadline.by_run = true;
+  }
+  PrepareCall(context, deadline.at, credential_);
+  return deadline;
+}
+
+void PsClient::ThrowCallError(const grpc::Status& status, int ps, const std::string& what,
+                              const CallDeadline& deadline) const {
+  const std::string who = TaskName(ps);
+  const std::string waited = Seconds(deadline.at - deadline.started);
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && deadline.by_run) {
+    throw RunDeadlineExceeded(who + " had not answered " + what + " after " + waited +
+                              " when the run's deadline came");
+  }
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    throw PsUnavailable(CHORUS_TIMEOUT,
+                        who + " did not answer " + what + " within " + waited +
+                            " (CHORUS_TIMEOUT_SECONDS): it is stopped or hung, or slower than "
+                            "the time-out allows (then raise CHORUS_TIMEOUT_SECONDS)",
+                        ps);
+  }
+  try {
+    ThrowRpcError(status, who, what);
+  } catch (const Error& e) {
+    if (IsTransportFailure(status)) throw PsUnavailable(e.status(), e.what(), ps);
+    throw;
   }
 }
 
@@ -164,8 +210,9 @@ void OnThreadPerPs(const std::map<int, std::vector<size_t>>& groups,
 }
 
 // A streaming call's status as PsClient's errors.
-void CheckStream(const PsClient& client, const grpc::Status& status, int ps, const char* what) {
-  if (!status.ok()) ThrowPsError(status, client.TaskName(ps), ps, what);
+void CheckStream(const PsClient& client, const grpc::Status& status, int ps, const char* what,
+                 const PsClient::CallDeadline& deadline) {
+  if (!status.ok()) client.ThrowCallError(status, ps, what, deadline);
 }
 
 }  // namespace
@@ -174,7 +221,7 @@ void PsClient::ReadStreamed(const std::vector<ShardPlacement>& shards,
                             const std::vector<MutableBytes>& destinations) const {
   OnThreadPerPs(ByPs(shards), [&](int ps, const std::vector<size_t>& indices) {
     grpc::ClientContext context;
-    PrepareCall(context, timeout_, credential_);
+    const CallDeadline deadline = Prepare(context);
     rpc::ShardIds request;
     for (size_t i : indices) request.add_ids(shards[i].id);
     auto reader = stub(ps).ReadStream(&context, request);
@@ -196,7 +243,7 @@ void PsClient::ReadStreamed(const std::vector<ShardPlacement>& shards,
       }
     }
     if (!in_order) context.TryCancel();
-    CheckStream(*this, reader->Finish(), ps, "a read");
+    CheckStream(*this, reader->Finish(), ps, "a read", deadline);
     if (!in_order || next != indices.size()) {
       throw Error(CHORUS_INTERNAL, TaskName(ps) +
                                        " streamed a read that does not match the "
@@ -210,7 +257,7 @@ void PsClient::UpdateStreamed(rpc::UpdateRequest::Kind kind, chorus_dtype dtype,
                               const std::vector<ConstBytes>& sources) const {
   OnThreadPerPs(ByPs(shards), [&](int ps, const std::vector<size_t>& indices) {
     grpc::ClientContext context;
-    PrepareCall(context, timeout_, credential_);
+    const CallDeadline deadline = Prepare(context);
     rpc::Empty reply;
     auto writer = stub(ps).UpdateStream(&context, &reply);
     rpc::ShardChunk chunk;
@@ -239,7 +286,8 @@ void PsClient::UpdateStreamed(rpc::UpdateRequest::Kind kind, chorus_dtype dtype,
     if (open) writer->WritesDone();
     CheckStream(
         *this, writer->Finish(), ps,
-        kind == rpc::UpdateRequest::APPLY_GRADIENT ? "an optimizer update" : "an assignment");
+        kind == rpc::UpdateRequest::APPLY_GRADIENT ? "an optimizer update" : "an assignment",
+        deadline);
   });
 }
 
@@ -336,10 +384,6 @@ void PsClient::WriteSlots(const std::vector<ShardPlacement>& shards,
              [](auto* async, auto* context, auto* request, auto* reply, auto done) {
                async->WriteSlots(context, request, reply, done);
              });
-}
-
-void PsClient::ShutdownAll() const {
-  for (int ps = 0; ps < num_ps(); ++ps) ShutdownTask(stub(ps), credential_);
 }
 
 }  // namespace chorus::ps_internal

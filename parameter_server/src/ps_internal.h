@@ -28,7 +28,7 @@ using Milliseconds = std::chrono::milliseconds;
 // Reads and writes of more bytes than this to one ps are streamed in chunks of this size.
 inline constexpr int64_t kStreamChunkBytes = 1 << 20;
 
-// CPU:0, where values arriving from other tasks are put.
+// CPU:0, where values arriving from other tasks are put; safe to call while the process exits.
 Device HostDevice();
 // CHORUS_TIMEOUT_SECONDS, else 60 s.
 Milliseconds DefaultTimeout();
@@ -39,6 +39,8 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
 void AllowLargeMessages(grpc::ServerBuilder& builder);
 // Sets a call's deadline and the job credential it presents (chorus/rendezvous/job_credential.h).
 void PrepareCall(grpc::ClientContext& context, Milliseconds timeout,
+                 const JobCredential& credential);
+void PrepareCall(grpc::ClientContext& context, std::chrono::system_clock::time_point deadline,
                  const JobCredential& credential);
 // The metadata key of the credential, and what the credential is for.
 inline constexpr const char* kCredentialKey = "chorus-job-credential";
@@ -55,11 +57,10 @@ bool IsTransportFailure(const grpc::Status& status);
 // another role answered.
 void AwaitTask(rpc::Task::Stub& stub, const std::string& who, const std::string& role,
                Milliseconds timeout, const JobCredential& credential);
-// Tells the task to exit; best effort (a dead task is fine), 2 s at most.
-void ShutdownTask(rpc::Task::Stub& stub, const JobCredential& credential);
-// A failed call to ps `ps` as PsClient's errors: PsUnavailable when it did not answer.
-void ThrowPsError(const grpc::Status& status, const std::string& who, int ps,
-                  const std::string& what);
+// Tells the tasks to exit, all at once; best effort (a dead task is fine), 2 s at most.
+void ShutdownTasks(const std::vector<rpc::Task::Stub*>& tasks, const JobCredential& credential);
+// "2.5 s".
+std::string Seconds(std::chrono::duration<double> duration);
 
 void ToProto(const Tensor& tensor, rpc::TensorData* out);
 Tensor FromProto(const rpc::TensorData& data, const std::string& what);
@@ -96,17 +97,36 @@ class Layout {
 
 // Stubs to every ps task, shared by the coordinator's and a worker's variables. Each call that
 // touches several ps tasks sends one RPC to each, in parallel, and waits for all. A ps that does
-// not answer raises PsUnavailable naming it ("ps 1 at host:port"); any other failure, Error.
+// not answer raises PsUnavailable naming it ("ps 1 at host:port"); a call cut short by the
+// deadline of the function's run (ForRun), RunDeadlineExceeded; any other failure, Error.
 class PsClient {
  public:
+  using TimePoint = std::chrono::system_clock::time_point;
+
   PsClient(std::vector<std::string> ps_addresses, Milliseconds timeout);
+  // This client (the same channels) for one function's run on a worker: each call's deadline is
+  // `timeout`, but no later than `run_deadline`, so that the worker answers the coordinator
+  // before the coordinator's deadline for the run passes.
+  std::shared_ptr<PsClient> ForRun(Milliseconds timeout, TimePoint run_deadline) const;
   int num_ps() const { return static_cast<int>(addresses_.size()); }
   const std::string& address(int ps) const { return addresses_.at(static_cast<size_t>(ps)); }
   std::string TaskName(int ps) const;  // "ps 1 at 127.0.0.1:4000"
-  rpc::Task::Stub& stub(int ps) const { return *stubs_.at(static_cast<size_t>(ps)); }
+  rpc::Task::Stub& stub(int ps) const { return *stubs_->at(static_cast<size_t>(ps)); }
   Milliseconds timeout() const { return timeout_; }
   // What this process presents to the tasks (from the job's secret when it has one).
   const JobCredential& credential() const { return credential_; }
+
+  // A call's deadline: `timeout` from its start, or the run's deadline when that comes first.
+  struct CallDeadline {
+    TimePoint started;
+    TimePoint at;
+    bool by_run = false;
+  };
+  // Sets `context`'s deadline and credential for a call to a ps.
+  CallDeadline Prepare(grpc::ClientContext& context) const;
+  // A failed call to ps `ps` as the errors above.
+  [[noreturn]] void ThrowCallError(const grpc::Status& status, int ps, const std::string& what,
+                                   const CallDeadline& deadline) const;
 
   // Waits until every ps answers a ping (or `timeout`).
   void WaitForAll(Milliseconds timeout) const;
@@ -123,8 +143,6 @@ class PsClient {
   std::vector<rpc::SlotState> ReadSlots(const std::vector<ShardPlacement>& shards) const;
   void WriteSlots(const std::vector<ShardPlacement>& shards,
                   const std::vector<rpc::SlotState>& states) const;
-  // Tells every ps to exit (best effort, short deadline).
-  void ShutdownAll() const;
 
  private:
   void ReadStreamed(const std::vector<ShardPlacement>& shards,
@@ -134,8 +152,9 @@ class PsClient {
                       const std::vector<ConstBytes>& sources) const;
 
   std::vector<std::string> addresses_;
-  std::vector<std::unique_ptr<rpc::Task::Stub>> stubs_;
+  std::shared_ptr<const std::vector<std::unique_ptr<rpc::Task::Stub>>> stubs_;
   Milliseconds timeout_;
+  std::optional<TimePoint> run_deadline_;
   JobCredential credential_;
 };
 
@@ -148,6 +167,14 @@ class PsUnavailable : public Error {
 
  private:
   int ps_;
+};
+
+// What PsClient throws when the deadline of the function's run came while a call to a ps was
+// pending, before the call's own time-out: the function ran out of time, the ps is not known
+// to be lost.
+class RunDeadlineExceeded : public Error {
+ public:
+  explicit RunDeadlineExceeded(const std::string& message) : Error(CHORUS_TIMEOUT, message) {}
 };
 
 // Where each shard's rows lie in a whole host value of `info`'s dtype and shape.
@@ -181,6 +208,11 @@ struct ClosureState {
   std::vector<Tensor> outputs;
   std::optional<Failure> error;
   int worker = -1;
+  // The coordinator's, under its mutex: the runs that passed their deadline on a worker that
+  // still answered, where, and the last one's cause when the worker told it.
+  int deadline_misses = 0;
+  std::string missed_on;
+  std::string last_miss;
   void Finish(std::vector<Tensor> results, int by_worker);
   void Fail(const Error& failure, int by_worker);
 };

@@ -5,6 +5,7 @@
 #include <chorus/runtime/registry.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
@@ -12,7 +13,14 @@
 
 namespace chorus::ps_internal {
 
-Device HostDevice() { return Device{Registry::Global().CpuDevices(), 0}; }
+Device HostDevice() {
+  // Never destroyed, and Registry::Global() is not asked again: the coordinator's threads, gRPC's
+  // and a worker's functions turn results into tensors here, also while exit() (a signal
+  // handler's, or a plugin's) destroys the process's static objects, the registry among them.
+  // Asking the destroyed registry crashed (SIGSEGV in Registry::DeviceEnumerators).
+  static const Device* const host = new Device{Registry::Global().CpuDevices(), 0};
+  return *host;
+}
 
 Milliseconds DefaultTimeout() {
   if (GetEnv("CHORUS_TIMEOUT_SECONDS")) {
@@ -40,7 +48,12 @@ void AllowLargeMessages(grpc::ServerBuilder& builder) {
 
 void PrepareCall(grpc::ClientContext& context, Milliseconds timeout,
                  const JobCredential& credential) {
-  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  PrepareCall(context, std::chrono::system_clock::now() + timeout, credential);
+}
+
+void PrepareCall(grpc::ClientContext& context, std::chrono::system_clock::time_point deadline,
+                 const JobCredential& credential) {
+  context.set_deadline(deadline);
   if (!credential.token.empty()) context.AddMetadata(kCredentialKey, credential.token);
 }
 
@@ -90,21 +103,31 @@ void AwaitTask(rpc::Task::Stub& stub, const std::string& who, const std::string&
   }
 }
 
-void ShutdownTask(rpc::Task::Stub& stub, const JobCredential& credential) {
-  grpc::ClientContext context;
-  PrepareCall(context, std::chrono::seconds(2), credential);
-  rpc::Empty request, reply;
-  stub.Shutdown(&context, request, &reply);
+void ShutdownTasks(const std::vector<rpc::Task::Stub*>& tasks, const JobCredential& credential) {
+  struct Call {
+    grpc::ClientContext context;
+    rpc::Empty request, reply;
+  };
+  std::vector<std::unique_ptr<Call>> calls;
+  std::mutex mutex;
+  std::condition_variable done;
+  size_t pending = tasks.size();
+  for (rpc::Task::Stub* stub : tasks) {
+    Call& call = *calls.emplace_back(std::make_unique<Call>());
+    PrepareCall(call.context, std::chrono::seconds(2), credential);
+    stub->async()->Shutdown(&call.context, &call.request, &call.reply, [&](grpc::Status) {
+      std::lock_guard lock(mutex);
+      if (--pending == 0) done.notify_all();
+    });
+  }
+  std::unique_lock lock(mutex);
+  done.wait(lock, [&] { return pending == 0; });
 }
 
-void ThrowPsError(const grpc::Status& status, const std::string& who, int ps,
-                  const std::string& what) {
-  try {
-    ThrowRpcError(status, who, what);
-  } catch (const Error& e) {
-    if (IsTransportFailure(status)) throw PsUnavailable(e.status(), e.what(), ps);
-    throw;
-  }
+std::string Seconds(std::chrono::duration<double> duration) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f s", duration.count());
+  return text;
 }
 
 void ToProto(const Tensor& tensor, rpc::TensorData* out) {

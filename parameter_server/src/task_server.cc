@@ -18,6 +18,12 @@ using ps_internal::FromProto;
 using ps_internal::Layout;
 using ps_internal::PsClient;
 using ps_internal::PsUnavailable;
+using ps_internal::RunDeadlineExceeded;
+
+// A worker gives up on a ps this long (at most a quarter of the run's time) before the
+// coordinator's deadline for the run, so that its reply, naming the ps, arrives before the
+// coordinator gives up on the worker.
+constexpr auto kReplyMargin = std::chrono::milliseconds(500);
 using ps_internal::ToProto;
 
 struct Registries {
@@ -292,9 +298,10 @@ class TaskService final : public ps_internal::rpc::Task::Service {
       }
       std::vector<Tensor> args;
       for (const auto& arg : request->args()) args.push_back(FromProto(arg, "an argument"));
-      WorkerFunctionContext context(layout, client_, IteratorFor(request->iterator()), task_id_,
-                                    num_workers_);
-      const std::vector<Tensor> outputs = function(context, args);
+      WorkerFunctionContext function_context(layout, ClientForRun(*context, *request),
+                                             IteratorFor(request->iterator()), task_id_,
+                                             num_workers_);
+      const std::vector<Tensor> outputs = function(function_context, args);
       for (const Tensor& output : outputs) ToProto(output, reply->add_outputs());
       reply->set_outcome(ps_internal::rpc::RunReply::OK);
     } catch (const PsUnavailable& e) {
@@ -302,6 +309,12 @@ class TaskService final : public ps_internal::rpc::Task::Service {
       reply->set_worker(task_);
       reply->set_outcome(ps_internal::rpc::RunReply::PS_UNAVAILABLE);
       reply->set_failed_ps(e.ps());
+      reply->set_status(static_cast<int32_t>(e.status()));
+      reply->set_error(e.what());
+    } catch (const RunDeadlineExceeded& e) {
+      reply->Clear();
+      reply->set_worker(task_);
+      reply->set_outcome(ps_internal::rpc::RunReply::DEADLINE_EXCEEDED);
       reply->set_error(e.what());
     } catch (const std::exception& e) {
       reply->Clear();
@@ -388,6 +401,20 @@ class TaskService final : public ps_internal::rpc::Task::Service {
                         task_ + " admits only holders of the job's secret (" + credential_.source +
                             "), and the caller presented " + (presented ? "a wrong" : "no") +
                             " credential; " + JobSecretHint());
+  }
+
+  // The ps client of one run: the coordinator's deadline for each ps call, cut short before the
+  // run's own deadline.
+  std::shared_ptr<PsClient> ClientForRun(const grpc::ServerContext& context,
+                                         const ps_internal::rpc::RunRequest& request) const {
+    const ps_internal::Milliseconds timeout =
+        request.ps_timeout_ms() > 0 ? ps_internal::Milliseconds(request.ps_timeout_ms())
+                                    : client_->timeout();
+    using Duration = std::chrono::system_clock::duration;
+    const auto run_deadline = context.deadline();
+    const Duration left = run_deadline - std::chrono::system_clock::now();
+    return client_->ForRun(
+        timeout, run_deadline - std::clamp<Duration>(left / 4, Duration::zero(), kReplyMargin));
   }
 
   std::shared_ptr<const Layout> LayoutFor(const ps_internal::rpc::RunRequest& request) {
@@ -482,13 +509,19 @@ bool ServeIfServerTask(const ClusterResolver* resolver) {
   ps_internal::AllowLargeMessages(builder);
   int bound_port = 0;
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound_port);
+  // One task name, one process: gRPC sets SO_REUSEPORT by default, and then a second process
+  // started as the same task binds the same port and takes a share of the calls.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound_port == 0) {
-    throw Error(CHORUS_UNAVAILABLE, task + " cannot serve at " + address +
-                                        " (TF_CONFIG's address for it): the port is in use or "
-                                        "the host is not this machine's; free the port or fix "
-                                        "TF_CONFIG");
+    const std::string port = address.substr(address.rfind(':') + 1);
+    throw Error(CHORUS_UNAVAILABLE,
+                task + " cannot serve at " + address + " (TF_CONFIG's address for it): port " +
+                    port + " is taken, by another process started as " + task +
+                    " or by another program, or the host is not this machine's. One task "
+                    "name is one process: stop the other one, or give " +
+                    task + " a free port in TF_CONFIG");
   }
   std::fprintf(stderr, "chorus: %s serving at %s\n", task.c_str(), address.c_str());
   while (!service.WaitForShutdown(std::chrono::seconds(1))) {

@@ -75,7 +75,9 @@ const PsCluster::Task& PsCluster::Find(const std::string& type, int index) const
 }
 
 std::string PsCluster::LogPath(const Task& task) const {
-  return scratch_ + "/" + task.type + "-" + std::to_string(task.index) + ".log";
+  const std::string name =
+      task.log_name.empty() ? task.type + "-" + std::to_string(task.index) : task.log_name;
+  return scratch_ + "/" + name + ".log";
 }
 
 void PsCluster::Start(Task& task) {
@@ -85,6 +87,7 @@ void PsCluster::Start(Task& task) {
   }
   environment.push_back("TF_CONFIG=" + tf_config(task.type, task.index));
   environment.insert(environment.end(), env_.begin(), env_.end());
+  environment.insert(environment.end(), task.env.begin(), task.env.end());
   std::string program = CHORUS_PS_TEST_TASK;
   std::vector<char*> argv = {program.data(), nullptr};
   std::vector<char*> envp;
@@ -134,11 +137,19 @@ bool PsCluster::Exited(const std::string& type, int index, int* exit_code) {
   return task.reaped;
 }
 
-std::string PsCluster::Output(const std::string& type, int index) const {
-  std::ifstream in(LogPath(Find(type, index)));
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+}  // namespace
+
+std::string PsCluster::Output(const std::string& type, int index) const {
+  return ReadFile(LogPath(Find(type, index)));
 }
 
 bool PsCluster::WaitAll(int timeout_ms) {
@@ -150,6 +161,29 @@ bool PsCluster::WaitAll(int timeout_ms) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+}
+
+int PsCluster::RunProcessAs(const std::string& type, int index, int timeout_ms, std::string* output,
+                            const std::vector<std::string>& env) {
+  Task duplicate{type, index};
+  duplicate.log_name = type + "-" + std::to_string(index) + "-another";
+  duplicate.env = env;
+  std::filesystem::remove(LogPath(duplicate));  // this run's output only
+  Start(duplicate);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  int status = 0;
+  pid_t reaped = 0;
+  while ((reaped = waitpid(duplicate.pid, &status, WNOHANG)) == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (reaped != duplicate.pid) {
+    ::kill(duplicate.pid, SIGKILL);
+    waitpid(duplicate.pid, nullptr, 0);
+  }
+  *output = ReadFile(LogPath(duplicate));
+  if (reaped != duplicate.pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 }  // namespace chorus::test

@@ -28,6 +28,11 @@ class PsCluster {
   std::string Output(const std::string& type, int index) const;
   // Waits up to timeout_ms for every task to exit; true when all did.
   bool WaitAll(int timeout_ms);
+  // Runs one more process as the task (its TF_CONFIG; `env` added to its environment) and waits
+  // up to timeout_ms for it to exit: its exit code, or -1 when it still ran (then it is killed);
+  // its output in *output.
+  int RunProcessAs(const std::string& type, int index, int timeout_ms, std::string* output,
+                   const std::vector<std::string>& env = {});
 
  private:
   struct Task {
@@ -37,6 +42,8 @@ class PsCluster {
     bool reaped = false;
     int status = 0;
     int starts = 0;
+    std::string log_name = {};          // the log file's name; "<type>-<index>" when empty
+    std::vector<std::string> env = {};  // added to the cluster's
   };
   Task& Find(const std::string& type, int index);
   const Task& Find(const std::string& type, int index) const;

@@ -1,11 +1,15 @@
 // Every worker and ps task of the parameter-server tests: the functions the tests schedule,
-// registered by name, then the server. (The chief is the test process itself.)
+// registered by name, then the server. (The chief is the test process itself, but for the chief
+// that exits mid-training.)
+#include <chorus/parameter_server/cluster_coordinator.h>
 #include <chorus/parameter_server/functions.h>
 #include <chorus/runtime/registry.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "fit_model.h"
@@ -59,6 +63,11 @@ void RegisterTestFunctions() {
                            [](FunctionContext&, const std::vector<Tensor>&) -> std::vector<Tensor> {
                              throw std::runtime_error("deliberate failure in 'throw'");
                            });
+  chorus::RegisterFunction("sleep", [](FunctionContext&, const std::vector<Tensor>& args) {
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(static_cast<int>(args.at(0).ToVector().at(0))));
+    return std::vector<Tensor>{};
+  });
   chorus::RegisterFunction("regression_step", RegressionStep);
   chorus::RegisterDatasetFunction("regression", [](const chorus::InputContext& input) {
     return chorus::test::RegressionDataset()
@@ -68,6 +77,39 @@ void RegisterTestFunctions() {
   });
 }
 
+// As the chief (CHORUS_PS_TEST_CHIEF=exit_while_functions_run): trains, reading the variables
+// as it goes, while another thread calls exit() as a SIGTERM handler that exits would.
+[[noreturn]] void ExitWhileFunctionsRun() {
+  chorus::ParameterServerStrategy strategy;
+  strategy.set_optimizer(chorus::ServerOptimizer::SGD(0.01f));
+  chorus::CoordinatorOptions options;
+  options.functions_per_worker = 4;  // more results arriving while the process exits
+  chorus::ClusterCoordinator coordinator(strategy, options);
+  chorus::ShardedVariable w;
+  {
+    auto scope = strategy.scope();
+    w = chorus::ShardedVariable::Create(chorus::VariableSpec{"w"},
+                                        Tensor(Host(), CHORUS_F32, {chorus::test::kFeatures}));
+  }
+  const chorus::PerWorkerDataset dataset = coordinator.create_per_worker_dataset("regression");
+  std::thread exiting([&coordinator] {
+    while (coordinator.completed() < 50) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::exit(3);
+  });
+  // Made before: this program's Host() asks the registry, which exit() destroys.
+  const Tensor args = Tensor::FromVector(Host(), {4}, {1.0f, 2.0f, 3.0f, 4.0f});
+  try {
+    while (true) {
+      coordinator.schedule("regression_step", dataset.iterator());
+      coordinator.schedule("add_one", {args});
+      w.read();
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ps_test_task: the chief's loop failed while exiting: %s\n", e.what());
+    std::_Exit(4);
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -75,6 +117,10 @@ int main() {
     RegisterTestFunctions();
     chorus::test::RegisterFitModelForTests();
     if (chorus::ServeIfServerTask()) return 0;
+    const char* chief = std::getenv("CHORUS_PS_TEST_CHIEF");
+    if (chief != nullptr && std::string(chief) == "exit_while_functions_run") {
+      ExitWhileFunctionsRun();
+    }
     std::fprintf(stderr, "ps_test_task: TF_CONFIG does not make this a worker or ps task\n");
     return 2;
   } catch (const std::exception& e) {

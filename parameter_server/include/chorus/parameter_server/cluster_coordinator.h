@@ -10,7 +10,9 @@
 //   is such an error, naming the ps task: recovery is a restart of the ps and the chief from the
 //   last checkpoint.
 // - Nothing waits forever: every RPC has a deadline, and a job whose every worker has been
-//   unreachable for worker_lost_timeout fails with an error naming them.
+//   unreachable for worker_lost_timeout fails with an error naming them. A function that runs
+//   past its deadline on workers that still answer is run again at most twice more, then fails
+//   the job naming it.
 #ifndef CHORUS_PARAMETER_SERVER_CLUSTER_COORDINATOR_H_
 #define CHORUS_PARAMETER_SERVER_CLUSTER_COORDINATOR_H_
 
@@ -65,7 +67,10 @@ struct CoordinatorOptions {
   // Functions in flight on one worker: 1 as TensorFlow (each step reads the weights the one before
   // it wrote there); 2 hides the round trip of short functions (chorus-ps-bench shows both).
   int functions_per_worker = 1;
-  // A function's run deadline; 0 = ParameterServerOptions::rpc_timeout.
+  // A function's run deadline; 0 = 2 x ParameterServerOptions::rpc_timeout. It must leave room
+  // for the function's own work and one whole rpc_timeout on a ps call: a worker whose ps does
+  // not answer reports that ps (ending the job) only when the ps call's own deadline comes before
+  // this one; else the run counts as past its deadline (run again, at most 3 times in all).
   std::chrono::milliseconds function_timeout{0};
   // How long every worker may stay unreachable before the job fails; 0 = 5 x rpc_timeout.
   std::chrono::milliseconds worker_lost_timeout{0};
@@ -74,8 +79,9 @@ struct CoordinatorOptions {
 class ClusterCoordinator {
  public:
   explicit ClusterCoordinator(ParameterServerStrategy& strategy, CoordinatorOptions options = {});
-  // Waits for what is in flight (up to the function timeout), then shuts the workers and ps
-  // tasks down (they exit), unless keep_servers_running() was called.
+  // Cancels what is queued and in flight, then tells the workers and ps tasks to exit (all at
+  // once, 2 s at most; not the ps tasks a function found not answering), unless
+  // keep_servers_running() was called.
   ~ClusterCoordinator();
   ClusterCoordinator(const ClusterCoordinator&) = delete;
   ClusterCoordinator& operator=(const ClusterCoordinator&) = delete;

@@ -99,8 +99,9 @@ std::vector<Tensor> ReadVariables(const std::vector<ShardedVariable>& variables)
 void ApplyGradients(const std::vector<std::pair<Tensor, ShardedVariable>>& grads_and_vars);
 
 struct ParameterServerOptions {
-  // Deadline of every RPC but a function's run (CHORUS_TIMEOUT_SECONDS when set, else 60 s),
-  // and how long the constructor waits for every ps and worker to answer.
+  // Deadline of every RPC but a function's run (CHORUS_TIMEOUT_SECONDS when set, else 60 s), the
+  // calls of the functions on the workers to the ps tasks included (the coordinator sends it
+  // with each run); and how long the constructor waits for every ps and worker to answer.
   std::chrono::milliseconds rpc_timeout{0};
   std::chrono::milliseconds connect_timeout{0};
 };

@@ -259,15 +259,6 @@ void ToLittleEndian(std::vector<uint8_t>& data, size_t element) {
 
 }  // namespace
 
-uint64_t Fnv1a64(const uint8_t* data, size_t size) {
-  uint64_t hash = 14695981039346656037ull;
-  for (size_t i = 0; i < size; ++i) {
-    hash ^= data[i];
-    hash *= 1099511628211ull;
-  }
-  return hash;
-}
-
 std::vector<uint8_t> EncodeCheckpoint(const std::vector<CheckpointEntry>& entries) {
   std::vector<uint8_t> out(kCheckpointMagic.begin(), kCheckpointMagic.end());
   PutLittleEndian(out, static_cast<uint64_t>(entries.size()));

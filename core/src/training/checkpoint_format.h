@@ -26,6 +26,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/fnv1a.h"
+
 namespace chorus::internal {
 
 inline constexpr std::string_view kCheckpointMagic = "CHORUSCKPT1\n";
@@ -36,8 +38,6 @@ struct CheckpointEntry {
   Shape shape;
   std::vector<uint8_t> data;  // little-endian elements
 };
-
-uint64_t Fnv1a64(const uint8_t* data, size_t size);
 
 // The whole file, checksum included.
 std::vector<uint8_t> EncodeCheckpoint(const std::vector<CheckpointEntry>& entries);

@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
       "chorus-launch: runs the tasks of a job on 127.0.0.1, each with TF_CONFIG naming the "
       "cluster and its task, and prefixes their output with \"[worker i] \" (\"[chief 0] \", "
       "\"[ps i] \", ...).\n"
-      "-n N: N workers; the first that fails stops the others, and its exit code is the job's.\n"
+      "-n N: N workers; the first that fails stops the others (those still running 1 s later "
+      "get SIGTERM, then SIGKILL), and its exit code is the job's.\n"
       "--ps P --workers W: a parameter-server job of chief 0, W workers, P ps tasks (and with "
       "--evaluator one evaluator). A worker or ps that fails is reported and the others go on; "
       "the chief's exit code is the job's. After the chief exits the others get " +

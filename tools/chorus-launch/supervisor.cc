@@ -35,6 +35,10 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kKillGrace = std::chrono::seconds(5);
 // How long output may still arrive after the last worker exited, from processes it started.
 constexpr auto kDrainGrace = std::chrono::seconds(1);
+// After a worker failed, how long the others have to end on their own before SIGTERM: a
+// collective's failure ends every worker within moments, each with its own message (the worker
+// that caused it among them), which a SIGTERM at once would cut short.
+constexpr auto kFailureGrace = std::chrono::seconds(1);
 
 // Signal handlers only write the signal's number here; the main loop polls the other end.
 int g_signal_pipe[2] = {-1, -1};
@@ -146,6 +150,8 @@ class Supervisor {
   // A parameter-server job: the chief has exited, and its exit code is the job's.
   bool chief_exited_ = false;
   std::optional<Clock::time_point> grace_until_;  // then the tasks still running are stopped
+  // A worker failed: then the others still running are stopped (kFailureGrace).
+  std::optional<Clock::time_point> failure_grace_until_;
   std::optional<Clock::time_point> timeout_at_;
   std::optional<Clock::time_point> kill_at_;
   std::optional<Clock::time_point> drain_until_;
@@ -300,9 +306,13 @@ void Supervisor::OnWorkerExit(Worker& worker, int status) {
     return;
   }
   if (code == 0 || stopping_) return;
+  if (failure_grace_until_) {
+    Note(text);  // another failure while the first one's grace runs
+    return;
+  }
   Note(text + (AnyRunning() ? "; stopping the others" : ""));
   exit_code_ = code;
-  Stop(SIGTERM);
+  if (AnyRunning()) failure_grace_until_ = Clock::now() + kFailureGrace;
 }
 
 void Supervisor::OnChiefExit(int code, const std::string& how) {
@@ -359,6 +369,10 @@ bool Supervisor::CheckDeadlines() {
       Stop(SIGTERM);
     }
   }
+  if (failure_grace_until_ && (now >= *failure_grace_until_ || !AnyRunning())) {
+    failure_grace_until_.reset();
+    if (AnyRunning() && !stopping_) Stop(SIGTERM);
+  }
   if (grace_until_ && now >= *grace_until_) {
     grace_until_.reset();
     if (AnyRunning() && !stopping_) {
@@ -404,7 +418,8 @@ void Supervisor::PollOnce() {
     }
   }
   Clock::time_point wake = Clock::now() + std::chrono::seconds(1);
-  for (const auto& deadline : {timeout_at_, kill_at_, drain_until_, grace_until_}) {
+  for (const auto& deadline :
+       {timeout_at_, kill_at_, drain_until_, grace_until_, failure_grace_until_}) {
     if (deadline && *deadline < wake) wake = *deadline;
   }
   const auto wait = std::chrono::ceil<std::chrono::milliseconds>(wake - Clock::now());

@@ -6,13 +6,16 @@
 // with --resume starts from the last checkpoint's step, even when the index beside it is empty
 // (as a full disk left it).
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 namespace {
 
@@ -133,6 +136,49 @@ TEST(ParameterServerExample, FitTrainsTheCnnOnTheWorkersWithAnEvaluator) {
   EXPECT_EQ(chief, LastTestAccuracy(log, "[evaluator 0] Evaluator: ")) << log;
   EXPECT_EQ(chief, LastTestAccuracy(log, "[chief 0] Restored ")) << log;
   EXPECT_EQ(log.find("died"), std::string::npos) << log;
+  std::filesystem::remove_all(dir);
+}
+
+// Preemption of the chief (what Slurm, Kubernetes and chorus-launch --timeout send) while the
+// coordinator's threads run: it ends by its SIGTERM, and the launcher says so. Every plugin of
+// the build is loaded (libfabric's psm provider, which the ofi plugin loads, installed a SIGTERM
+// handler that called exit(): the chief then ended with 1, or crashed in the registry's
+// destructor under its own threads).
+TEST(ParameterServerExample, APreemptedChiefEndsByItsSigterm) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("chorus_ps_term_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string log_file = (dir / "ps.log").string();
+  // The chief prints its pid, then trains until it is stopped.
+  const std::string job =
+      "cd " + dir.string() + " && " + std::string(CHORUS_LAUNCH) +
+      " --ps 2 --workers 2 --timeout 120 -- sh -c '" +
+      "case \"$TF_CONFIG\" in *\\\"type\\\":\\\"chief\\\"*) echo $$ > chief.pid;; esac; exec " +
+      CHORUS_FASHION_MNIST +
+      " --strategy parameter_server --synthetic --epochs 1000 --model mlp --loop custom"
+      " --train-examples 6400 --test-examples 100 --checkpoint-dir " +
+      (dir / "ckpt").string() + "' > " + log_file + " 2>&1 &";
+  ASSERT_EQ(std::system(job.c_str()), 0);
+  // Until the chief trains (its first epoch line), then SIGTERM to it alone.
+  std::string log;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline &&
+         (log = ReadAll(log_file)).find("[chief 0] Epoch 1, Loss: ") == std::string::npos) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_NE(log.find("[chief 0] Epoch 1, Loss: "), std::string::npos) << log;
+  const pid_t chief = std::stoi(ReadAll(dir / "chief.pid"));
+  ASSERT_EQ(kill(chief, SIGTERM), 0);
+  while (std::chrono::steady_clock::now() < deadline &&
+         (log = ReadAll(log_file)).find("chorus-launch: chief 0 exited") == std::string::npos) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_NE(log.find("chorus-launch: chief 0 exited with code 143 (killed by SIGTERM: "
+                     "Terminated)"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("Segmentation"), std::string::npos) << log;
   std::filesystem::remove_all(dir);
 }
 

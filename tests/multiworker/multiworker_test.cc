@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -427,7 +428,8 @@ TEST(ShmSetUp, LeaderKilledWhileTheOthersAttachLeavesNoSegment) {
     EXPECT_EQ(results[w].exit_code, 3) << Show(results);
     // The leader died while this worker mapped the segment, or while it read the store, or the
     // other survivor gave up (and removed the segment) first, or it had mapped the segment and
-    // then found the leader's store gone (during set-up, or in its first all-reduce).
+    // then found the leader's store gone (during set-up, or in its first all-reduce); the job's
+    // health may have named the leader's death first.
     const std::string& said = results[w].output;
     const bool names_leader =
         said.find("shm create: rank 0 (pid " + std::to_string(processes.pid(0)) +
@@ -435,7 +437,7 @@ TEST(ShmSetUp, LeaderKilledWhileTheOthersAttachLeavesNoSegment) {
                   std::to_string(w) + " gives up and removes the segment") != std::string::npos ||
         said.find("closed the connection (the leader, 127.0.0.1:" +
                   std::to_string(processes.port(0)) + ", may have exited)") != std::string::npos ||
-        said.find("failed: worker 0 died: the rendezvous store it serves at 127.0.0.1:" +
+        said.find("worker 0 died: the rendezvous store it serves at 127.0.0.1:" +
                   std::to_string(processes.port(0)) + " closed the connection") !=
             std::string::npos ||
         said.find(
@@ -750,6 +752,104 @@ TEST(GlooOutsider, OneThatNeverStopsIsNamed) {
   EXPECT_LT(took, 15.0) << Show(results);
 }
 #endif
+
+// ---- A worker lost during the start-up -------------------------------------------------------
+
+constexpr int kStartUpWorkers = 4;
+
+// Worker 3 of 4 (MultiWorkerMirroredStrategy, time-out 10 s) dies during the start-up, once
+// `reached` says it got there (polled every millisecond); with `stop_first` it is stopped there
+// and killed half a second later, so that the others surely wait for it. Every survivor must fail
+// with an error naming it, within 3 s of its death (the health notices a death within a
+// heartbeat, half a second): not at the time-out, and not naming no one.
+void ExpectTheSurvivorsToNameWorker3(const std::string& backend,
+                                     const std::function<bool(const WorkerProcesses&)>& reached,
+                                     bool stop_first) {
+  WorkerProcesses processes(kStartUpWorkers, kWorker, {"mwms", backend},
+                            {"CHORUS_TIMEOUT_SECONDS=10"});
+  const int victim = kStartUpWorkers - 1;
+  const auto give_up = std::chrono::steady_clock::now() + seconds(30);
+  while (!reached(processes) && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (stop_first) {
+    processes.Kill(victim, SIGSTOP);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  processes.Kill(victim, SIGKILL);
+  const auto killed = std::chrono::steady_clock::now();
+  ASSERT_LT(killed, give_up) << "worker 3 never got there";
+  std::vector<double> took(kStartUpWorkers, -1);
+  while (std::chrono::steady_clock::now() - killed < seconds(20)) {
+    bool all_done = true;
+    for (int w = 0; w < victim; ++w) {
+      if (took[w] < 0 && processes.Done(w)) {
+        took[w] = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+      }
+      all_done = all_done && took[w] >= 0;
+    }
+    if (all_done) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const auto results = processes.Wait(seconds(0));
+  for (int w = 0; w < victim; ++w) {
+    SCOPED_TRACE("worker " + std::to_string(w));
+    EXPECT_TRUE(results[w].exited) << Show(results);
+    EXPECT_EQ(results[w].exit_code, 3) << Show(results);
+    EXPECT_NE(results[w].output.find("worker 3 died: its process ended"), std::string::npos)
+        << Show(results);
+    EXPECT_GE(took[w], 0) << Show(results);
+    EXPECT_LT(took[w], 3.0) << Show(results);
+  }
+}
+
+// Worker 3 is stopped as soon as it has joined the job (its store connection and its health
+// connection to the leader are open), and killed while the others wait for it in the start-up's
+// rendezvous.
+TEST(StartUp, AWorkerKilledInTheRendezvousIsNamedAtOnce) {
+  ExpectTheSurvivorsToNameWorker3(
+      "core_ring",
+      [](const WorkerProcesses& processes) {
+        int to_the_leader = 0;
+        for (const TcpSocket& socket : TcpSocketsOf(processes.pid(kStartUpWorkers - 1))) {
+          if (socket.state == "01" && socket.remote_port == processes.port(0)) ++to_the_leader;
+        }
+        return to_the_leader >= 2;
+      },
+      true);
+}
+
+#ifdef CHORUS_HAVE_GLOO
+// Worker 3 is killed as soon as its Gloo pairs listen: the others wait for it in the store or in
+// Gloo's connect, which waits five time-outs for a peer's connection unless the plugin ends it.
+TEST(StartUp, AWorkerKilledInGloosCreateIsNamedAtOnce) {
+  ExpectTheSurvivorsToNameWorker3(
+      "gloo",
+      [](const WorkerProcesses& processes) {
+        return !ListeningPorts(processes.pid(kStartUpWorkers - 1)).empty();
+      },
+      false);
+}
+#endif
+
+// Worker 3 of 4 is killed before it could join: the others fail at the time-out (2 s), naming it.
+TEST(StartUp, AWorkerThatNeverCameIsNamedAtTheTimeOut) {
+  const auto start = std::chrono::steady_clock::now();
+  WorkerProcesses processes(kStartUpWorkers, kWorker, {"mwms", "core_ring"},
+                            {"CHORUS_TIMEOUT_SECONDS=2"});
+  processes.Kill(kStartUpWorkers - 1, SIGKILL);
+  const auto results = processes.Wait(seconds(30));
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (int w = 0; w < kStartUpWorkers - 1; ++w) {
+    SCOPED_TRACE("worker " + std::to_string(w));
+    EXPECT_TRUE(results[w].exited) << Show(results);
+    EXPECT_EQ(results[w].exit_code, 3) << Show(results);
+    EXPECT_NE(results[w].output.find("worker 3 did not join within 2 s"), std::string::npos)
+        << Show(results);
+  }
+  EXPECT_LT(took, 10.0) << Show(results);
+}
 
 }  // namespace
 }  // namespace chorus::test

@@ -12,9 +12,11 @@
 
 #include <chorus/plugin_sdk.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -157,6 +159,47 @@ struct Attempt {
   RankReport report;
 };
 
+// Gloo waits up to five time-outs for a peer's connection, and nothing of Gloo ends that wait
+// early. While this rank connects its pairs, a watchdog therefore asks the store every 100 ms
+// whether it still answers: once it fails (the core gave it up, because a worker died during
+// the start-up, or the leader did), it closes every pair, and each wait ends at once; the
+// report that follows fails on the same store, with the core's cause.
+class ConnectWatchdog {
+ public:
+  ConnectWatchdog(const chorus_kv_store& store, ::gloo::transport::Context& transport, int rank,
+                  int size)
+      : thread_([this, &store, &transport, rank, size] {
+          std::unique_lock<std::mutex> lock(mutex_);
+          while (!done_) {
+            if (changed_.wait_for(lock, std::chrono::milliseconds(100), [&] { return done_; })) {
+              return;
+            }
+            int exists = 0;
+            if (store.check(store.ctx, "setup-watchdog", &exists) == CHORUS_OK) continue;
+            for (int peer = 0; peer < size; ++peer) {
+              if (peer != rank) transport.getPair(peer)->close();
+            }
+            return;
+          }
+        }) {}
+  ~ConnectWatchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+  ConnectWatchdog(const ConnectWatchdog&) = delete;
+  ConnectWatchdog& operator=(const ConnectWatchdog&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool done_ = false;
+  std::thread thread_;  // last: it starts once the members above exist
+};
+
 // One set-up: a pair per peer, their addresses exchanged under `prefix`, every pair connected in
 // rank order as connectFullMesh does (a failing pair does not stop the others, so no peer waits
 // for a connection this rank never makes), and this rank's report of what it got.
@@ -195,6 +238,7 @@ Attempt ConnectOnce(const std::shared_ptr<::gloo::transport::Device>& device, Kv
     std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(delay)));
   }
   attempt.report.resize(static_cast<size_t>(size));
+  const ConnectWatchdog watchdog(store.table(), *attempt.transport, rank, size);
   for (int peer = 0; peer < size; ++peer) {
     if (peer == rank) continue;
     const std::vector<char>& bytes = peer_addresses[static_cast<size_t>(peer)];

@@ -21,6 +21,7 @@ class KvStoreAdapter {
 
   void set(const std::string& key, const std::vector<char>& data);
   std::vector<char> get(const std::string& key);
+  const chorus_kv_store& table() const { return store_; }
 
  private:
   [[noreturn]] void Failed(chorus_status status, const char* call,

@@ -179,20 +179,23 @@ TEST_F(SelectionTest, A10PluginIsChosenByNameOnly) {
   EXPECT_EQ(value, 3.0f);
 }
 
+// What parsing `text` as the tuning file t.txt throws ("" when nothing).
+std::string TuningFileError(const std::string& text) {
+  try {
+    TuningFile::Parse(text, "t.txt");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 TEST_F(SelectionTest, ATuningFileWithAMistakeNamesTheLine) {
-  const auto error_of = [&](const std::string& text) -> std::string {
-    try {
-      TuningFile::Parse(text, "t.txt");
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "";
-  };
-  EXPECT_THAT(error_of("[workers=2 hosts=1\n"), HasSubstr("t.txt:1: a section is"));
-  EXPECT_THAT(error_of("\n[workers=0]\n"), HasSubstr("t.txt:2: workers: '0' is not a positive"));
-  EXPECT_THAT(error_of("[ranks=2]\n"), HasSubstr("t.txt:1: unknown key 'ranks'"));
+  EXPECT_THAT(TuningFileError("[workers=2 hosts=1\n"), HasSubstr("t.txt:1: a section is"));
+  EXPECT_THAT(TuningFileError("\n[workers=0]\n"),
+              HasSubstr("t.txt:2: workers: '0' is not a positive"));
+  EXPECT_THAT(TuningFileError("[ranks=2]\n"), HasSubstr("t.txt:1: unknown key 'ranks'"));
   EXPECT_THAT(
-      error_of("[workers=2]\nallreduce:0-1X=shm\n"),
+      TuningFileError("[workers=2]\nallreduce:0-1X=shm\n"),
       HasSubstr("t.txt (rules from line 2)='allreduce:0-1X=shm': '1X' has an unknown suffix"));
   // An unknown collective is an error at selection, naming the file.
   setenv("CHORUS_TUNING_FILE", TuningFile("allreduce:0-inf=nosuch\n").c_str(), 1);
@@ -206,6 +209,51 @@ TEST_F(SelectionTest, ATuningFileWithAMistakeNamesTheLine) {
   setenv("CHORUS_TUNING_FILE", "/no/such/file", 1);
   EXPECT_THROW(PlanCollectives(registry_, CommunicationImplementation::kAuto, TwoRanksOnOneHost()),
                Error);
+}
+
+// A tuning file that cannot mean anything is an error naming the file and the lines, not a
+// silent choice: a directory (which a stream reads as an empty file), a path that does not exist,
+// two sections for one job shape (the first used to win without a word), a key given twice.
+TEST_F(SelectionTest, ATuningFileThatIsADirectoryIsNamed) {
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  setenv("CHORUS_TUNING_FILE", dir.c_str(), 1);
+  try {
+    PlanCollectives(registry_, CommunicationImplementation::kAuto, TwoRanksOnOneHost());
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), CHORUS_INVALID_ARGUMENT);
+    EXPECT_THAT(e.what(), HasSubstr("CHORUS_TUNING_FILE=" + dir +
+                                    " is a directory, not a file; "
+                                    "point it at a tuning file"));
+  }
+  setenv("CHORUS_TUNING_FILE", "/no/such/file", 1);
+  try {
+    PlanCollectives(registry_, CommunicationImplementation::kAuto, TwoRanksOnOneHost());
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("CHORUS_TUNING_FILE=/no/such/file cannot be read: No such "
+                                    "file or directory"));
+  }
+}
+
+TEST_F(SelectionTest, TwoSectionsForOneJobShapeNameBothLines) {
+  EXPECT_THAT(
+      TuningFileError("[workers=2 hosts=1]\nallreduce:0-inf=a\n# more\n[workers=2 hosts=1]\n"
+                      "allreduce:0-inf=b\n"),
+      HasSubstr("t.txt:4: a second section [workers=2 hosts=1] for the same job shape as "
+                "the one at t.txt:1"));
+  // "hosts=*" is what leaving hosts out means.
+  EXPECT_THAT(TuningFileError("[workers=4]\nallreduce:0-inf=a\n[workers=4 hosts=*]\n"),
+              HasSubstr("t.txt:3: a second section [workers=4 hosts=*] for the same job shape as "
+                        "the one at t.txt:1"));
+  EXPECT_THAT(TuningFileError("\nallreduce:0-inf=a\n[]\nallreduce:0-inf=b\n"),
+              HasSubstr("t.txt:3: a section [workers=* hosts=*] for every job, but the rules "
+                        "before the first section (from t.txt:2) already apply to every job"));
+  EXPECT_THAT(TuningFileError("[workers=2 workers=3]\n"),
+              HasSubstr("t.txt:1: 'workers' appears twice in one section"));
+  // Different shapes are fine.
+  EXPECT_EQ(TuningFileError("allreduce:0-inf=a\n[workers=2]\n[workers=2 hosts=1]\n[hosts=1]\n"),
+            "");
 }
 
 // Two ranks whose plugin sets differ would never meet in their collectives' rendezvous: each

@@ -12,10 +12,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -435,7 +441,8 @@ TEST(ShmSetUp, LeaderKilledWhileTheOthersAttachLeavesNoSegment) {
     EXPECT_EQ(results[w].exit_code, 3) << Show(results);
     // The leader died while this worker mapped the segment, or while it read the store, or the
     // other survivor gave up (and removed the segment) first, or it had mapped the segment and
-    // then found the leader's store gone (during set-up, or in its first all-reduce).
+    // then found the leader's store gone (during set-up, or in its first all-reduce); the job's
+    // health may have named the leader's death first.
     const std::string& said = results[w].output;
     const bool names_leader =
         said.find("shm create: rank 0 (pid " + std::to_string(processes.pid(0)) +
@@ -443,7 +450,7 @@ TEST(ShmSetUp, LeaderKilledWhileTheOthersAttachLeavesNoSegment) {
                   std::to_string(w) + " gives up and removes the segment") != std::string::npos ||
         said.find("closed the connection (the leader, 127.0.0.1:" +
                   std::to_string(processes.port(0)) + ", may have exited)") != std::string::npos ||
-        said.find("failed: worker 0 died: the rendezvous store it serves at 127.0.0.1:" +
+        said.find("worker 0 died: the rendezvous store it serves at 127.0.0.1:" +
                   std::to_string(processes.port(0)) + " closed the connection") !=
             std::string::npos ||
         said.find(
@@ -587,6 +594,275 @@ TEST_P(Outsider, CannotEndOrGrowARunningJob) {
 INSTANTIATE_TEST_SUITE_P(Rendezvous, Outsider, ::testing::Bool(), [](const auto& info) {
   return info.param ? std::string("with_a_job_secret") : std::string("open");
 });
+
+// The TCP sockets of `pid` (its descriptors in /proc/<pid>/fd), as /proc/<pid>/net/tcp and tcp6
+// list them: the local and remote ports and the state ("0A" listening, "01" established).
+struct TcpSocket {
+  int local_port = 0;
+  int remote_port = 0;
+  std::string state;
+};
+std::vector<TcpSocket> TcpSocketsOf(pid_t pid) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::set<std::string> inodes;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(proc + "/fd", error)) {
+    std::error_code unreadable;
+    const std::string target = std::filesystem::read_symlink(entry.path(), unreadable).string();
+    if (!unreadable && target.starts_with("socket:[")) {
+      inodes.insert(target.substr(8, target.size() - 9));
+    }
+  }
+  const auto port_of = [](const std::string& address) {
+    return std::stoi(address.substr(address.rfind(':') + 1), nullptr, 16);
+  };
+  std::vector<TcpSocket> sockets;
+  for (const char* table : {"/net/tcp", "/net/tcp6"}) {
+    std::ifstream in(proc + table);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, skip, inode;
+      fields >> slot >> local >> remote >> state;
+      for (int i = 0; i < 5; ++i) fields >> skip;  // tx:rx, tr:when, retrnsmt, uid, timeout
+      fields >> inode;
+      if (inodes.count(inode) != 0) sockets.push_back({port_of(local), port_of(remote), state});
+    }
+  }
+  return sockets;
+}
+
+// The TCP ports `pid` listens on.
+std::set<int> ListeningPorts(pid_t pid) {
+  std::set<int> ports;
+  for (const TcpSocket& socket : TcpSocketsOf(pid)) {
+    if (socket.state == "0A") ports.insert(socket.local_port);
+  }
+  return ports;
+}
+
+#ifdef CHORUS_HAVE_GLOO
+// ---- An outsider on Gloo's ports ------------------------------------------------------------
+
+// A local process that is not part of the job: while the workers set up, it connects to every
+// port they listen on (but the leader's store), `limit` in all, writes bytes that are not Gloo's,
+// and keeps every second connection open (the others it closes at once).
+class PortIntruder {
+ public:
+  PortIntruder(const WorkerProcesses& processes, int workers, int limit)
+      : thread_([this, &processes, workers, limit] {
+          std::set<int> seen;
+          for (int w = 0; w < workers; ++w) seen.insert(processes.port(w));
+          const std::string junk = "GET / HTTP/1.0\r\nHost: not-a-rank\r\n\r\n";
+          while (!stop_.load() && hits_.load() < limit) {
+            for (int w = 0; w < workers && hits_.load() < limit; ++w) {
+              for (int port : ListeningPorts(processes.pid(w))) {
+                if (!seen.insert(port).second || hits_.load() >= limit) continue;
+                const int fd = ConnectTo(port);
+                if (fd < 0) continue;
+                (void)send(fd, junk.data(), junk.size(), MSG_NOSIGNAL);
+                sockaddr_in self{};
+                socklen_t length = sizeof self;
+                getsockname(fd, reinterpret_cast<sockaddr*>(&self), &length);
+                std::lock_guard<std::mutex> lock(mutex_);
+                addresses_.push_back("127.0.0.1:" + std::to_string(ntohs(self.sin_port)));
+                if (++hits_ % 2 == 0) {
+                  close(fd);
+                } else {
+                  open_.push_back(fd);
+                }
+              }
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
+        }) {}
+  ~PortIntruder() {
+    Stop();
+    for (int fd : open_) close(fd);
+  }
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  int hits() const { return hits_.load(); }
+  // Its ends of the connections it made, "127.0.0.1:port".
+  std::vector<std::string> addresses() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return addresses_;
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<int> hits_{0};
+  std::mutex mutex_;
+  std::vector<std::string> addresses_;
+  std::vector<int> open_;  // only the thread touches it until it is joined
+  std::thread thread_;     // last: it starts once the members above exist
+};
+
+// Each rank waits this long between publishing its pairs' addresses and connecting them (the
+// plugin's test hook), so that the intruder reaches every pair's listening socket first.
+const std::string kGlooConnectDelay = "CHORUS_GLOO_TEST_CONNECT_DELAY_MS=300";
+
+// Three gloo workers of a job with a secret; an outsider connects to all six of the pairs'
+// listening sockets of the first set-up, then stops. Gloo would take it for a peer (the job
+// failed with "connect ...: Connection refused (the process may have died)"); the ranks find it
+// out, set up again on new ports and all-reduce correctly.
+TEST(GlooOutsider, OneThatComesOnceIsSetUpAround) {
+  WorkerProcesses processes(3, kWorker, {"mwms", "gloo"},
+                            {"CHORUS_JOB_SECRET=gloo-outsider-test-secret-0123456789",
+                             "CHORUS_TIMEOUT_SECONDS=5", kGlooConnectDelay});
+  PortIntruder intruder(processes, 3, 6);
+  const auto results = processes.Wait(seconds(60));
+  intruder.Stop();
+  EXPECT_EQ(intruder.hits(), 6) << Show(results);
+  for (int w = 0; w < 3; ++w) {
+    ASSERT_TRUE(results[w].exited) << Show(results);
+    EXPECT_EQ(results[w].exit_code, 0) << Show(results);
+    EXPECT_NE(results[w].output.find("mwms gloo worker " + std::to_string(w) + " of 3: right"),
+              std::string::npos)
+        << Show(results);
+    EXPECT_NE(results[w].output.find("setting up again on new ports (2 of 4)"), std::string::npos)
+        << Show(results);
+  }
+}
+
+// An outsider that connects to every listening socket of every set-up: each rank gives up after
+// four, with an error that names the outsider's address, in a few seconds.
+TEST(GlooOutsider, OneThatNeverStopsIsNamed) {
+  const auto start = std::chrono::steady_clock::now();
+  WorkerProcesses processes(3, kWorker, {"mwms", "gloo"},
+                            {"CHORUS_JOB_SECRET=gloo-outsider-test-secret-0123456789",
+                             "CHORUS_TIMEOUT_SECONDS=5", kGlooConnectDelay});
+  PortIntruder intruder(processes, 3, 1000);
+  const auto results = processes.Wait(seconds(60));
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  intruder.Stop();
+  const std::vector<std::string> addresses = intruder.addresses();
+  for (int w = 0; w < 3; ++w) {
+    ASSERT_TRUE(results[w].exited) << Show(results);
+    EXPECT_EQ(results[w].exit_code, 3) << Show(results);
+    const std::string& said = results[w].output;
+    EXPECT_NE(said.find("UNAVAILABLE: collective 'gloo' (plugin gloo) could not create the "
+                        "communicator of worker " +
+                        std::to_string(w)),
+              std::string::npos)
+        << Show(results);
+    EXPECT_NE(said.find("an unknown process (not a rank of this job) connected to Gloo's "
+                        "listening ports during set-up, in each of 4 attempts"),
+              std::string::npos)
+        << Show(results);
+    const bool names_it = std::any_of(addresses.begin(), addresses.end(), [&](const auto& a) {
+      return said.find("connection from " + a) != std::string::npos;
+    });
+    const bool says_closed =
+        said.find("a connection that has already closed") != std::string::npos ||
+        said.find("accepted a connection that then closed") != std::string::npos;
+    EXPECT_TRUE(names_it || says_closed) << Show(results);
+  }
+  EXPECT_LT(took, 15.0) << Show(results);
+}
+#endif
+
+// ---- A worker lost during the start-up -------------------------------------------------------
+
+constexpr int kStartUpWorkers = 4;
+
+// Worker 3 of 4 (MultiWorkerMirroredStrategy, time-out 10 s) dies during the start-up, once
+// `reached` says it got there (polled every millisecond); with `stop_first` it is stopped there
+// and killed half a second later, so that the others surely wait for it. Every survivor must fail
+// with an error naming it, within 3 s of its death (the health notices a death within a
+// heartbeat, half a second): not at the time-out, and not naming no one.
+void ExpectTheSurvivorsToNameWorker3(const std::string& backend,
+                                     const std::function<bool(const WorkerProcesses&)>& reached,
+                                     bool stop_first) {
+  WorkerProcesses processes(kStartUpWorkers, kWorker, {"mwms", backend},
+                            {"CHORUS_TIMEOUT_SECONDS=10"});
+  const int victim = kStartUpWorkers - 1;
+  const auto give_up = std::chrono::steady_clock::now() + seconds(30);
+  while (!reached(processes) && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (stop_first) {
+    processes.Kill(victim, SIGSTOP);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  processes.Kill(victim, SIGKILL);
+  const auto killed = std::chrono::steady_clock::now();
+  ASSERT_LT(killed, give_up) << "worker 3 never got there";
+  std::vector<double> took(kStartUpWorkers, -1);
+  while (std::chrono::steady_clock::now() - killed < seconds(20)) {
+    bool all_done = true;
+    for (int w = 0; w < victim; ++w) {
+      if (took[w] < 0 && processes.Done(w)) {
+        took[w] = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+      }
+      all_done = all_done && took[w] >= 0;
+    }
+    if (all_done) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const auto results = processes.Wait(seconds(0));
+  for (int w = 0; w < victim; ++w) {
+    SCOPED_TRACE("worker " + std::to_string(w));
+    EXPECT_TRUE(results[w].exited) << Show(results);
+    EXPECT_EQ(results[w].exit_code, 3) << Show(results);
+    EXPECT_NE(results[w].output.find("worker 3 died: its process ended"), std::string::npos)
+        << Show(results);
+    EXPECT_GE(took[w], 0) << Show(results);
+    EXPECT_LT(took[w], 3.0) << Show(results);
+  }
+}
+
+// Worker 3 is stopped as soon as it has joined the job (its store connection and its health
+// connection to the leader are open), and killed while the others wait for it in the start-up's
+// rendezvous.
+TEST(StartUp, AWorkerKilledInTheRendezvousIsNamedAtOnce) {
+  ExpectTheSurvivorsToNameWorker3(
+      "core_ring",
+      [](const WorkerProcesses& processes) {
+        int to_the_leader = 0;
+        for (const TcpSocket& socket : TcpSocketsOf(processes.pid(kStartUpWorkers - 1))) {
+          if (socket.state == "01" && socket.remote_port == processes.port(0)) ++to_the_leader;
+        }
+        return to_the_leader >= 2;
+      },
+      true);
+}
+
+#ifdef CHORUS_HAVE_GLOO
+// Worker 3 is killed as soon as its Gloo pairs listen: the others wait for it in the store or in
+// Gloo's connect, which waits five time-outs for a peer's connection unless the plugin ends it.
+TEST(StartUp, AWorkerKilledInGloosCreateIsNamedAtOnce) {
+  ExpectTheSurvivorsToNameWorker3(
+      "gloo",
+      [](const WorkerProcesses& processes) {
+        return !ListeningPorts(processes.pid(kStartUpWorkers - 1)).empty();
+      },
+      false);
+}
+#endif
+
+// Worker 3 of 4 is killed before it could join: the others fail at the time-out (2 s), naming it.
+TEST(StartUp, AWorkerThatNeverCameIsNamedAtTheTimeOut) {
+  const auto start = std::chrono::steady_clock::now();
+  WorkerProcesses processes(kStartUpWorkers, kWorker, {"mwms", "core_ring"},
+                            {"CHORUS_TIMEOUT_SECONDS=2"});
+  processes.Kill(kStartUpWorkers - 1, SIGKILL);
+  const auto results = processes.Wait(seconds(30));
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (int w = 0; w < kStartUpWorkers - 1; ++w) {
+    SCOPED_TRACE("worker " + std::to_string(w));
+    EXPECT_TRUE(results[w].exited) << Show(results);
+    EXPECT_EQ(results[w].exit_code, 3) << Show(results);
+    EXPECT_NE(results[w].output.find("worker 3 did not join within 2 s"), std::string::npos)
+        << Show(results);
+  }
+  EXPECT_LT(took, 10.0) << Show(results);
+}
 
 }  // namespace
 }  // namespace chorus::test

@@ -128,6 +128,16 @@ TEST_F(JobSecretEnvironmentTest, BadSettingsAreNamed) {
             std::string::npos);
 }
 
+// A directory (read as a stream, an empty file) is named as such.
+TEST_F(JobSecretEnvironmentTest, ADirectoryIsNamed) {
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  ::setenv("CHORUS_JOB_SECRET_FILE", dir.c_str(), 1);
+  EXPECT_NE(ErrorOf([] {
+              JobSecret::FromEnvironment();
+            }).find("CHORUS_JOB_SECRET_FILE=" + dir + " is a directory, not a file"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace chorus
 

@@ -376,6 +376,25 @@ TEST(TcpStoreTest, AClientLostWithoutGoodbyeIsRecorded) {
   EXPECT_FALSE(observer->Check("chorus/lost/worker 1"));
 }
 
+// A member is lost when its last connection closes without a goodbye: one it gives up while
+// another stays open (a survivor abandons its store connection when the job fails) is not a
+// death.
+TEST(TcpStoreTest, AMemberWithAConnectionStillOpenIsNotLost) {
+  const auto server = TcpStoreServer::Start("127.0.0.1", 0);
+  const auto observer = ConnectTcpStore("127.0.0.1", server->port(), 5s);
+  const auto first = ConnectTcpStore("127.0.0.1", server->port(), 5s);
+  const auto second = ConnectTcpStore("127.0.0.1", server->port(), 5s);
+  AnnounceTcpStoreClient(*first, "worker 4");
+  AnnounceTcpStoreClient(*second, "worker 4");
+  AbandonTcpStore(*first, "given up");
+  EXPECT_EQ(Thrown([&] { first->Check("k"); }).status(), CHORUS_PEER_LOST);
+  std::this_thread::sleep_for(200ms);  // the server has seen the connection close
+  EXPECT_FALSE(observer->Check("chorus/lost/worker 4"));
+  AbandonTcpStore(*second, "given up too");
+  EXPECT_EQ(ToString(observer->Get("chorus/lost/worker 4", 5s)), "1");
+  EXPECT_EQ(ToString(observer->Get("chorus/lost", 0ms)), "worker 4");
+}
+
 // Forks a member that, after `delay`, connects, says hello as `name`, reads key "data" and
 // leaves; its exit code is 0 when it read "x". Returns its pid.
 pid_t LateMember(uint16_t port, const std::string& name, milliseconds delay) {

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <string_view>
 #include <thread>
 
 #include "base/abort_scope.h"
@@ -179,11 +180,26 @@ std::unique_ptr<Communicator> Communicator::Create(const Registry& registry,
   self->plan_ = plan;
   Activity activity(*self);
   internal::RegistryScope registry_scope(registry);  // for a plugin that composes others
-  if (config.check_plan && config.size > 1) self->CheckPlanAcrossRanks(registry);
-  self->backends_.reserve(plan.collectives.size());
-  // Every rank creates the same collectives in the same order, so their rendezvous meet.
-  for (size_t i = 0; i < plan.collectives.size(); ++i) {
-    self->AddBackend(registry, plan.collectives[i], OptionsFor(plan, i, config));
+  try {
+    if (config.check_plan && config.size > 1) self->CheckPlanAcrossRanks(registry);
+    self->backends_.reserve(plan.collectives.size());
+    // Every rank creates the same collectives in the same order, so their rendezvous meet.
+    for (size_t i = 0; i < plan.collectives.size(); ++i) {
+      self->AddBackend(registry, plan.collectives[i], OptionsFor(plan, i, config));
+    }
+  } catch (const Error& e) {
+    // A peer that went or fell silent during the creation: the job's health knows which worker.
+    const chorus_status status = e.status();
+    if (!config.health ||
+        (status != CHORUS_PEER_LOST && status != CHORUS_TIMEOUT && status != CHORUS_ABORTED)) {
+      throw;
+    }
+    const auto failure = config.health->Diagnose(status, kDiagnoseWithin);
+    if (!failure || std::string_view(e.what()).find(failure->cause) != std::string_view::npos) {
+      throw;
+    }
+    throw Error(failure->status, "communicator '" + config.name +
+                                     "' could not be created: " + failure->cause + "; " + e.what());
   }
   if (config.health) {
     // A failure the job's health finds ends every operation at once, naming its cause.

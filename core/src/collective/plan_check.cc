@@ -3,6 +3,7 @@
 #include <chorus/base/error.h>
 
 #include <algorithm>
+#include <chorus/plugin_sdk.hpp>
 #include <sstream>
 
 #include "base/text.h"
@@ -10,27 +11,16 @@
 namespace chorus::internal {
 namespace {
 
-// Serialized form: each field as <decimal length>':'<bytes>, so that any value round-trips.
-void Put(std::string& out, const std::string& field) {
-  out += std::to_string(field.size());
-  out += ':';
-  out += field;
-}
+// Serialized form: each field as sdk::PutField writes it, so that any value round-trips.
+void Put(std::string& out, const std::string& field) { sdk::PutField(out, field); }
 
 class Reader {
  public:
-  explicit Reader(const std::string& text) : text_(text) {}
+  explicit Reader(const std::string& text) : fields_(text) {}
   std::string Next() {
-    const size_t colon = text_.find(':', at_);
-    if (colon == std::string::npos) Corrupt();
-    size_t length = 0;
-    for (size_t i = at_; i < colon; ++i) {
-      if (text_[i] < '0' || text_[i] > '9') Corrupt();
-      length = length * 10 + static_cast<size_t>(text_[i] - '0');
-    }
-    if (colon == at_ || length > text_.size() - colon - 1) Corrupt();
-    at_ = colon + 1 + length;
-    return text_.substr(colon + 1, length);
+    std::optional<std::string> field = fields_.Next();
+    if (!field) Corrupt();
+    return std::move(*field);
   }
   int NextInt() {
     const std::string field = Next();
@@ -47,8 +37,7 @@ class Reader {
                 "the choices another rank published for the communicator are not in the form "
                 "this rank writes (is every worker running the same chorus build?)");
   }
-  const std::string& text_;
-  size_t at_ = 0;
+  sdk::FieldReader fields_;
 };
 
 std::string SecondsText(double seconds) {

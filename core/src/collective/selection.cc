@@ -5,7 +5,6 @@
 #include <strings.h>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -13,6 +12,7 @@
 #include <sstream>
 
 #include "base/logging.h"
+#include "base/variable_file.h"
 #include "collective/current_registry.h"
 
 namespace chorus {
@@ -87,6 +87,12 @@ int SectionNumber(const std::string& value, const std::string& where) {
   } catch (const std::exception&) {
   }
   throw Error(CHORUS_INVALID_ARGUMENT, where + ": '" + value + "' is not a positive number or *");
+}
+
+// How a section of the tuning file names the job shape it is for: "[workers=2 hosts=*]".
+std::string SectionName(int workers, int hosts) {
+  const auto number = [](int n) { return n != 0 ? std::to_string(n) : std::string("*"); };
+  return "[workers=" + number(workers) + " hosts=" + number(hosts) + "]";
 }
 
 }  // namespace
@@ -313,9 +319,17 @@ TuningFile TuningFile::Parse(const std::string& text, const std::string& path) {
   int number = 0;
   std::string pending;  // rule lines of the current section, joined with ';'
   int pending_line = 0;
+  // Where the section of each job shape (workers, hosts) began. Two sections for one shape would
+  // leave it to their order which rules win; the rules before any section are every job's.
+  std::map<std::pair<int, int>, int> section_at;
+  int every_job_rules_at = 0;  // the line of the first rule before any section
   auto flush = [&] {
     if (pending.empty()) return;
-    if (file.sections.empty()) file.sections.push_back({});
+    if (file.sections.empty()) {
+      file.sections.push_back({});
+      section_at[{0, 0}] = pending_line;
+      every_job_rules_at = pending_line;
+    }
     file.sections.back().rules = ParseAlgorithmRules(
         pending, path + " (rules from line " + std::to_string(pending_line) + ")");
     pending.clear();
@@ -334,6 +348,7 @@ TuningFile TuningFile::Parse(const std::string& text, const std::string& path) {
       section.line = number;
       std::istringstream keys(content.substr(1, content.size() - 2));
       std::string pair;
+      std::set<std::string> keys_seen;
       while (keys >> pair) {
         const auto equals = pair.find('=');
         const std::string key = pair.substr(0, equals);
@@ -346,6 +361,27 @@ TuningFile TuningFile::Parse(const std::string& text, const std::string& path) {
           throw Error(CHORUS_INVALID_ARGUMENT,
                       where + ": unknown key '" + key + "' in a section (known: workers, hosts)");
         }
+        if (!keys_seen.insert(key).second) {
+          throw Error(CHORUS_INVALID_ARGUMENT,
+                      where + ": '" + key + "' appears twice in one section; give it once");
+        }
+      }
+      const auto [first, added] =
+          section_at.emplace(std::pair{section.workers, section.hosts}, number);
+      if (!added) {
+        const std::string shape = SectionName(section.workers, section.hosts);
+        if (first->second == every_job_rules_at) {
+          throw Error(CHORUS_INVALID_ARGUMENT,
+                      where + ": a section " + shape +
+                          " for every job, but the rules before the first section (from " + path +
+                          ":" + std::to_string(every_job_rules_at) +
+                          ") already apply to every job; merge the two");
+        }
+        throw Error(CHORUS_INVALID_ARGUMENT,
+                    where + ": a second section " + shape +
+                        " for the same job shape as the one at " + path + ":" +
+                        std::to_string(first->second) +
+                        ", whose rules would silently come first; merge the two sections");
       }
       file.sections.push_back(section);
       continue;
@@ -358,16 +394,11 @@ TuningFile TuningFile::Parse(const std::string& text, const std::string& path) {
 }
 
 TuningFile TuningFile::Load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    throw Error(CHORUS_INVALID_ARGUMENT,
-                "CHORUS_TUNING_FILE=" + path +
-                    ": cannot read the file (write one with chorus-bench --tuning-file, or unset "
-                    "the variable)");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return Parse(text.str(), path);
+  return Parse(
+      ReadVariableFile("CHORUS_TUNING_FILE", path,
+                       "point it at a tuning file (chorus-bench --tuning-file writes one), "
+                       "or unset the variable"),
+      path);
 }
 
 TuningFile TuningFile::FromEnvironment() {
@@ -396,13 +427,8 @@ std::vector<AlgorithmRule> TuningFile::RulesFor(const JobShape& shape,
   for (const Section* section : matching) {
     if (section->rules.empty()) continue;
     rules.insert(rules.end(), section->rules.begin(), section->rules.end());
-    names.push_back(
-        section->line == 0
-            ? std::string("(every job)")
-            : "[workers=" +
-                  (section->workers ? std::to_string(section->workers) : std::string("*")) +
-                  " hosts=" + (section->hosts ? std::to_string(section->hosts) : std::string("*")) +
-                  "]");
+    names.push_back(section->line == 0 ? std::string("(every job)")
+                                       : SectionName(section->workers, section->hosts));
   }
   if (sections_used != nullptr) *sections_used = Join(names, " ");
   return rules;

@@ -6,6 +6,7 @@
 #include <chorus/rendezvous/rendezvous.h>
 
 #include <chrono>
+#include <sstream>
 
 #include "base/launcher_watch.h"
 #include "base/logging.h"
@@ -103,12 +104,43 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
     }
   });
 
+  // Until the communicator exists, a failure the health finds (a worker that died or stopped
+  // during the start-up, having joined) ends every wait of the start-up at once, naming it: they
+  // all wait on the store, this worker's own and the collectives' alike. The communicator's own
+  // subscription takes over once it exists. (A constructor that throws leaves the subscription
+  // to the health's end.)
+  const JobHealth::Subscription start_up =
+      health_->Subscribe([store = std::weak_ptr<KvStore>(store_)](const JobFailure& failure) {
+        const auto alive = store.lock();
+        if (!alive) return;
+        try {
+          AbandonTcpStore(*alive, "the job failed during its start-up: " + failure.cause);
+        } catch (...) {  // not a tcp store
+        }
+      });
+  // Worker w's value of a start-up key; one that never writes it did not join.
+  const auto from_worker = [&](const std::string& key, int w) {
+    try {
+      return ToString(store_->Get(key + std::to_string(w), timeout));
+    } catch (const Error& e) {
+      if (e.status() != CHORUS_TIMEOUT) throw;  // an abandoned store names its cause
+      std::ostringstream seconds;
+      seconds << *communication_options().timeout_seconds;
+      throw Error(CHORUS_TIMEOUT,
+                  "MultiWorkerMirroredStrategy (" + resolver_->task_name() +
+                      "): " + resolver_->TaskNameOf(w) + " did not join within " + seconds.str() +
+                      " s (waited for '" + key + std::to_string(w) + "' on the " +
+                      store_->Describe() +
+                      "; is every worker started, with the same job? CHORUS_TIMEOUT_SECONDS or "
+                      "CommunicationOptions.timeout_seconds say how long to wait)");
+    }
+  };
+
   // Every worker must have as many replicas, or the global replica ids and MEAN go wrong.
   const auto local = static_cast<int64_t>(devices().size());
   store_->Set("mwms/local_replicas/" + std::to_string(id), ToBytes(std::to_string(local)));
   for (int w = 0; w < workers; ++w) {
-    const std::string theirs =
-        ToString(store_->Get("mwms/local_replicas/" + std::to_string(w), timeout));
+    const std::string theirs = from_worker("mwms/local_replicas/", w);
     if (theirs != std::to_string(local)) {
       throw Error(CHORUS_INVALID_ARGUMENT,
                   "MultiWorkerMirroredStrategy: " + resolver_->TaskNameOf(w) + " has " + theirs +
@@ -124,7 +156,7 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
   store_->Set("mwms/machine/" + std::to_string(id), ToBytes(machine));
   std::vector<std::string> machines;
   for (int w = 0; w < workers; ++w) {
-    machines.push_back(ToString(store_->Get("mwms/machine/" + std::to_string(w), timeout)));
+    machines.push_back(from_worker("mwms/machine/", w));
   }
   // The cross-worker step moves host memory: the local result is staged there (cross_device_ops).
   const JobShape shape = JobShape::FromHostIds(machines, "host");
@@ -148,6 +180,7 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
       resolver_->task_name(), workers, shape.Describe(), local, collective_.name,
       collective_.source);
   AttachCommunicator(Communicator::Create(Registry::Global(), plan, config));
+  health_->Unsubscribe(start_up);
 }
 
 MultiWorkerMirroredStrategy::~MultiWorkerMirroredStrategy() {

@@ -24,8 +24,10 @@ std::string ReadSecretFile(const std::string& path) {
                                              "; point it at the job's secret file");
   }
   if (!S_ISREG(info.st_mode)) {
-    throw Error(CHORUS_INVALID_ARGUMENT,
-                "CHORUS_JOB_SECRET_FILE=" + path + " is not a regular file");
+    throw Error(CHORUS_INVALID_ARGUMENT, "CHORUS_JOB_SECRET_FILE=" + path +
+                                             (S_ISDIR(info.st_mode) ? " is a directory, not a file"
+                                                                    : " is not a regular file") +
+                                             "; point it at the job's secret file");
   }
   // As ssh does with private keys: a secret other users can read protects nothing.
   if ((info.st_mode & (S_IRWXG | S_IRWXO)) != 0) {

@@ -699,8 +699,15 @@ class Server : public TcpStoreServer {
       return true;
     });
     for (const std::string& name : lost) {
-      // One record per member, though it may have had several connections.
+      // One record per member, though it may have had several connections. A member with a
+      // connection still open is alive: it gave one up (a survivor that abandons its store
+      // connection when the job fails), and is lost only if its last one closes without a
+      // goodbye too. A process that dies closes all of them at once.
       if (values_.count(tcp_store::LostKey(name)) != 0) continue;
+      const bool still_connected =
+          std::any_of(connections_.begin(), connections_.end(),
+                      [&](const auto& entry) { return entry.second.name == name; });
+      if (still_connected) continue;
       Log().warn(
           "rendezvous: '{}' closed its connection to the tcp store on {} without saying goodbye; "
           "recording it as lost under '{}'",

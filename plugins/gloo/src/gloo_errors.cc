@@ -1,11 +1,13 @@
 #include "gloo_errors.h"
 
+#include <arpa/inet.h>
 #include <gloo/common/error.h>
 #include <gloo/common/logging.h>
 
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <exception>
 #include <new>
 
@@ -51,8 +53,35 @@ chorus_status StatusOfGlooMessage(std::string_view message) {
   return CHORUS_INTERNAL;
 }
 
+std::string WithHostOrderPorts(std::string_view gloo_message) {
+  std::string out;
+  size_t at = 0;
+  for (;;) {
+    const size_t mark = gloo_message.find("]:", at);
+    if (mark == std::string_view::npos) break;
+    const size_t digits = mark + 2;
+    size_t end = digits;
+    while (end < gloo_message.size() && std::isdigit(static_cast<unsigned char>(gloo_message[end])))
+      ++end;
+    out += gloo_message.substr(at, digits - at);
+    unsigned stored = 0;
+    const bool parsed =
+        std::from_chars(gloo_message.data() + digits, gloo_message.data() + end, stored).ec ==
+        std::errc();
+    if (end > digits && parsed && stored <= 0xffff) {
+      out += std::to_string(ntohs(static_cast<uint16_t>(stored)));
+    } else {
+      out += gloo_message.substr(digits, end - digits);
+    }
+    at = end;
+  }
+  out += gloo_message.substr(at);
+  return out;
+}
+
 std::string DescribeGlooFailure(chorus_status status, std::string_view what,
-                                std::string_view gloo_message, int64_t timeout_ms) {
+                                std::string_view raw_gloo_message, int64_t timeout_ms) {
+  const std::string gloo_message = WithHostOrderPorts(raw_gloo_message);
   std::string message(what);
   switch (status) {
     case CHORUS_TIMEOUT:

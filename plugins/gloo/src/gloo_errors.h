@@ -19,7 +19,13 @@ const char* StatusName(chorus_status status);
 // pipe", "Connection refused"), else CHORUS_INTERNAL.
 chorus_status StatusOfGlooMessage(std::string_view message);
 
-// The chorus message for a Gloo failure of that status; `what` names the call, e.g.
+// `gloo_message` with the ports of the addresses it quotes ("[127.0.0.1]:16540") in host byte
+// order ("[127.0.0.1]:40000"): this Gloo's Address::str() prints them as stored, in network byte
+// order, so its messages name ports no process uses.
+std::string WithHostOrderPorts(std::string_view gloo_message);
+
+// The chorus message for a Gloo failure of that status (quoting `gloo_message` with
+// WithHostOrderPorts); `what` names the call, e.g.
 // "gloo all_reduce (rank 1 of 4)".
 std::string DescribeGlooFailure(chorus_status status, std::string_view what,
                                 std::string_view gloo_message, int64_t timeout_ms);

@@ -9,10 +9,12 @@
 namespace chorus::gloo_plugin {
 namespace {
 
-// Gloo 0.0~git20220518 names its rendezvous keys after the rank that publishes them: "rank_3"
-// and "3". The rank, or nothing for any other key.
+// The set-up (connect.cc) names its keys after the rank that publishes them:
+// "setup1/addresses/3", "setup1/report/3". The rank, or nothing for any other key.
 std::optional<int> PublisherOf(std::string_view key) {
-  if (key.substr(0, 5) == "rank_") key.remove_prefix(5);
+  if (const size_t slash = key.rfind('/'); slash != std::string_view::npos) {
+    key.remove_prefix(slash + 1);
+  }
   if (key.empty() || key.size() > 9) return std::nullopt;
   int rank = 0;
   for (char c : key) {
@@ -70,21 +72,6 @@ std::vector<char> KvStoreAdapter::get(const std::string& key) {
     }
     value.resize(size);  // the value is larger than the buffer: read it again, whole
   }
-}
-
-void KvStoreAdapter::wait(const std::vector<std::string>& keys) {
-  wait(keys, std::chrono::milliseconds(timeout_ms_));
-}
-
-void KvStoreAdapter::wait(const std::vector<std::string>& keys,
-                          const std::chrono::milliseconds& timeout) {
-  // Gloo passes the context's time-out, which is the communicator's; 0 would mean "none" to Gloo.
-  const int64_t timeout_ms = timeout.count() > 0 ? timeout.count() : timeout_ms_;
-  std::vector<const char*> names;
-  names.reserve(keys.size());
-  for (const std::string& key : keys) names.push_back(key.c_str());
-  const chorus_status status = store_.wait(store_.ctx, names.data(), names.size(), timeout_ms);
-  if (status != CHORUS_OK) Failed(status, "wait", keys, timeout_ms);
 }
 
 }  // namespace chorus::gloo_plugin

@@ -289,6 +289,38 @@ class StoreView {
   const chorus_kv_store* store_;
 };
 
+// Several texts in one value (what a rank publishes through the store) and back: each as
+// <decimal length>':'<bytes>, so that any text, with any bytes, comes back as it was written.
+inline void PutField(std::string& out, std::string_view field) {
+  out += std::to_string(field.size());
+  out += ':';
+  out += field;
+}
+
+// Reads back, in order, what PutField wrote.
+class FieldReader {
+ public:
+  explicit FieldReader(std::string_view text) : text_(text) {}
+  // The next field; nullopt for text PutField did not write (or past the end).
+  std::optional<std::string> Next() {
+    const size_t colon = text_.find(':', at_);
+    if (colon == std::string_view::npos || colon == at_) return std::nullopt;
+    size_t length = 0;
+    for (size_t i = at_; i < colon; ++i) {
+      if (text_[i] < '0' || text_[i] > '9' || length > text_.size()) return std::nullopt;
+      length = length * 10 + static_cast<size_t>(text_[i] - '0');
+    }
+    if (length > text_.size() - colon - 1) return std::nullopt;
+    at_ = colon + 1 + length;
+    return std::string(text_.substr(colon + 1, length));
+  }
+  bool AtEnd() const { return at_ == text_.size(); }
+
+ private:
+  std::string_view text_;
+  size_t at_ = 0;
+};
+
 // The requests of a plugin that never hands one out: every call is INVALID_ARGUMENT.
 inline chorus_status NoRequestTest(chorus_request*, int*) {
   return SetError(CHORUS_INVALID_ARGUMENT,

@@ -101,8 +101,12 @@ struct TuningFile {
   };
   std::vector<Section> sections;
 
-  // Throws Error(INVALID_ARGUMENT) naming the file, the line and the problem.
+  // Throws Error(INVALID_ARGUMENT) naming the file, the line and the problem; for a second
+  // section of the same job shape (also a [workers=* hosts=*] section after rules for every job),
+  // both lines.
   static TuningFile Parse(const std::string& text, const std::string& path);
+  // Throws Error(INVALID_ARGUMENT) naming the path: a directory, a file that does not exist or
+  // cannot be read, or what Parse finds.
   static TuningFile Load(const std::string& path);
   // CHORUS_TUNING_FILE's, or an empty one when it is unset.
   static TuningFile FromEnvironment();

@@ -49,10 +49,11 @@ std::shared_ptr<KvStore> ConnectTcpStore(const std::string& host, uint16_t port,
                                          std::chrono::milliseconds timeout);
 
 // Names this client to the server (e.g. "worker 2") for the health check: when its connection
-// closes without the goodbye that destroying the store sends (the process died), the server sets
-// "chorus/lost/<name>" = "1" and appends the name to "chorus/lost" (a comma list), which every
-// other client can wait on. Throws Error(CHORUS_INVALID_ARGUMENT) when `store` is not a store
-// ConnectTcpStore returned (a WithPrefix view of one is not).
+// closes without the goodbye that destroying the store sends (the process died), and no other
+// connection of that name is open, the server sets "chorus/lost/<name>" = "1" and appends the
+// name to "chorus/lost" (a comma list), which every other client can wait on. Throws
+// Error(CHORUS_INVALID_ARGUMENT) when `store` is not a store ConnectTcpStore returned (a WithPrefix
+// view of one is not).
 void AnnounceTcpStoreClient(KvStore& store, const std::string& name);
 
 // Leaves the store now: says goodbye and closes the connection, as destroying the store does;
@@ -65,8 +66,9 @@ void LeaveTcpStore(KvStore& store);
 // Gives the store up from any thread, even while another thread waits in it: that wait and every
 // later operation throw Error(CHORUS_PEER_LOST) with `reason` at once. For a leader known to be
 // dead or stopped (JobHealth), so that nothing of this process (a plugin's goodbye in the store,
-// say) waits for a store that will not answer. Throws Error(CHORUS_INVALID_ARGUMENT) for a store
-// ConnectTcpStore did not return.
+// say) waits for a store that will not answer; and for a start-up that cannot finish (a worker
+// died), so that no wait of it lasts until its time-out. Throws Error(CHORUS_INVALID_ARGUMENT) for
+// a store ConnectTcpStore did not return.
 void AbandonTcpStore(KvStore& store, const std::string& reason);
 
 // A store kept as files in `directory` (created if missing), which every worker must see (a

@@ -6,8 +6,9 @@
 // (chorus/base/exit_status.h) after printing what did not return.
 // So a plugin that ignores its time-out and its abort cannot hang a job.
 //
-// Arming and disarming cost a mutex and a list link, no allocation: the watched call lives on
-// the caller's stack. The thread wakes every 100 ms while anything is armed and sleeps otherwise.
+// Arming and disarming cost a clock read, a mutex and a list link, no allocation and no system
+// call: the watched call lives on the caller's stack, and the watchdog's thread (started by the
+// first Arm) looks at the list every 100 ms.
 #ifndef CHORUS_BASE_WATCHDOG_H_
 #define CHORUS_BASE_WATCHDOG_H_
 

@@ -7,7 +7,8 @@
 #   3. ThreadSanitizer build, the threaded tests (replica threads, stores, tcp transport, the ucx
 #      transport (its progress thread, four threads on one endpoint),
 #      ring collective, the hierarchical collective with ranks as threads, the parameter-server
-#      coordinator with its ps and worker processes, the fit loop and its metrics;
+#      coordinator with its ps and worker processes, the fit loop and its metrics, the watchdog
+#      over plugin calls, the checkpoint manager, a multi-worker start-up that fails;
 #      cmake/tsan_suppressions.txt drops reports
 #      inside Debian's gRPC and abseil, which are not built for TSan).
 # The release build uses g++, the sanitizer builds Clang and lld (README: why).

@@ -274,10 +274,9 @@ struct TrainingTotals {
 
 // The chief prints the tutorial's line after every epoch (with the epoch's time and training
 // images per second).
-chorus::EpochEndCallback TutorialLine(const Flags& flags, int64_t batch_size,
-                                      TrainingTotals& totals) {
-  return chorus::EpochEndCallback([&flags, batch_size, &totals](chorus::FitState& state,
-                                                                const chorus::EpochLogs& logs) {
+chorus::EpochEndCallback TutorialLine(int64_t batch_size, TrainingTotals& totals) {
+  return chorus::EpochEndCallback([batch_size, &totals](chorus::FitState& state,
+                                                        const chorus::EpochLogs& logs) {
     totals.seconds += logs.train_seconds;
     totals.steps += logs.steps;
     if (!state.chief) return;
@@ -296,7 +295,7 @@ chorus::EpochEndCallback TutorialLine(const Flags& flags, int64_t batch_size,
 // `manager`'s directory, and the tutorial's line.
 struct ExampleCallbacks {
   ExampleCallbacks(const Flags& flags, int64_t batch_size, chorus::CheckpointManager& manager)
-      : checkpoints(manager), tutorial_line(TutorialLine(flags, batch_size, totals)) {
+      : checkpoints(manager), tutorial_line(TutorialLine(batch_size, totals)) {
     if (flags.progress != "none") progress.emplace(ProgressMode(flags.progress));
   }
   void AppendTo(std::vector<chorus::Callback*>& callbacks) {

@@ -6,9 +6,11 @@
 // (chorus/base/exit_status.h) after printing what did not return.
 // So a plugin that ignores its time-out and its abort cannot hang a job.
 //
-// Arming and disarming cost a clock read, a mutex and a list link, no allocation and no system
-// call: the watched call lives on the caller's stack, and the watchdog's thread (started by the
-// first Arm) looks at the list every 100 ms.
+// Arming and disarming cost a coarse clock read and two atomic stores or exchanges on a slot of
+// the calling thread's (no lock, no allocation, no system call): the watched call lives on the
+// caller's stack, and the watchdog's thread (started by the first Arm) looks at every thread's
+// slots every 100 ms. A thread has 8 slots, for calls armed inside armed calls; a call armed
+// deeper than that is not watched (the calls around it are).
 #ifndef CHORUS_BASE_WATCHDOG_H_
 #define CHORUS_BASE_WATCHDOG_H_
 
@@ -35,12 +37,9 @@ class WatchedCall {
   virtual void OnLate(const std::string& message) = 0;
 
   // The watchdog's bookkeeping (watchdog.cc).
-  WatchedCall* previous = nullptr;
-  WatchedCall* next = nullptr;
-  std::chrono::steady_clock::time_point late_at;
-  std::chrono::steady_clock::time_point end_at;
+  struct Slot;
+  Slot* slot = nullptr;  // nullptr: not watched (armed too deep)
   std::chrono::milliseconds limit{0};
-  int state = 0;
 
  protected:
   WatchedCall() = default;

@@ -275,20 +275,11 @@ void Communicator::AddBackend(const Registry& registry, const std::string& name,
   args.num_options = raw.size();
   args.address = config_.address.empty() ? nullptr : config_.address.c_str();
   args.host_id = config_.host_id.empty() ? nullptr : config_.host_id.c_str();
-  const std::string what = "create of collective '" + backend.name + "' (" + backend.plugins +
-                           ") on " + TaskName(config_.rank);
+  const std::string what = backend.plugins + ": create of collective '" + backend.name + "' on " +
+                           TaskName(config_.rank);
   const auto timeout = std::chrono::milliseconds(args.timeout_ms);
-  const chorus_status status = internal::CallPlugin(
-      [&] { return backend.plugins + ": " + what; },
-      [&] {
-        // A create that never returns ends the process naming it; there is no communicator to
-        // abort yet, so the plugin's abort flag cannot be raised.
-        auto watch = internal::Watch(
-            internal::WatchdogLimitFor(timeout), internal::kWatchdogGrace, [&] { return what; },
-            [](const std::string& message) { Log().error("{}", message); });
-        return internal::WithSignalsKept(
-            backend.plugins, what, [&] { return backend.api->create(&args, &backend.handle); });
-      });
+  const chorus_status status = internal::CreateInPlugin(
+      what, timeout, [&] { return backend.api->create(&args, &backend.handle); });
   if (status != CHORUS_OK) {
     throw Error(status, "collective '" + backend.name + "' (plugin " + backend.library->name() +
                             ") could not create the communicator of " + TaskName(config_.rank) +
@@ -307,18 +298,18 @@ Communicator::~Communicator() {
   internal::AbortScope scope(*abort_flag_);
   for (auto it = backends_.rbegin(); it != backends_.rend(); ++it) {
     if (it->handle == nullptr) continue;
-    const std::string what = "destroy of collective '" + it->name + "' (" + it->plugins + ") on " +
-                             TaskName(config_.rank);
+    const std::string what =
+        it->plugins + ": destroy of collective '" + it->name + "' on " + TaskName(config_.rank);
     auto watch = internal::Watch(
         internal::WatchdogLimitFor(std::chrono::milliseconds(TimeoutMs(config_.timeout_seconds))),
         internal::kWatchdogGrace, [&] { return what; },
-        [&](const std::string&) { RaiseAbort(CHORUS_TIMEOUT, what + " did not return in time"); });
+        [&](const std::string& message) { RaiseAbort(CHORUS_TIMEOUT, message); });
     try {
       it->api->destroy(it->handle);
     } catch (const std::exception& e) {
-      Log().error("{}", internal::ThrewAcrossTheAbi(it->plugins + ": " + what, e.what()));
+      Log().error("{}", internal::ThrewAcrossTheAbi(what, e.what()));
     } catch (...) {
-      Log().error("{}", internal::ThrewAcrossTheAbi(it->plugins + ": " + what, nullptr));
+      Log().error("{}", internal::ThrewAcrossTheAbi(what, nullptr));
     }
   }
 }

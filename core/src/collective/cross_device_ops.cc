@@ -111,7 +111,12 @@ std::unique_ptr<CrossDeviceOps> CrossDeviceOps::Create(const Registry& registry,
     args.options = self->backends_.empty() ? raw.data() : nullptr;
     args.num_options = self->backends_.empty() ? raw.size() : 0;
     args.devices_last_error = devices.front().enumerator->library().table().last_error;
-    const chorus_status status = backend.api->create(&args, &backend.handle);
+    const std::string plugin = internal::PluginWords(*backend.library);
+    const std::string what = plugin + ": create of cross-device ops '" + backend.name + "'";
+    const chorus_status status = internal::CreateInPlugin(
+        what,
+        std::chrono::milliseconds(static_cast<int64_t>(std::ceil(self->timeout_seconds_ * 1000))),
+        [&] { return backend.api->create(&args, &backend.handle); });
     if (status != CHORUS_OK) {
       throw Error(status, "cross-device ops '" + backend.name + "' (plugin " +
                               backend.library->name() +

@@ -17,12 +17,11 @@ std::string ThrewAcrossTheAbi(const std::string& call, const char* what) {
          "last_error (the SDK's chorus::sdk::Guard does); report it to the plugin's vendor";
 }
 
-void ReportSignalsRestored(const std::string& plugin, const std::string& call,
-                           const std::string& signals) {
+void ReportSignalsRestored(const std::string& call, const std::string& signals) {
   Log().info(
-      "{}: {} changed how this process handles {} (a library it uses installs handlers of its "
-      "own); chorus put the previous handling back, so these signals keep their meaning",
-      plugin, call, signals);
+      "{} changed how this process handles {} (a library it uses installs handlers of its own); "
+      "chorus put the previous handling back, so these signals keep their meaning",
+      call, signals);
 }
 
 }  // namespace chorus::internal

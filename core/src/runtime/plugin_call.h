@@ -8,10 +8,13 @@
 #include <chorus/base/error.h>
 #include <chorus/runtime/plugin_library.h>
 
+#include <chrono>
 #include <exception>
 #include <string>
 
+#include "base/logging.h"
 #include "base/signal_dispositions.h"
+#include "base/watchdog.h"
 
 namespace chorus::internal {
 
@@ -37,25 +40,39 @@ auto CallPlugin(Describe&& describe, Call&& run) -> decltype(run()) {
   }
 }
 
-// Logs that `call` of `plugin` changed the handling of `signals`, which were put back.
-void ReportSignalsRestored(const std::string& plugin, const std::string& call,
-                           const std::string& signals);
+// Logs that `call` ("plugin x (path): create of ...") changed the handling of `signals`, which
+// were put back.
+void ReportSignalsRestored(const std::string& call, const std::string& signals);
 
 // Runs `call` and puts back any signal disposition it changed (base/signal_dispositions.h).
 template <typename Call>
-auto WithSignalsKept(const std::string& plugin, const std::string& call, Call&& run)
-    -> decltype(run()) {
+auto WithSignalsKept(const std::string& call, Call&& run) -> decltype(run()) {
   const SignalDispositions before = SignalDispositions::Take();
   struct Restore {
     const SignalDispositions& before;
-    const std::string& plugin;
     const std::string& call;
     ~Restore() {
       const std::string restored = before.RestoreChanged();
-      if (!restored.empty()) ReportSignalsRestored(plugin, call, restored);
+      if (!restored.empty()) ReportSignalsRestored(call, restored);
     }
-  } restore{before, plugin, call};
+  } restore{before, call};
   return run();
+}
+
+// A plugin's create (`run`, bound by the plugin to `timeout`), described by `what` ("plugin gloo
+// (path): create of collective 'gloo' on worker 1"): under the watchdog (a create that never
+// returns ends the process naming it: there is nothing to abort yet), with the process's signal
+// handling kept (a create may load libraries), and an exception across the ABI named.
+template <typename Create>
+chorus_status CreateInPlugin(const std::string& what, std::chrono::milliseconds timeout,
+                             Create&& run) {
+  return CallPlugin([&] { return what; },
+                    [&] {
+                      auto watch = Watch(
+                          WatchdogLimitFor(timeout), kWatchdogGrace, [&] { return what; },
+                          [](const std::string& message) { Log().error("{}", message); });
+                      return WithSignalsKept(what, run);
+                    });
 }
 
 }  // namespace chorus::internal

@@ -30,4 +30,15 @@ output=$(env -u CHORUS_CROSS_DEVICE_OPS -u CHORUS_PLUGIN_PATH CHORUS_CPU_DEVICES
 echo "$output"
 grep -qF "4 replicas, cross-device ops reduction_to_one_device, sum right" <<<"$output" ||
   fail "unexpected output"
+# The installed libchorus tries a new plugin file with the installed chorus-plugin-vet, beside it.
+vet=$(find "$scratch/prefix" -path '*/chorus/chorus-plugin-vet' -type f | head -1)
+[[ -x $vet ]] || fail "chorus-plugin-vet is not installed beside libchorus (<libdir>/chorus/)"
+plugin=$(find "$build_dir" -name 'libchorus-shm.so' -path '*/plugins/*' | head -1)
+if [[ -n $plugin ]]; then
+  output=$(env -u CHORUS_PLUGIN_PATH CHORUS_CACHE_DIR="$scratch/cache" CHORUS_PLUGINS="$plugin" \
+    CHORUS_LOG_LEVEL=debug CHORUS_CPU_DEVICES=4 "$scratch/build/chorus_user_program" 2>&1) ||
+    { echo "$output" >&2; fail "the program failed with a plugin to try"; }
+  grep -qF "plugin vetting: trying $plugin in a separate process" <<<"$output" ||
+    { echo "$output" >&2; fail "the installed libchorus did not try the plugin file first"; }
+fi
 echo "check_install: passed"

@@ -14,7 +14,7 @@ compiler_args=()
 [[ -n ${4:-} ]] && compiler_args=(-DCMAKE_CXX_COMPILER="$4")
 program_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/user_program" && pwd)
 fail() { echo "check_install: FAILED: $*" >&2; exit 1; }
-rm -rf "$scratch/prefix" "$scratch/build"
+rm -rf "$scratch/prefix" "$scratch/build" "$scratch/cache"
 mkdir -p "$scratch"
 cmake --install "$build_dir" --prefix "$scratch/prefix" >"$scratch/install.log" 2>&1 ||
   { cat "$scratch/install.log" >&2; fail "cmake --install"; }

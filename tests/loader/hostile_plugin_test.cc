@@ -15,10 +15,12 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -100,6 +102,35 @@ TEST_F(HostilePlugins, AnEntryPointThatCrashesOrHangsIsRejectedAndTheOthersLoad)
   }
   EXPECT_EQ(rejected, 2u);
   EXPECT_EQ(usable, 1u);
+}
+
+// Without a writable home (a batch system's, a container's) the verdicts go to a folder of the
+// user's own under $TMPDIR, so that every process does not try every plugin again.
+TEST_F(HostilePlugins, WithoutAWritableHomeTheVerdictsGoToAPrivateTemporaryFolder) {
+  const std::string home_is_a_file = (cache_ / "home").string();
+  fs::create_directories(cache_);
+  std::ofstream(home_is_a_file).close();
+  unsetenv("CHORUS_CACHE_DIR");
+  const std::optional<std::string> home =
+      getenv("HOME") ? std::optional<std::string>(getenv("HOME")) : std::nullopt;
+  const std::optional<std::string> xdg = getenv("XDG_CACHE_HOME")
+                                             ? std::optional<std::string>(getenv("XDG_CACHE_HOME"))
+                                             : std::nullopt;
+  setenv("HOME", home_is_a_file.c_str(), 1);
+  unsetenv("XDG_CACHE_HOME");
+  setenv("TMPDIR", cache_.c_str(), 1);
+  LoaderOptions options;
+  options.search_dirs = {FAKE_HOSTILE_DIR};
+  options.filter = "fake_entry_crashes";
+  const Discovery discovery = DiscoverPlugins(options);
+  if (home) setenv("HOME", home->c_str(), 1);
+  if (xdg) setenv("XDG_CACHE_HOME", xdg->c_str(), 1);
+  unsetenv("TMPDIR");
+  EXPECT_NE(RejectionOf(discovery, "fake_entry_crashes"), nullptr);
+  const fs::path folder = cache_ / ("chorus-cache-" + std::to_string(::getuid()));
+  ASSERT_TRUE(fs::is_directory(folder / "plugin-vetting"));
+  EXPECT_EQ(fs::status(folder).permissions() & fs::perms::all, fs::perms::owner_all);
+  EXPECT_FALSE(fs::is_empty(folder / "plugin-vetting"));
 }
 
 TEST_F(HostilePlugins, WithoutVettingACrashWhileOpeningNamesTheFile) {

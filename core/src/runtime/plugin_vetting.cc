@@ -75,10 +75,39 @@ std::map<std::string, Verdict>& Memo() {
   return *memo;
 }
 
+// A folder for the verdicts that exists (or can be made) and can be written, "" when none can.
+bool Writable(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  return ::access(dir.c_str(), W_OK | X_OK) == 0;
+}
+
+// A folder of this user's only under the temporary folder, for a process without a writable
+// home: made with mode 0700, and used only when it is a real folder of this user's with no
+// access for others (another user could otherwise plant verdicts).
+bool PrivateTemporary(const std::string& dir) {
+  ::mkdir(dir.c_str(), 0700);
+  struct stat info {};
+  return ::lstat(dir.c_str(), &info) == 0 && S_ISDIR(info.st_mode) && info.st_uid == ::getuid() &&
+         (info.st_mode & 077) == 0;
+}
+
 std::string CacheDir() {
   if (auto dir = GetEnv("CHORUS_CACHE_DIR")) return *dir + "/plugin-vetting";
-  if (auto dir = GetEnv("XDG_CACHE_HOME")) return *dir + "/chorus/plugin-vetting";
-  if (auto home = GetEnv("HOME")) return *home + "/.cache/chorus/plugin-vetting";
+  std::string base;
+  if (auto dir = GetEnv("XDG_CACHE_HOME")) {
+    base = *dir + "/chorus";
+  } else if (auto home = GetEnv("HOME")) {
+    base = *home + "/.cache/chorus";
+  }
+  if (!base.empty() && Writable(base + "/plugin-vetting")) return base + "/plugin-vetting";
+  // No writable home (a batch system's, a container's): else every process would try every
+  // plugin again.
+  const std::string temporary =
+      GetEnv("TMPDIR").value_or("/tmp") + "/chorus-cache-" + std::to_string(::getuid());
+  if (PrivateTemporary(temporary) && Writable(temporary + "/plugin-vetting")) {
+    return temporary + "/plugin-vetting";
+  }
   return "";
 }
 

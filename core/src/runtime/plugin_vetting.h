@@ -9,8 +9,9 @@
 // within CHORUS_PLUGIN_LOAD_TIMEOUT_SECONDS (default 30) gets the file rejected with that
 // reason, and the job goes on without it. The verdict is kept in a cache file per plugin file,
 // keyed by its path, size and modification time (CHORUS_CACHE_DIR, else $XDG_CACHE_HOME/chorus,
-// else ~/.cache/chorus), so a file is tried once, not once per process: a changed or replaced
-// file is tried again. CHORUS_PLUGIN_VETTING=0 turns it off (a crash at load then ends the process,
+// else ~/.cache/chorus, else, when that cannot be written, a folder of the user's own under
+// $TMPDIR or /tmp), so a file is tried once, not once per process: a changed or replaced file is
+// tried again. CHORUS_PLUGIN_VETTING=0 turns it off (a crash at load then ends the process,
 // naming the file).
 //
 // Why a child process rather than a signal handler: a crash inside a library's constructor

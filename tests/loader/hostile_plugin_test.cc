@@ -38,6 +38,9 @@ std::string Hostile(const std::string& name) {
 class HostilePlugins : public ::testing::Test {
  protected:
   void SetUp() override {
+    // Without the program, plugins load untried and the crashing fake would take this test down.
+    ASSERT_EQ(::access(VET_PROGRAM, X_OK), 0)
+        << VET_PROGRAM << " is missing: build the chorus-plugin-vet target";
     cache_ = fs::temp_directory_path() /
              ("chorus-vetting-" + std::to_string(::getpid()) + "-" +
               ::testing::UnitTest::GetInstance()->current_test_info()->name());

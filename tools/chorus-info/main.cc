@@ -1,6 +1,7 @@
 // chorus-info: every plugin found, its path, ABI version, what it provides, the devices seen,
-// which backend the current variables select, the score table for a job's shape and why each
-// choice won, and why each rejected candidate was rejected.
+// which backend the current variables select, what AUTO picks per operation and size for a job's
+// shape and why (--all: every score; --json: for tools), and why each rejected candidate was
+// rejected.
 #include <chorus/base/error.h>
 #include <chorus/plugin.h>
 
@@ -11,9 +12,13 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"chorus-info: the plugins, devices and backends chorus sees here"};
-  bool plugins_only = false;
+  bool plugins_only = false, all = false, json = false;
   chorus::info::JobDescription job;
   app.add_flag("--plugins-only", plugins_only, "list plugins and rejected candidates only");
+  app.add_flag("--all", all,
+               "every implementation's score per operation and size, and why each excluded one "
+               "scores 0 (lines as wide as the names need)");
+  app.add_flag("--json", json, "everything as one JSON object, for tools");
   app.add_option("--workers", job.workers,
                  "workers of the job whose collectives' scores to show (default 2)")
       ->check(CLI::Range(1, 1 << 20));
@@ -30,18 +35,18 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  std::cout << "chorus core ABI " << CHORUS_ABI_MAJOR << "." << CHORUS_ABI_MINOR << "\n";
   std::vector<std::string> selection_errors;
   try {
     chorus::Registry& registry = chorus::Registry::Global();
-    chorus::info::PrintSearchPath(registry, std::cout);
-    chorus::info::PrintPlugins(registry, std::cout);
-    if (!plugins_only) {
-      chorus::info::PrintDevices(registry, std::cout);
-      selection_errors = chorus::info::PrintSelection(registry, job, std::cout);
-      chorus::info::PrintScores(registry, job, std::cout);
+    const chorus::info::Report report = chorus::info::BuildReport(registry, job, plugins_only);
+    if (json) {
+      chorus::info::PrintJson(registry, report, std::cout);
+    } else if (all) {
+      chorus::info::PrintAll(registry, report, std::cout);
+    } else {
+      chorus::info::PrintSummary(registry, report, std::cout);
     }
-    chorus::info::PrintRejected(registry, std::cout);
+    selection_errors = report.errors;
   } catch (const chorus::Error& e) {
     std::cerr << "chorus-info: " << e.what() << "\n";
     return 2;

@@ -10,10 +10,15 @@
 #include <filesystem>
 #include <iomanip>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 namespace chorus::info {
 
 namespace {
+
+constexpr size_t kColumns = 100;
+constexpr uint64_t kSizes[] = {4096, 65536, 1 << 20, 16 << 20, 64 << 20};
 
 std::string Bytes(uint64_t bytes) {
   if (bytes == 0) return "unknown";
@@ -28,60 +33,30 @@ std::string Join(const std::vector<std::string>& items) {
   return out.empty() ? "(nothing)" : out;
 }
 
-}  // namespace
+std::string SizeName(uint64_t bytes) {
+  if (bytes >= (1 << 20)) return std::to_string(bytes >> 20) + " MiB";
+  if (bytes >= 1024) return std::to_string(bytes >> 10) + " KiB";
+  return std::to_string(bytes) + " B";
+}
 
-void PrintSearchPath(const Registry& registry, std::ostream& out) {
-  out << "Plugin folders, in search order:\n";
-  for (const auto& dir : registry.searched_dirs()) {
-    const auto& unreadable = registry.unreadable_dirs();
-    const auto skipped = std::find_if(unreadable.begin(), unreadable.end(),
-                                      [&](const Rejection& folder) { return folder.path == dir; });
-    std::error_code ec;
-    out << "  " << dir;
-    if (skipped != unreadable.end()) {
-      out << "  (skipped: " << skipped->reason << ")";
-    } else if (!std::filesystem::is_directory(dir, ec)) {
-      out << "  (does not exist)";
+// `first` then `text`, broken at spaces into lines of at most kColumns; continuation lines start
+// with `indent` spaces. A word longer than a line (a path) stays whole.
+void Wrap(std::ostream& out, const std::string& first, const std::string& text, size_t indent) {
+  std::string line = first;
+  std::istringstream words(text);
+  std::string word;
+  bool fresh = true;  // nothing of `text` on this line yet
+  while (words >> word) {
+    if (!fresh && line.size() + 1 + word.size() > kColumns) {
+      out << line << "\n";
+      line = std::string(indent, ' ') + word;
+    } else {
+      line += (fresh ? "" : " ") + word;
     }
-    out << "\n";
+    fresh = false;
   }
-  auto filter = GetEnv("CHORUS_PLUGINS");
-  out << "CHORUS_PLUGINS: " << (filter ? *filter : "(unset: load every plugin found)") << "\n";
+  out << line << "\n";
 }
-
-void PrintPlugins(const Registry& registry, std::ostream& out) {
-  out << "\nPlugins loaded (" << registry.plugins().size() << "):\n";
-  for (const auto& plugin : registry.plugins()) {
-    out << "  " << plugin->name() << "  ABI " << plugin->abi_major() << "." << plugin->abi_minor()
-        << "  version " << plugin->version() << "\n"
-        << "    path:     " << plugin->path() << "\n"
-        << "    provides: " << Join(plugin->Provides()) << "\n";
-    if (!plugin->description().empty()) out << "    about:    " << plugin->description() << "\n";
-    for (const auto& note : plugin->notes()) out << "    note:     " << note << "\n";
-  }
-}
-
-void PrintDevices(const Registry& registry, std::ostream& out) {
-  out << "\nDevices:\n";
-  try {
-    for (const auto& enumerator : registry.DeviceEnumerators()) {
-      out << "  platform " << enumerator->platform() << " (plugin " << enumerator->library().name()
-          << "): " << enumerator->count() << " device(s)\n";
-      for (uint32_t i = 0; i < enumerator->count(); ++i) {
-        const DeviceInfo& info = enumerator->info(i);
-        out << "    [" << i << "] " << info.name << "  kind " << DeviceKindName(info.kind)
-            << "  memory " << Bytes(info.memory_bytes);
-        if (info.numa_node >= 0) out << "  numa " << info.numa_node;
-        if (!info.pci_bus_id.empty()) out << "  pci " << info.pci_bus_id;
-        out << "\n";
-      }
-    }
-  } catch (const Error& e) {
-    out << "  error: " << e.what() << "\n";
-  }
-}
-
-namespace {
 
 JobShape ShapeOf(const JobDescription& job) {
   JobShape shape;
@@ -97,114 +72,64 @@ CommunicationImplementation ImplementationOf(const JobDescription& job) {
                                         : CommunicationImplementation::kAuto;
 }
 
-}  // namespace
-
-std::vector<std::string> PrintSelection(const Registry& registry, const JobDescription& job,
-                                        std::ostream& out) {
-  std::vector<std::string> errors;
-  out << "\nSelected by the current variables:\n";
-  try {
-    const auto devices = registry.DefaultDevices();
-    std::vector<std::string> names;
-    for (const auto& device : devices) names.push_back(device.name());
-    out << "  default devices:  " << Join(names) << "\n";
-    const auto selection = SelectCrossDeviceOps(registry, "", devices);
-    out << "  cross-device ops: " << selection.name << "  (" << selection.source << ")\n";
-  } catch (const Error& e) {
-    out << "  cross-device ops: error: " << e.what() << "\n";
-    errors.push_back(e.what());
-  }
-  out << "  available cross-device ops: " << Join(registry.CrossDeviceOpsNames()) << "\n";
-  const JobShape shape = ShapeOf(job);
-  try {
-    const CollectivePlan plan = PlanCollectives(registry, ImplementationOf(job), shape);
-    out << "  collective (" << shape.Describe() << "): " << plan.collectives.front() << "  ("
-        << plan.source << ")\n";
-  } catch (const Error& e) {
-    out << "  collective (" << shape.Describe() << "): error: " << e.what() << "\n";
-    errors.push_back(e.what());
-  }
-  out << "  available collectives: " << Join(registry.CollectiveNames()) << "\n";
-  return errors;
-}
-
-namespace {
-
-constexpr uint64_t kSizes[] = {4096, 65536, 1 << 20, 16 << 20, 64 << 20};
-
-std::string SizeName(uint64_t bytes) {
-  if (bytes >= (1 << 20)) return std::to_string(bytes >> 20) + " MiB";
-  if (bytes >= 1024) return std::to_string(bytes >> 10) + " KiB";
-  return std::to_string(bytes) + " B";
-}
-
-// One table: a row per operation and size, a column per implementation, then the choice.
-template <typename Names, typename ScoreAt, typename Choice>
-void PrintTable(const Names& names, const std::vector<chorus_collective_op>& ops,
-                ScoreAt&& score_at, Choice&& choice, std::ostream& out) {
-  size_t width = 6;
-  for (const auto& name : names) width = std::max(width, name.size() + 2);
-  out << "    " << std::left << std::setw(16) << "operation" << std::setw(9) << "size";
-  for (const auto& name : names) out << std::setw(static_cast<int>(width)) << name;
-  out << "chosen (why)\n";
+// Fills the rows of `table` for `ops` at every size; `score_at` scores a name, `choice` gives
+// {chosen, why}.
+template <typename ScoreAt, typename Choice>
+void FillTable(const std::vector<chorus_collective_op>& ops, ScoreAt&& score_at, Choice&& choice,
+               ScoreTable* table) {
   std::map<std::string, std::string> zero_reasons;  // name -> a reason it scored 0
   for (chorus_collective_op op : ops) {
     const bool sized = op != CHORUS_OP_BARRIER;
     for (uint64_t bytes : kSizes) {
       if (!sized && bytes != kSizes[0]) break;
-      const uint64_t b = sized ? bytes : 0;
-      out << "    " << std::setw(16) << CollectiveOpName(op) << std::setw(9)
-          << (sized ? SizeName(b) : "-");
-      for (const auto& name : names) {
-        const Score score = score_at(name, op, b);
+      ScoreRow row;
+      row.op = op;
+      row.bytes = sized ? bytes : 0;
+      for (const auto& name : table->names) {
+        const Score score = score_at(name, op, row.bytes);
         if (score.value == 0 && !zero_reasons.count(name)) zero_reasons[name] = score.reason;
-        out << std::setw(static_cast<int>(width))
-            << (score.value ? std::to_string(score.value) : "-");
+        row.scores.push_back(score.value);
       }
-      out << choice(op, b) << "\n";
+      std::tie(row.chosen, row.why) = choice(op, row.bytes);
+      table->rows.push_back(std::move(row));
     }
   }
-  for (const auto& [name, reason] : zero_reasons)
-    out << "    (- " << name << ": " << reason << ")\n";
+  for (auto& [name, reason] : zero_reasons) table->excluded.emplace_back(name, reason);
 }
 
-}  // namespace
-
-void PrintScores(const Registry& registry, const JobDescription& job, std::ostream& out) {
-  out << "\nScores (plugin.h 1.1; AUTO takes the highest per operation and size, f32):\n";
+void BuildCrossDeviceOpsScores(const Registry& registry, ScoreTable* table) {
   try {
     const auto devices = registry.DefaultDevices();
     const JobShape local = LocalShape(devices);
-    out << "  cross-device ops over the default devices (" << local.Describe() << "):\n";
+    table->title = "cross-device ops over the default devices (" + local.Describe() + ")";
     const auto selection = SelectCrossDeviceOps(registry, "", devices);
-    const auto names = registry.CrossDeviceOpsNames();
+    table->names = registry.CrossDeviceOpsNames();
     auto ops = CrossDeviceOps::Create(registry, selection.names, devices);
-    PrintTable(
-        names, {CHORUS_OP_ALL_REDUCE, CHORUS_OP_BROADCAST, CHORUS_OP_ALL_GATHER},
-        [&](const std::string& name, chorus_collective_op op, uint64_t bytes) {
-          const auto entry = registry.FindCrossDeviceOps(name, "chorus-info");
-          return ScoreOf(entry.api->capabilities,
-                         ScoreArgs(op, CHORUS_F32, bytes, local, CHORUS_REQUEST_AUTO));
-        },
+    const auto score_at = [&](const std::string& name, chorus_collective_op op, uint64_t bytes) {
+      const auto entry = registry.FindCrossDeviceOps(name, "chorus-info");
+      return ScoreOf(entry.api->capabilities,
+                     ScoreArgs(op, CHORUS_F32, bytes, local, CHORUS_REQUEST_AUTO));
+    };
+    FillTable(
+        {CHORUS_OP_ALL_REDUCE, CHORUS_OP_BROADCAST, CHORUS_OP_ALL_GATHER}, score_at,
         [&](chorus_collective_op op, uint64_t bytes) {
           const std::string& chosen = ops->BackendFor(op, CHORUS_F32, bytes);
-          if (selection.source.rfind("AUTO", 0) != 0) return chosen + " (" + selection.source + ")";
-          const auto entry = registry.FindCrossDeviceOps(chosen, "chorus-info");
-          const Score score = ScoreOf(entry.api->capabilities,
-                                      ScoreArgs(op, CHORUS_F32, bytes, local, CHORUS_REQUEST_AUTO));
-          return chosen + " (best score, " + std::to_string(score.value) + ")";
+          const bool by_score = selection.source.rfind("AUTO", 0) == 0;
+          return std::make_pair(chosen, by_score ? std::string("best score") : selection.source);
         },
-        out);
+        table);
   } catch (const Error& e) {
-    out << "    error: " << e.what() << "\n";
+    table->error = e.what();
   }
+}
+
+void BuildCollectiveScores(const Registry& registry, const JobDescription& job, ScoreTable* table) {
   const JobShape shape = ShapeOf(job);
-  out << "  collectives for a job of " << shape.Describe()
-      << " (--workers, --hosts; CommunicationOptions " << job.implementation << "):\n";
+  table->title = "collectives for a job of " + shape.Describe() + " (CommunicationOptions " +
+                 job.implementation + ")";
   try {
     const CollectivePlan plan = PlanCollectives(registry, ImplementationOf(job), shape);
-    out << "    primary: " << plan.collectives.front() << " (" << plan.source << ")\n"
-        << "    created: " << Join(plan.collectives) << "\n";
+    table->notes.push_back("created: " + Join(plan.collectives));
     // What a composing collective would compose, when AUTO chooses its parts.
     for (const auto& name : plan.collectives) {
       if (!SplitComposite(name).first.empty()) continue;  // "local+cross" names both parts
@@ -227,17 +152,17 @@ void PrintScores(const Registry& registry, const JobDescription& job, std::ostre
                    ? std::string("none")
                    : ranked.front().name + " (" + std::to_string(ranked.front().score.value) + ")";
       };
-      out << "    " << name << " composes, by AUTO: " << at(within) << " within each host, "
-          << at(across) << " across hosts\n";
+      table->notes.push_back(name + " composes, by AUTO: " + at(within) + " within each host, " +
+                             at(across) + " across hosts");
     }
     if (!plan.variable_rules.empty()) {
-      out << "    CHORUS_ALGORITHM: " << DescribeRules(plan.variable_rules) << "\n";
+      table->notes.push_back("CHORUS_ALGORITHM: " + DescribeRules(plan.variable_rules));
     }
     if (!plan.tuning_rules.empty()) {
-      out << "    " << plan.tuning_source << ": " << DescribeRules(plan.tuning_rules) << "\n";
+      table->notes.push_back(plan.tuning_source + ": " + DescribeRules(plan.tuning_rules));
     }
-    PrintTable(
-        registry.CollectiveNames(),
+    table->names = registry.CollectiveNames();
+    FillTable(
         {CHORUS_OP_ALL_REDUCE, CHORUS_OP_BROADCAST, CHORUS_OP_ALL_GATHER, CHORUS_OP_REDUCE_SCATTER,
          CHORUS_OP_BARRIER},
         [&](const std::string& name, chorus_collective_op op, uint64_t bytes) {
@@ -247,20 +172,311 @@ void PrintScores(const Registry& registry, const JobDescription& job, std::ostre
         },
         [&](chorus_collective_op op, uint64_t bytes) {
           const Decision d = Decide(registry, plan, op, bytes ? CHORUS_F32 : CHORUS_U8, bytes);
-          return (d.collective.empty() ? std::string("none") : d.collective) + " (" + d.source +
-                 ")";
+          // AUTO's source is "score N (...)": the summary says it in two words.
+          const bool by_score = d.source.rfind("score ", 0) == 0;
+          return std::make_pair(d.collective.empty() ? std::string("none") : d.collective,
+                                by_score ? std::string("best score") : d.source);
         },
-        out);
+        table);
   } catch (const Error& e) {
-    out << "    error: " << e.what() << "\n";
+    table->error = e.what();
   }
+}
+
+void PrintHeader(const Registry& registry, const Report& report, std::ostream& out) {
+  out << "chorus core ABI " << CHORUS_ABI_MAJOR << "." << CHORUS_ABI_MINOR << "\n";
+  out << "Plugin folders, in search order:\n";
+  for (const auto& [dir, state] : report.search_dirs) Wrap(out, "  " + dir + "  ", state, 4);
+  out << "CHORUS_PLUGINS: " << report.plugin_filter << "\n";
+  out << "\nPlugins loaded (" << registry.plugins().size() << "):\n";
+  for (const auto& plugin : registry.plugins()) {
+    out << "  " << plugin->name() << "  ABI " << plugin->abi_major() << "." << plugin->abi_minor()
+        << "  version " << plugin->version() << "\n";
+    Wrap(out, "    path:     ", plugin->path(), 14);
+    Wrap(out, "    provides: ", Join(plugin->Provides()), 14);
+    if (!plugin->description().empty()) Wrap(out, "    about:    ", plugin->description(), 14);
+    for (const auto& note : plugin->notes()) Wrap(out, "    note:     ", note, 14);
+  }
+  if (report.plugins_only) return;
+  out << "\nDevices:\n";
+  try {
+    for (const auto& enumerator : registry.DeviceEnumerators()) {
+      out << "  platform " << enumerator->platform() << " (plugin " << enumerator->library().name()
+          << "): " << enumerator->count() << " device(s)\n";
+      for (uint32_t i = 0; i < enumerator->count(); ++i) {
+        const DeviceInfo& info = enumerator->info(i);
+        out << "    [" << i << "] " << info.name << "  kind " << DeviceKindName(info.kind)
+            << "  memory " << Bytes(info.memory_bytes);
+        if (info.numa_node >= 0) out << "  numa " << info.numa_node;
+        if (!info.pci_bus_id.empty()) out << "  pci " << info.pci_bus_id;
+        out << "\n";
+      }
+    }
+  } catch (const Error& e) {
+    Wrap(out, "  error: ", e.what(), 4);
+  }
+  out << "\nSelected by the current variables:\n";
+  Wrap(out, "  default devices:  ", Join(report.default_devices), 4);
+  Wrap(out, "  cross-device ops: ",
+       report.cross_device_ops.empty()
+           ? "error: " + report.cross_device_ops_source
+           : report.cross_device_ops + "  (" + report.cross_device_ops_source + ")",
+       4);
+  Wrap(out, "  available cross-device ops: ", Join(report.available_cross_device_ops), 4);
+  Wrap(out, "  collective (" + report.job_shape + "): ",
+       report.collective.empty() ? "error: " + report.collective_source
+                                 : report.collective + "  (" + report.collective_source + ")",
+       4);
+  Wrap(out, "  available collectives: ", Join(report.available_collectives), 4);
 }
 
 void PrintRejected(const Registry& registry, std::ostream& out) {
   out << "\nRejected candidates (" << registry.rejected().size() << "):\n";
   for (const auto& rejection : registry.rejected()) {
-    out << "  " << rejection.path << "\n    reason: " << rejection.reason << "\n";
+    Wrap(out, "  ", rejection.path, 4);
+    Wrap(out, "    reason: ", rejection.reason, 12);
   }
+}
+
+std::string Scored(const std::string& name, uint32_t score) {
+  return name + " " + std::to_string(score);
+}
+
+// Per operation, the sizes that share a pick, a runner-up and a why make one line.
+void PrintPicks(const ScoreTable& table, std::ostream& out) {
+  Wrap(out, "  ", table.title + ":", 4);
+  if (!table.error.empty()) {
+    Wrap(out, "    error: ", table.error, 6);
+    return;
+  }
+  for (const auto& note : table.notes) Wrap(out, "    ", note, 6);
+  out << "    " << std::left << std::setw(15) << "operation" << std::setw(17) << "sizes"
+      << std::setw(27) << "pick (score)" << std::setw(27) << "runner-up"
+      << "why\n";
+  struct Line {
+    chorus_collective_op op;
+    uint64_t from, to;
+    std::string pick, runner_up, why;
+  };
+  std::vector<Line> lines;
+  for (const ScoreRow& row : table.rows) {
+    uint32_t chosen_score = 0;
+    std::string runner_up = "-";
+    uint32_t runner_score = 0;
+    for (size_t i = 0; i < table.names.size(); ++i) {
+      if (table.names[i] == row.chosen) {
+        chosen_score = row.scores[i];
+      } else if (row.scores[i] > runner_score) {
+        runner_score = row.scores[i];
+        runner_up = Scored(table.names[i], row.scores[i]);
+      }
+    }
+    const std::string pick = chosen_score ? Scored(row.chosen, chosen_score) : row.chosen;
+    if (!lines.empty() && lines.back().op == row.op && lines.back().pick == pick &&
+        lines.back().runner_up == runner_up && lines.back().why == row.why) {
+      lines.back().to = row.bytes;
+    } else {
+      lines.push_back({row.op, row.bytes, row.bytes, pick, runner_up, row.why});
+    }
+  }
+  for (const Line& line : lines) {
+    const std::string sizes = line.from == 0 ? "-"
+                              : line.from == line.to
+                                  ? SizeName(line.from)
+                                  : SizeName(line.from) + " - " + SizeName(line.to);
+    std::ostringstream start;
+    start << "    " << std::left << std::setw(15) << CollectiveOpName(line.op) << std::setw(17)
+          << sizes << std::setw(27) << line.pick << std::setw(27) << line.runner_up;
+    // A long why (a variable's rule, the tuning file's line) goes on lines of its own.
+    if (start.str().size() + line.why.size() <= kColumns) {
+      out << start.str() << line.why << "\n";
+    } else {
+      out << start.str() << "\n";
+      Wrap(out, "      why: ", line.why, 11);
+    }
+  }
+  if (!table.excluded.empty()) {
+    out << "    (" << table.excluded.size()
+        << " more score 0 or cannot serve some of these; --all says why)\n";
+  }
+}
+
+// The full matrix: a column per implementation (as wide as the names need).
+void PrintMatrix(const ScoreTable& table, std::ostream& out) {
+  out << "  " << table.title << ":\n";
+  if (!table.error.empty()) {
+    out << "    error: " << table.error << "\n";
+    return;
+  }
+  for (const auto& note : table.notes) out << "    " << note << "\n";
+  size_t width = 6;
+  for (const auto& name : table.names) width = std::max(width, name.size() + 2);
+  out << "    " << std::left << std::setw(16) << "operation" << std::setw(9) << "size";
+  for (const auto& name : table.names) out << std::setw(static_cast<int>(width)) << name;
+  out << "chosen (why)\n";
+  for (const ScoreRow& row : table.rows) {
+    out << "    " << std::setw(16) << CollectiveOpName(row.op) << std::setw(9)
+        << (row.bytes ? SizeName(row.bytes) : "-");
+    for (uint32_t score : row.scores) {
+      out << std::setw(static_cast<int>(width)) << (score ? std::to_string(score) : "-");
+    }
+    out << row.chosen << " (" << row.why << ")\n";
+  }
+  for (const auto& [name, reason] : table.excluded)
+    out << "    (- " << name << ": " << reason << ")\n";
+}
+
+nlohmann::json TableJson(const ScoreTable& table) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const ScoreRow& row : table.rows) {
+    nlohmann::json scores = nlohmann::json::object();
+    for (size_t i = 0; i < table.names.size(); ++i) scores[table.names[i]] = row.scores[i];
+    rows.push_back({{"operation", CollectiveOpName(row.op)},
+                    {"bytes", row.bytes},
+                    {"scores", scores},
+                    {"chosen", row.chosen},
+                    {"why", row.why}});
+  }
+  nlohmann::json excluded = nlohmann::json::object();
+  for (const auto& [name, reason] : table.excluded) excluded[name] = reason;
+  nlohmann::json json = {
+      {"title", table.title}, {"notes", table.notes}, {"rows", rows}, {"excluded", excluded}};
+  if (!table.error.empty()) json["error"] = table.error;
+  return json;
+}
+
+}  // namespace
+
+Report BuildReport(const Registry& registry, const JobDescription& job, bool plugins_only) {
+  Report report;
+  report.plugins_only = plugins_only;
+  for (const auto& dir : registry.searched_dirs()) {
+    const auto& unreadable = registry.unreadable_dirs();
+    const auto skipped = std::find_if(unreadable.begin(), unreadable.end(),
+                                      [&](const Rejection& folder) { return folder.path == dir; });
+    std::error_code ec;
+    if (skipped != unreadable.end()) {
+      report.search_dirs.emplace_back(dir, "(skipped: " + skipped->reason + ")");
+    } else if (!std::filesystem::is_directory(dir, ec)) {
+      report.search_dirs.emplace_back(dir, "(does not exist)");
+    } else {
+      report.search_dirs.emplace_back(dir, "");
+    }
+  }
+  const auto filter = GetEnv("CHORUS_PLUGINS");
+  report.plugin_filter = filter ? *filter : "(unset: load every plugin found)";
+  if (plugins_only) return report;
+
+  try {
+    const auto devices = registry.DefaultDevices();
+    for (const auto& device : devices) report.default_devices.push_back(device.name());
+    const auto selection = SelectCrossDeviceOps(registry, "", devices);
+    report.cross_device_ops = selection.name;
+    report.cross_device_ops_source = selection.source;
+  } catch (const Error& e) {
+    report.cross_device_ops_source = e.what();
+    report.errors.push_back(e.what());
+  }
+  report.available_cross_device_ops = registry.CrossDeviceOpsNames();
+  const JobShape shape = ShapeOf(job);
+  report.job_shape = shape.Describe();
+  try {
+    const CollectivePlan plan = PlanCollectives(registry, ImplementationOf(job), shape);
+    report.collective = plan.collectives.front();
+    report.collective_source = plan.source;
+  } catch (const Error& e) {
+    report.collective_source = e.what();
+    report.errors.push_back(e.what());
+  }
+  report.available_collectives = registry.CollectiveNames();
+  BuildCrossDeviceOpsScores(registry, &report.cross_device_ops_scores);
+  BuildCollectiveScores(registry, job, &report.collective_scores);
+  return report;
+}
+
+void PrintSummary(const Registry& registry, const Report& report, std::ostream& out) {
+  PrintHeader(registry, report, out);
+  if (!report.plugins_only) {
+    out << "\nWhat AUTO picks per operation and size (f32; --all: every score, --json: for "
+           "tools):\n";
+    PrintPicks(report.cross_device_ops_scores, out);
+    PrintPicks(report.collective_scores, out);
+  }
+  PrintRejected(registry, out);
+}
+
+void PrintAll(const Registry& registry, const Report& report, std::ostream& out) {
+  PrintHeader(registry, report, out);
+  if (!report.plugins_only) {
+    out << "\nScores (AUTO takes the highest per operation and size, f32):\n";
+    PrintMatrix(report.cross_device_ops_scores, out);
+    PrintMatrix(report.collective_scores, out);
+  }
+  PrintRejected(registry, out);
+}
+
+void PrintJson(const Registry& registry, const Report& report, std::ostream& out) {
+  nlohmann::json plugins = nlohmann::json::array();
+  for (const auto& plugin : registry.plugins()) {
+    plugins.push_back(
+        {{"name", plugin->name()},
+         {"abi", std::to_string(plugin->abi_major()) + "." + std::to_string(plugin->abi_minor())},
+         {"version", plugin->version()},
+         {"path", plugin->path()},
+         {"provides", plugin->Provides()},
+         {"about", plugin->description()},
+         {"notes", plugin->notes()}});
+  }
+  nlohmann::json rejected = nlohmann::json::array();
+  for (const auto& rejection : registry.rejected()) {
+    rejected.push_back({{"path", rejection.path}, {"reason", rejection.reason}});
+  }
+  nlohmann::json folders = nlohmann::json::array();
+  for (const auto& [dir, state] : report.search_dirs) {
+    folders.push_back({{"path", dir}, {"state", state}});
+  }
+  nlohmann::json json = {
+      {"abi", std::to_string(CHORUS_ABI_MAJOR) + "." + std::to_string(CHORUS_ABI_MINOR)},
+      {"plugin_folders", folders},
+      {"plugin_filter", report.plugin_filter},
+      {"plugins", plugins},
+      {"rejected", rejected}};
+  if (!report.plugins_only) {
+    nlohmann::json platforms = nlohmann::json::array();
+    try {
+      for (const auto& enumerator : registry.DeviceEnumerators()) {
+        nlohmann::json devices = nlohmann::json::array();
+        for (uint32_t i = 0; i < enumerator->count(); ++i) {
+          const DeviceInfo& info = enumerator->info(i);
+          devices.push_back({{"name", info.name},
+                             {"kind", DeviceKindName(info.kind)},
+                             {"memory_bytes", info.memory_bytes},
+                             {"numa_node", info.numa_node},
+                             {"pci_bus_id", info.pci_bus_id}});
+        }
+        platforms.push_back({{"platform", enumerator->platform()},
+                             {"plugin", enumerator->library().name()},
+                             {"devices", devices}});
+      }
+    } catch (const Error& e) {
+      json["devices_error"] = e.what();
+    }
+    json["devices"] = platforms;
+    json["selection"] = {
+        {"default_devices", report.default_devices},
+        {"cross_device_ops",
+         {{"name", report.cross_device_ops}, {"why", report.cross_device_ops_source}}},
+        {"collective",
+         {{"job", report.job_shape},
+          {"name", report.collective},
+          {"why", report.collective_source}}},
+        {"available_cross_device_ops", report.available_cross_device_ops},
+        {"available_collectives", report.available_collectives},
+        {"errors", report.errors}};
+    json["scores"] = {{"cross_device_ops", TableJson(report.cross_device_ops_scores)},
+                      {"collectives", TableJson(report.collective_scores)}};
+  }
+  out << json.dump(2) << "\n";
 }
 
 }  // namespace chorus::info

@@ -1,19 +1,18 @@
-// The text chorus-info prints: plugins, devices, selections and rejected candidates.
+// What chorus-info reports: plugins, devices, selections, scores and rejected candidates, as a
+// model built once and printed three ways: a summary that fits 100 columns, the full score matrix
+// (--all), and JSON for tools (--json).
 #ifndef CHORUS_TOOLS_INFO_REPORT_H_
 #define CHORUS_TOOLS_INFO_REPORT_H_
 
+#include <chorus/plugin.h>
 #include <chorus/runtime/registry.h>
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
 
 namespace chorus::info {
-
-void PrintSearchPath(const Registry& registry, std::ostream& out);
-void PrintPlugins(const Registry& registry, std::ostream& out);
-void PrintDevices(const Registry& registry, std::ostream& out);
-void PrintRejected(const Registry& registry, std::ostream& out);
 
 // The job chorus-info describes the collectives' selection for.
 struct JobDescription {
@@ -22,16 +21,50 @@ struct JobDescription {
   std::string implementation = "AUTO";  // as CommunicationOptions.implementation: AUTO, RING, NCCL
 };
 
-// What the variables (CHORUS_CROSS_DEVICE_OPS, CHORUS_COMMUNICATION, CHORUS_ALGORITHM,
-// CHORUS_TUNING_FILE) select: the cross-device ops of the default devices and the collective of
-// the job, each with why. Returns the errors of variables that select nothing usable (an unknown
-// name, with the names there are); chorus-info then exits 2.
-std::vector<std::string> PrintSelection(const Registry& registry, const JobDescription& job,
-                                        std::ostream& out);
-// Every collective's and cross-device ops' score per operation and size for the job's shape (and
-// the default devices), the choice for each and why it won (a variable, the tuning file, the
-// best score).
-void PrintScores(const Registry& registry, const JobDescription& job, std::ostream& out);
+// One operation at one size: every candidate's score, the choice and why it won.
+struct ScoreRow {
+  chorus_collective_op op = CHORUS_OP_ALL_REDUCE;
+  uint64_t bytes = 0;            // 0 for barrier
+  std::vector<uint32_t> scores;  // one per ScoreTable::names
+  std::string chosen;            // "none" when nothing serves it
+  std::string why;               // "best score", a variable's rule, the tuning file's line
+};
+
+// The scores of every implementation of one kind (cross-device ops over the default devices, or
+// the collectives of the job) per operation and size.
+struct ScoreTable {
+  std::string title;
+  std::string error;  // set when the table could not be built
+  std::vector<std::string> names;
+  std::vector<ScoreRow> rows;
+  std::vector<std::pair<std::string, std::string>> excluded;  // name, why it scores 0
+  std::vector<std::string> notes;  // the plan's primary, composition, rules
+};
+
+struct Report {
+  // Each folder with its state: "" when it was searched, else "(does not exist)", "(skipped: ...)".
+  std::vector<std::pair<std::string, std::string>> search_dirs;
+  std::string plugin_filter;
+  bool plugins_only = false;
+  // Selections by the current variables.
+  std::vector<std::string> default_devices;
+  std::string cross_device_ops, cross_device_ops_source;
+  std::vector<std::string> available_cross_device_ops;
+  std::string job_shape;
+  std::string collective, collective_source;
+  std::vector<std::string> available_collectives;
+  std::vector<std::string> errors;  // variables that select nothing usable: chorus-info exits 2
+  ScoreTable cross_device_ops_scores, collective_scores;
+};
+
+Report BuildReport(const Registry& registry, const JobDescription& job, bool plugins_only);
+
+// The summary: every line at most 100 columns (a path or name longer than a line stays whole);
+// per operation and size range the pick, the runner-up and why.
+void PrintSummary(const Registry& registry, const Report& report, std::ostream& out);
+// As the summary, with the full score matrix and why each excluded candidate scores 0.
+void PrintAll(const Registry& registry, const Report& report, std::ostream& out);
+void PrintJson(const Registry& registry, const Report& report, std::ostream& out);
 
 }  // namespace chorus::info
 

@@ -33,5 +33,11 @@ if [[ $(id -u) -ne 0 ]]; then
   exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq "${missing[@]}"
+# apt's and dpkg's lines go to a log; on failure its end is shown.
+log=${TMPDIR:-/tmp}/chorus-install-deps.log
+if ! { apt-get update -qq && apt-get install -y -qq "${missing[@]}"; } > "$log" 2>&1; then
+  tail -30 "$log"
+  echo "install-deps: apt-get failed (log: $log)" >&2
+  exit 1
+fi
+echo "install-deps: done (log: $log)"

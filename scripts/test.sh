@@ -11,7 +11,7 @@
 #      over plugin calls, the checkpoint manager, a multi-worker start-up that fails;
 #      cmake/tsan_suppressions.txt drops reports
 #      inside Debian's gRPC and abseil, which are not built for TSan).
-# The release build uses g++, the sanitizer builds Clang and lld (README: why).
+# The release build uses g++, the sanitizer builds Clang and lld (docs/design.md: why).
 # CHORUS_TEST_QUICK=1 runs only the first.
 set -euo pipefail
 cd "$(dirname "$0")/.."

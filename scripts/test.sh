@@ -2,8 +2,11 @@
 # The whole test suite: install what is missing, then build and run CTest three ways:
 #   1. release build, every test;
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build, every test but the 3- and 4-worker
-#      repeats of the multi-process collective sweep (the 2-worker sweep runs) and the
-#      out-of-tree template build (a packaging test; its plugin is not instrumented);
+#      repeats of the multi-process collective sweep (the 2-worker sweep runs), the parameter-
+#      server example's training (its parts have tests of their own) and the out-of-tree
+#      template build (a packaging test; its plugin is not instrumented); the conformance kit
+#      runs its short sweep (CHORUS_CONFORMANCE_SWEEP=short: the large count for one dtype of
+#      each element size), as in 3;
 #   3. ThreadSanitizer build, the threaded tests (replica threads, stores, tcp transport, the ucx
 #      transport (its progress thread, four threads on one endpoint),
 #      ring collective, the hierarchical collective with ranks as threads, the parameter-server

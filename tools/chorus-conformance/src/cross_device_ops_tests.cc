@@ -316,12 +316,14 @@ void Sweep(const Suite& suite, const chorus_cross_device_ops_api& api, const Kin
     for (size_t count : Counts()) {
       if (kind.reduces) {
         for (chorus_reduce_op op : AllReduceOps()) {
+          if (!InSweep(dtype, op, count)) continue;
           if (!report(Describe(kind, dtype, &op, count, indices),
                       RunReduce(replicas, kind.kind, dtype, op, count))) {
             return;
           }
         }
       } else {
+        if (!InSweep(dtype, CHORUS_REDUCE_SUM, count)) continue;
         const auto result = kind.kind == Kind::kBroadcast ? RunBroadcast(replicas, dtype, count)
                                                           : RunAllGather(replicas, dtype, count);
         if (!report(Describe(kind, dtype, nullptr, count, indices), result)) return;

@@ -1,6 +1,8 @@
 #include "reference.h"
 
 #include <chorus/base/dtype.h>
+#include <chorus/base/environment.h>
+#include <chorus/base/error.h>
 
 #include <algorithm>
 #include <chorus/plugin_sdk.hpp>
@@ -17,6 +19,25 @@ namespace {
 bool IsSigned(chorus_dtype dtype) { return dtype != CHORUS_U8; }
 
 }  // namespace
+
+bool ShortSweep() {
+  static const bool short_sweep = [] {
+    const auto value = GetEnv("CHORUS_CONFORMANCE_SWEEP");
+    if (!value || *value == "full") return false;
+    if (*value == "short") return true;
+    throw Error(CHORUS_INVALID_ARGUMENT, "CHORUS_CONFORMANCE_SWEEP='" + *value +
+                                             "' is neither 'full' (every case, the default) nor "
+                                             "'short' (the large count for u8, f16, f32 and f64 "
+                                             "with SUM only)");
+  }();
+  return short_sweep;
+}
+
+bool InSweep(chorus_dtype dtype, chorus_reduce_op op, size_t count) {
+  if (count <= kOddCount || !ShortSweep()) return true;
+  return op == CHORUS_REDUCE_SUM &&
+         (dtype == CHORUS_U8 || dtype == CHORUS_F16 || dtype == CHORUS_F32 || dtype == CHORUS_F64);
+}
 
 const std::vector<chorus_dtype>& Dtypes() {
   static const std::vector<chorus_dtype> dtypes = {CHORUS_F32, CHORUS_F64, CHORUS_F16, CHORUS_BF16,

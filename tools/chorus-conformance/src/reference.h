@@ -16,6 +16,16 @@ namespace chorus::conformance::internal {
 // The odd element count every sweep runs: no vector width or chunk size divides it.
 inline constexpr size_t kOddCount = 1001;
 
+// The sweep CHORUS_CONFORMANCE_SWEEP asks for: "full" (unset: every dtype x reduce op at every
+// count) or "short": the large count only for one dtype of each element size (u8, f16, f32, f64)
+// with SUM; every other case as in the full sweep. What a memory or race checker finds in a
+// plugin depends on the sizes, the element size and the aliasing, not on each reduce op at each
+// dtype, and the sanitizer builds' suites (10-50x slower) set it. Throws Error(INVALID_ARGUMENT)
+// naming the variable for another value.
+bool ShortSweep();
+// Whether the sweep runs this case (always true in the full sweep).
+bool InSweep(chorus_dtype dtype, chorus_reduce_op op, size_t count);
+
 // Every dtype of ABI 1.0 and every reduce op a plugin receives (MEAN is the core's).
 const std::vector<chorus_dtype>& Dtypes();
 const std::vector<chorus_reduce_op>& PluginReduceOps();

@@ -68,6 +68,7 @@ std::vector<OpCase> Cases(chorus_collective_op op, int size, const CountsOf& cou
   for (chorus_dtype dtype : Dtypes()) {
     for (chorus_reduce_op reduce : Reduces(op) ? PluginReduceOps() : sum_only) {
       for (size_t count : counts(dtype)) {
+        if (!InSweep(dtype, reduce, count)) continue;
         for (int root = 0; root < (op == CHORUS_OP_BROADCAST ? size : 1); ++root) {
           for (bool in_place : placed ? placements : out_of_place_only) {
             OpCase c;

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "../support/linear_softmax_model.h"
 #include "cpu_devices_for_tests.h"
+#include "linear_softmax_model.h"
 
 namespace chorus {
 namespace {

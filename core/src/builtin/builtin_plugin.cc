@@ -3,7 +3,6 @@
 #include <chorus/plugin_sdk.hpp>
 
 #include "builtin/core_request.h"
-#include "builtin/core_ring_collective.h"
 #include "builtin/ring_algorithm.h"
 #include "builtin/tcp_transport.h"
 
@@ -43,7 +42,6 @@ const chorus_plugin* BuiltinPluginTable() {
         "and core_ring collective");
     t.device_enumerator = CpuDeviceEnumeratorTable();
     t.cross_device_ops = ReductionToOneDeviceTable();
-    t.collective = CoreRingCollectiveTable();
     t.algorithm = RingAlgorithmTable();
     t.transport = TcpTransportTable();
     return t;

@@ -1,7 +1,8 @@
 // The core's builtin plugin "core": the cpu device enumerator, the ReductionToOneDevice
-// cross-device ops, the tcp transport, the ring algorithm and the core_ring collective, exposed
-// through the same C tables as any plugin so that everything above
-// (strategies, chorus-info, the conformance kit) treats them alike.
+// cross-device ops, the tcp transport and the ring algorithm, exposed through the same C tables
+// as any plugin so that everything above (strategies, chorus-info, the conformance kit) treats
+// them alike. Its collective core_ring, the ring over the tcp, is run by the core's
+// algorithm@transport engine: the registry adds it (runtime/core_ring_collective.h).
 #ifndef CHORUS_CORE_BUILTIN_PLUGIN_H_
 #define CHORUS_CORE_BUILTIN_PLUGIN_H_
 

@@ -37,8 +37,6 @@ class P2pOperation {
   P2pOperation& operator=(const P2pOperation&) = delete;
   ~P2pOperation();
 
-  bool active() const { return request_ != nullptr; }
-
   // Waits up to the time-out and frees the request. Throws sdk::Error on failure: TIMEOUT naming
   // the peer waited for, or the transport's status and message.
   void Wait();

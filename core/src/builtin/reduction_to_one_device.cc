@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
+#include "base/host_all_reduce.h"
 #include "builtin/builtin_plugin.h"
-#include "builtin/host_all_reduce.h"
 
 struct chorus_cross_device_ops {
   const chorus_device_enumerator_api* api = nullptr;

@@ -16,9 +16,9 @@
 #include <thread>
 
 #include "base/abort_scope.h"
+#include "base/job_secret.h"
 #include "base/logging.h"
 #include "base/socket_util.h"
-#include "rendezvous/job_secret.h"
 
 namespace chorus::internal {
 
@@ -112,7 +112,7 @@ uint64_t GetU64(const uint8_t* in) {
 // What each side of a new connection says first: the connector its hello as soon as it
 // connects, the acceptor its own (its greeting) as soon as it accepts. Then the connector sends
 // its proof (kProofBytes, zeros without a secret) over both challenges, and the acceptor, once it
-// checked it, its own; so both know the other holds the job's secret (rendezvous/job_secret.h),
+// checked it, its own; so both know the other holds the job's secret (base/job_secret.h),
 // and the challenges make every proof good for one connection only.
 struct Hello {
   uint32_t magic = kHelloMagic;

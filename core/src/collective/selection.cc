@@ -14,6 +14,7 @@
 #include "base/logging.h"
 #include "base/variable_file.h"
 #include "collective/current_registry.h"
+#include "runtime/capability_score.h"
 
 namespace chorus {
 namespace {
@@ -28,15 +29,6 @@ std::string Trim(const std::string& s) {
   const auto begin = s.find_first_not_of(" \t\r");
   if (begin == std::string::npos) return "";
   return s.substr(begin, s.find_last_not_of(" \t\r") - begin + 1);
-}
-
-// Whether a capability's memory kind serves the job's: "*" serves all; the cpu enumerator's
-// memory is host memory.
-bool Serves(std::string_view declared, std::string_view wanted) {
-  if (declared == "*" || declared == wanted) return true;
-  const bool declared_host = declared == "host" || declared == "cpu";
-  const bool wanted_host = wanted == "host" || wanted == "cpu";
-  return declared_host && wanted_host;
 }
 
 constexpr uint32_t kEveryOp =
@@ -164,35 +156,8 @@ chorus_score_args ScoreArgs(chorus_collective_op op, chorus_dtype dtype, uint64_
   return args;
 }
 
-namespace {
-
-// The plugin's own score, unclamped; nullopt when its score function threw.
-std::optional<uint32_t> DeclaredScore(const chorus_capabilities* capabilities,
-                                      const chorus_score_args& args) {
-  try {
-    return capabilities->score(&args);
-  } catch (...) {
-    return std::nullopt;
-  }
-}
-
-}  // namespace
-
 uint32_t ScoreValue(const chorus_capabilities* capabilities, const chorus_score_args& args) {
-  if (capabilities == nullptr || args.op < 0 || args.op > CHORUS_OP_BARRIER ||
-      (capabilities->ops & CHORUS_OP_BIT(args.op)) == 0) {
-    return 0;
-  }
-  const std::string_view memory = args.memory != nullptr ? args.memory : "host";
-  bool served = false;
-  for (const char* const* m = capabilities->memory; m != nullptr && *m != nullptr; ++m) {
-    served = served || Serves(*m, memory);
-  }
-  if (!served) return 0;
-  if (capabilities->shape == CHORUS_SHAPE_ONE_HOST && args.hosts != 1) return 0;
-  if (capabilities->shape == CHORUS_SHAPE_UNIFORM && args.ranks_per_host <= 0) return 0;
-  const std::optional<uint32_t> declared = DeclaredScore(capabilities, args);
-  return declared && *declared <= CHORUS_SCORE_MAX ? *declared : 0;
+  return internal::CapabilityScore(capabilities, args);
 }
 
 Score ScoreOf(const chorus_capabilities* capabilities, const chorus_score_args& args) {
@@ -212,7 +177,7 @@ Score ScoreOf(const chorus_capabilities* capabilities, const chorus_score_args& 
   bool served = false;
   std::vector<std::string> kinds;
   for (const char* const* m = capabilities->memory; m != nullptr && *m != nullptr; ++m) {
-    served = served || Serves(*m, memory);
+    served = served || internal::Serves(*m, memory);
     kinds.push_back(*m);
   }
   if (!served) {
@@ -227,7 +192,7 @@ Score ScoreOf(const chorus_capabilities* capabilities, const chorus_score_args& 
   }
   const std::string operation =
       std::string(CollectiveOpName(args.op)) + " of " + std::to_string(args.bytes) + " bytes";
-  const std::optional<uint32_t> declared = DeclaredScore(capabilities, args);
+  const std::optional<uint32_t> declared = internal::DeclaredScore(capabilities, args);
   if (!declared) {
     return {0,
             "its score function threw an exception across the C ABI for " + operation +

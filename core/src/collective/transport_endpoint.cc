@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "builtin/collective_p2p.h"
+#include "runtime/collective_p2p.h"
 #include "runtime/raw_options.h"
 
 namespace chorus {

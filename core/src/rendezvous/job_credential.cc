@@ -1,7 +1,7 @@
 // JobCredential: a job-secret token for listeners that cannot run the core's challenge.
 #include <chorus/rendezvous/job_credential.h>
 
-#include "rendezvous/job_secret.h"
+#include "base/job_secret.h"
 
 namespace chorus {
 namespace {

@@ -9,9 +9,9 @@
 #include <mutex>
 #include <thread>
 
+#include "base/job_secret.h"
 #include "base/logging.h"
 #include "base/socket_util.h"
-#include "rendezvous/job_secret.h"
 #include "rendezvous/kv_store_internal.h"
 #include "rendezvous/own_clients.h"
 #include "rendezvous/tcp_store_health.h"

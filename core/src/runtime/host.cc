@@ -9,8 +9,8 @@
 
 #include "base/abort_scope.h"
 #include "base/host_kernels.h"
+#include "base/job_secret.h"
 #include "base/logging.h"
-#include "rendezvous/job_secret.h"
 
 namespace chorus::internal {
 namespace {

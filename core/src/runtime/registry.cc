@@ -5,14 +5,14 @@
 #include <cstdlib>
 
 #include "base/logging.h"
-#include "builtin/algorithm_pairs.h"
-#include "builtin/builtin_plugin.h"
+#include "runtime/algorithm_pairs.h"
+#include "runtime/core_ring_collective.h"
 
 namespace chorus {
 
 Registry::Registry(const LoaderOptions& options) {
   std::string reason;
-  auto builtin = PluginLibrary::FromBuiltinTable(internal::BuiltinPluginTable(), &reason);
+  auto builtin = PluginLibrary::FromBuiltinTable(internal::CorePluginTable(), &reason);
   if (!builtin) throw Error(CHORUS_INTERNAL, "the builtin plugin was rejected: " + reason);
   plugins_.push_back(builtin);
   discovery_ = DiscoverPlugins(options);

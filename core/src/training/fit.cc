@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "builtin/host_all_reduce.h"
+#include "base/host_all_reduce.h"
 #include "training/optimizer_host_view.h"
 
 namespace chorus {

@@ -14,7 +14,7 @@
 #include <fstream>
 #include <string>
 
-#include "rendezvous/job_secret.h"
+#include "base/job_secret.h"
 
 namespace chorus {
 namespace {

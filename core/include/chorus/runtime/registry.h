@@ -56,8 +56,8 @@ class Registry {
   using TransportImplementation = Implementation<chorus_transport_api>;
 
   // Every implementation, in plugin order (builtin first). The collectives end with one
-  // "algorithm@transport" per algorithm and transport loaded (builtin/algorithm_pairs.h), all but
-  // ring@tcp, which is the builtin core_ring.
+  // "algorithm@transport" per algorithm and transport loaded (src/runtime/algorithm_pairs.h), all
+  // but ring@tcp, which is the builtin core_ring.
   const std::vector<CollectiveImplementation>& collectives() const { return collectives_; }
   const std::vector<AlgorithmImplementation>& algorithms() const { return algorithms_; }
   const std::vector<TransportImplementation>& transports() const { return transports_; }

@@ -1,4 +1,4 @@
-#include "builtin/host_all_reduce.h"
+#include "base/host_all_reduce.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,4 +1,4 @@
-#include "builtin/collective_p2p.h"
+#include "runtime/collective_p2p.h"
 
 #include <algorithm>
 #include <chorus/plugin_sdk.hpp>

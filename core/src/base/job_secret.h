@@ -2,8 +2,8 @@
 // tcp transport, the plugins' own listeners through the host services). Members prove they hold
 // it by answering a random challenge with HMAC-SHA256(secret, role | challenge); the secret itself
 // never travels. The roles keep one side's proof from being replayed as the other's.
-#ifndef CHORUS_RENDEZVOUS_JOB_SECRET_H_
-#define CHORUS_RENDEZVOUS_JOB_SECRET_H_
+#ifndef CHORUS_BASE_JOB_SECRET_H_
+#define CHORUS_BASE_JOB_SECRET_H_
 
 #include <cstddef>
 #include <string>
@@ -57,4 +57,4 @@ inline constexpr const char* kJobSecretHint =
 
 }  // namespace chorus
 
-#endif  // CHORUS_RENDEZVOUS_JOB_SECRET_H_
+#endif  // CHORUS_BASE_JOB_SECRET_H_

@@ -1,4 +1,4 @@
-#include "builtin/algorithm_collective.h"
+#include "runtime/algorithm_collective.h"
 
 #include <chorus/rendezvous/kv_store.h>
 
@@ -15,9 +15,9 @@
 
 #include "base/logging.h"
 #include "builtin/builtin_plugin.h"
-#include "builtin/collective_p2p.h"
 #include "builtin/ring_algorithm.h"
 #include "rendezvous/c_kv_store_view.h"
+#include "runtime/collective_p2p.h"
 
 namespace chorus::internal {
 namespace {

@@ -1,13 +1,13 @@
-#include "builtin/core_ring_collective.h"
+#include "runtime/core_ring_collective.h"
 
 #include <chorus/runtime/registry.h>
 
 #include <chorus/plugin_sdk.hpp>
 
-#include "builtin/algorithm_collective.h"
 #include "builtin/builtin_plugin.h"
 #include "builtin/ring_algorithm.h"
 #include "builtin/tcp_transport.h"
+#include "runtime/algorithm_collective.h"
 
 namespace chorus::internal {
 namespace {
@@ -49,6 +49,15 @@ const chorus_collective_api* CoreRingCollectiveTable() {
       sdk::Capabilities(sdk::kHostMemory, CHORUS_SHAPE_ANY, sdk::kAllCollectiveOps, CoreRingScore);
   static const chorus_collective_api table =
       AlgorithmCollectiveTable(kCoreRingName, Create, &capabilities);
+  return &table;
+}
+
+const chorus_plugin* CorePluginTable() {
+  static const chorus_plugin table = [] {
+    chorus_plugin t = *BuiltinPluginTable();
+    t.collective = CoreRingCollectiveTable();
+    return t;
+  }();
   return &table;
 }
 

@@ -1,12 +1,12 @@
-#include "builtin/algorithm_pairs.h"
-
-#include <chorus/collective/selection.h>
+#include "runtime/algorithm_pairs.h"
 
 #include <array>
 #include <atomic>
 #include <chorus/plugin_sdk.hpp>
 #include <mutex>
 #include <utility>
+
+#include "runtime/capability_score.h"
 
 namespace chorus::internal {
 namespace {
@@ -118,9 +118,9 @@ chorus_status AlgorithmPair::Create(const chorus_communicator_create_args* args,
 }
 
 uint32_t AlgorithmPair::Score(const chorus_score_args& args) const {
-  const uint64_t algorithm = ScoreValue(algorithm_capabilities_, args);
+  const uint64_t algorithm = CapabilityScore(algorithm_capabilities_, args);
   if (algorithm == 0) return 0;
-  const uint64_t transport = ScoreValue(&transport_capabilities_, args);
+  const uint64_t transport = CapabilityScore(&transport_capabilities_, args);
   return static_cast<uint32_t>(algorithm * transport / CHORUS_SCORE_MAX);
 }
 

@@ -23,7 +23,7 @@
 #include <memory>
 #include <string>
 
-#include "builtin/algorithm_collective.h"
+#include "runtime/algorithm_collective.h"
 
 namespace chorus::internal {
 

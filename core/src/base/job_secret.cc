@@ -1,4 +1,4 @@
-#include "rendezvous/job_secret.h"
+#include "base/job_secret.h"
 
 #include <chorus/base/environment.h>
 #include <chorus/base/error.h>

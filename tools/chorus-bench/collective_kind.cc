@@ -1,5 +1,6 @@
 #include "collective_kind.h"
 
+#include <chorus/names.hpp>
 #include <stdexcept>
 
 namespace chorus::bench {
@@ -13,15 +14,15 @@ constexpr CollectiveKind kAll[] = {CollectiveKind::kAllReduce, CollectiveKind::k
 const char* CollectiveName(CollectiveKind kind) {
   switch (kind) {
     case CollectiveKind::kAllReduce:
-      return "all_reduce";
+      return sdk::CollectiveOpName(CHORUS_OP_ALL_REDUCE);
     case CollectiveKind::kAllGather:
-      return "all_gather";
+      return sdk::CollectiveOpName(CHORUS_OP_ALL_GATHER);
     case CollectiveKind::kBroadcast:
-      return "broadcast";
+      return sdk::CollectiveOpName(CHORUS_OP_BROADCAST);
     case CollectiveKind::kReduceScatter:
-      return "reduce_scatter";
+      return sdk::CollectiveOpName(CHORUS_OP_REDUCE_SCATTER);
     case CollectiveKind::kBatchReduce:
-      return "batch_reduce";
+      return "batch_reduce";  // the cross-device ops' batch_reduce: no collective of its own
   }
   return "?";
 }

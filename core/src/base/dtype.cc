@@ -1,35 +1,27 @@
 #include <chorus/base/dtype.h>
 #include <chorus/base/error.h>
 
+#include <chorus/names.hpp>
 #include <string>
 
 namespace chorus {
 namespace {
 
-constexpr const char* kDtypeNames[CHORUS_DTYPE_COUNT] = {"f32", "f64", "f16", "bf16",
-                                                         "i32", "i64", "u8",  "i8"};
-constexpr const char* kReduceOpNames[CHORUS_REDUCE_OP_COUNT] = {"sum", "prod", "min", "max",
-                                                                "mean"};
-
-std::string JoinNames(const char* const* names, int count) {
+template <typename Table>
+std::string JoinNames(const Table& names) {
   std::string out;
-  for (int i = 0; i < count; ++i) out += (i ? ", " : "") + std::string(names[i]);
+  for (const char* name : names) out += (out.empty() ? "" : ", ") + std::string(name);
   return out;
 }
 
 }  // namespace
 
-const char* DtypeName(chorus_dtype dtype) {
-  if (dtype < 0 || dtype >= CHORUS_DTYPE_COUNT) return "unknown-dtype";
-  return kDtypeNames[dtype];
-}
+const char* DtypeName(chorus_dtype dtype) { return sdk::DtypeName(dtype, "unknown-dtype"); }
 
 chorus_dtype ParseDtype(std::string_view name) {
-  for (int i = 0; i < CHORUS_DTYPE_COUNT; ++i) {
-    if (name == kDtypeNames[i]) return static_cast<chorus_dtype>(i);
-  }
-  throw Error(CHORUS_INVALID_ARGUMENT, "unknown dtype '" + std::string(name) + "'; valid: " +
-                                           JoinNames(kDtypeNames, CHORUS_DTYPE_COUNT));
+  if (auto dtype = sdk::DtypeOfName(name)) return *dtype;
+  throw Error(CHORUS_INVALID_ARGUMENT,
+              "unknown dtype '" + std::string(name) + "'; valid: " + JoinNames(sdk::kDtypeNames));
 }
 
 std::vector<chorus_dtype> AllDtypes() {
@@ -38,34 +30,16 @@ std::vector<chorus_dtype> AllDtypes() {
   return all;
 }
 
-const char* ReduceOpName(chorus_reduce_op op) {
-  if (op < 0 || op >= CHORUS_REDUCE_OP_COUNT) return "unknown-reduce-op";
-  return kReduceOpNames[op];
-}
+const char* ReduceOpName(chorus_reduce_op op) { return sdk::ReduceOpName(op, "unknown-reduce-op"); }
 
 chorus_reduce_op ParseReduceOp(std::string_view name) {
-  for (int i = 0; i < CHORUS_REDUCE_OP_COUNT; ++i) {
-    if (name == kReduceOpNames[i]) return static_cast<chorus_reduce_op>(i);
-  }
-  throw Error(CHORUS_INVALID_ARGUMENT, "unknown reduce op '" + std::string(name) + "'; valid: " +
-                                           JoinNames(kReduceOpNames, CHORUS_REDUCE_OP_COUNT));
+  if (auto op = sdk::ReduceOpOfName(name)) return *op;
+  throw Error(CHORUS_INVALID_ARGUMENT, "unknown reduce op '" + std::string(name) +
+                                           "'; valid: " + JoinNames(sdk::kReduceOpNames));
 }
 
 const char* CollectiveOpName(chorus_collective_op op) {
-  switch (op) {
-    case CHORUS_OP_ALL_REDUCE:
-      return "all_reduce";
-    case CHORUS_OP_BROADCAST:
-      return "broadcast";
-    case CHORUS_OP_ALL_GATHER:
-      return "all_gather";
-    case CHORUS_OP_REDUCE_SCATTER:
-      return "reduce_scatter";
-    case CHORUS_OP_BARRIER:
-      return "barrier";
-    default:
-      return "unknown operation";
-  }
+  return sdk::CollectiveOpName(op, "unknown operation");
 }
 
 }  // namespace chorus

@@ -45,6 +45,4 @@ spdlog::logger& Log() {
   return **logger;
 }
 
-void ReloadLogLevelFromEnvironment() { Log().set_level(LevelFromEnvironment()); }
-
 }  // namespace chorus

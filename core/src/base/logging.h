@@ -9,9 +9,6 @@ namespace chorus {
 
 spdlog::logger& Log();
 
-// Re-reads CHORUS_LOG_LEVEL (tests change it).
-void ReloadLogLevelFromEnvironment();
-
 }  // namespace chorus
 
 #endif  // CHORUS_LOGGING_H_

@@ -4,22 +4,23 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chorus/names.hpp>
 #include <limits>
 
 namespace chorus {
 namespace {
 
+// The rule's name of an operation; its SDK name (sdk::CollectiveOpName) is taken as well.
 struct OpName {
   const char* name;
-  const char* alias;
   chorus_collective_op op;
 };
 
 constexpr OpName kOps[] = {
-    {"allreduce", "all_reduce", CHORUS_OP_ALL_REDUCE},
-    {"broadcast", "broadcast", CHORUS_OP_BROADCAST},
-    {"allgather", "all_gather", CHORUS_OP_ALL_GATHER},
-    {"reducescatter", "reduce_scatter", CHORUS_OP_REDUCE_SCATTER},
+    {"allreduce", CHORUS_OP_ALL_REDUCE},
+    {"broadcast", CHORUS_OP_BROADCAST},
+    {"allgather", CHORUS_OP_ALL_GATHER},
+    {"reducescatter", CHORUS_OP_REDUCE_SCATTER},
 };
 
 [[noreturn]] void Fail(const std::string& source, const std::string& text,
@@ -40,7 +41,7 @@ std::string Trim(const std::string& s) {
 chorus_collective_op ParseOp(const std::string& word, const std::string& source,
                              const std::string& text) {
   for (const auto& op : kOps) {
-    if (word == op.name || word == op.alias) return op.op;
+    if (word == op.name || word == sdk::CollectiveOpName(op.op)) return op.op;
   }
   Fail(source, text, "'" + word + "' is not an operation");
 }

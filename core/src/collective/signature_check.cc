@@ -1,39 +1,19 @@
 #include "collective/signature_check.h"
 
-#include <chorus/base/dtype.h>
-
 #include <cstring>
 
 namespace chorus::internal {
 
 const char* SignatureOpName(int64_t op) {
-  switch (op) {
-    case kAllReduce:
-      return "all_reduce";
-    case kBroadcast:
-      return "broadcast";
-    case kAllGather:
-      return "all_gather";
-    case kReduceScatter:
-      return "reduce_scatter";
-    case kBarrier:
-      return "barrier";
-  }
-  return "an unknown operation";
+  return sdk::SignatureCodeName(op, "an unknown operation");
 }
 
 std::string DescribeSignature(const Signature& s,
                               const std::function<std::string(int64_t)>& backend_name) {
-  std::string text =
-      std::string(SignatureOpName(s.op)) + " of " + std::to_string(s.count) + " " +
-      (s.dtype >= 0 && s.dtype < CHORUS_DTYPE_COUNT ? DtypeName(static_cast<chorus_dtype>(s.dtype))
-                                                    : "?");
+  std::string text = std::string(SignatureOpName(s.op)) + " of " + std::to_string(s.count) + " " +
+                     sdk::DtypeName(s.dtype);
   if (s.op == kAllReduce || s.op == kReduceScatter) {
-    text += std::string(" (") +
-            (s.reduce >= 0 && s.reduce < CHORUS_REDUCE_OP_COUNT
-                 ? ReduceOpName(static_cast<chorus_reduce_op>(s.reduce))
-                 : "?") +
-            ")";
+    text += std::string(" (") + sdk::ReduceOpName(s.reduce) + ")";
   }
   if (s.op == kBroadcast) text += " from rank " + std::to_string(s.root);
   return backend_name ? text + " on " + backend_name(s.backend) : text;

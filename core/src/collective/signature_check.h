@@ -7,6 +7,7 @@
 
 #include <chorus/plugin.h>
 
+#include <chorus/names.hpp>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -14,8 +15,16 @@
 
 namespace chorus::internal {
 
-// Operation codes in a signature (not the ABI's enum: 0 stays invalid).
-enum SignatureOp : int64_t { kAllReduce = 1, kBroadcast, kAllGather, kReduceScatter, kBarrier };
+// Operation codes in a signature (sdk::SignatureCode: 0 stays invalid).
+enum SignatureOp : int64_t {
+  kAllReduce = sdk::SignatureCode(CHORUS_OP_ALL_REDUCE),
+  kBroadcast = sdk::SignatureCode(CHORUS_OP_BROADCAST),
+  kAllGather = sdk::SignatureCode(CHORUS_OP_ALL_GATHER),
+  kReduceScatter = sdk::SignatureCode(CHORUS_OP_REDUCE_SCATTER),
+  kBarrier = sdk::SignatureCode(CHORUS_OP_BARRIER)
+};
+
+// "all_reduce", ...; "an unknown operation" for a code that is none.
 
 const char* SignatureOpName(int64_t op);
 

@@ -3,7 +3,8 @@
 // MultiWorkerMirroredStrategy uses it. Exact integer sums for rank counts that fold (3, 5, 6) and
 // that do not (1, 2, 4); float results bit-identical on every rank; the torus on explicit grids
 // (options reach run()); a bad grid refused on every rank; a segmented binomial broadcast from
-// every root. The kit (tests/conformance) checks every dtype, op and size on top of this.
+// every root. The kit (tools/chorus-conformance/tests) checks every dtype, op and size on top of
+// this.
 #include <chorus/base/error.h>
 #include <chorus/collective/communicator.h>
 #include <chorus/collective/selection.h>

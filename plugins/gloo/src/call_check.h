@@ -10,13 +10,21 @@
 
 #include <chorus/plugin.h>
 
+#include <chorus/names.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace chorus::gloo_plugin {
 
-enum class CallOp : int64_t { kAllReduce = 1, kBroadcast, kAllGather, kReduceScatter, kBarrier };
+// Operation codes (sdk::SignatureCode: 0 is no operation).
+enum class CallOp : int64_t {
+  kAllReduce = sdk::SignatureCode(CHORUS_OP_ALL_REDUCE),
+  kBroadcast = sdk::SignatureCode(CHORUS_OP_BROADCAST),
+  kAllGather = sdk::SignatureCode(CHORUS_OP_ALL_GATHER),
+  kReduceScatter = sdk::SignatureCode(CHORUS_OP_REDUCE_SCATTER),
+  kBarrier = sdk::SignatureCode(CHORUS_OP_BARRIER)
+};
 
 // Five int64 values, exchanged as such. Fields an operation does not use are 0.
 struct CallSignature {

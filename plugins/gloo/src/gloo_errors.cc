@@ -5,7 +5,6 @@
 #include <gloo/common/logging.h>
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <charconv>
 #include <exception>
@@ -34,14 +33,6 @@ std::string Join(std::string_view a, std::string_view b) {
 }
 
 }  // namespace
-
-const char* StatusName(chorus_status status) {
-  static constexpr std::array<const char*, 10> kNames = {
-      "OK",      "INVALID_ARGUMENT", "UNSUPPORTED", "TIMEOUT",   "PEER_LOST",
-      "ABORTED", "OUT_OF_MEMORY",    "INTERNAL",    "NOT_FOUND", "UNAVAILABLE"};
-  const auto index = static_cast<size_t>(status);
-  return index < kNames.size() ? kNames[index] : "UNKNOWN_STATUS";
-}
 
 chorus_status StatusOfGlooMessage(std::string_view message) {
   const std::string lower = Lower(message);

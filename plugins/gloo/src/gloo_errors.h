@@ -10,9 +10,6 @@
 
 namespace chorus::gloo_plugin {
 
-// "TIMEOUT", "PEER_LOST", ... for messages.
-const char* StatusName(chorus_status status);
-
 // The status a Gloo failure message implies: CHORUS_TIMEOUT when it says it timed out ("Timed out
 // waiting 500ms for recv operation", "Read timeout"), CHORUS_PEER_LOST when the connection to a
 // peer was closed or reset ("Connection closed by peer", "Connection reset by peer", "Broken

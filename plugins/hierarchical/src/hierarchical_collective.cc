@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chorus/composition.hpp>
+#include <chorus/names.hpp>
 #include <chorus/plugin_sdk.hpp>
 #include <cstring>
 #include <map>
@@ -249,7 +250,7 @@ bool RunOnOneLevel(Hierarchical& h, const char* op, const void* send, void* recv
 chorus_status AllReduce(chorus_communicator* comm, const chorus_all_reduce_args* args,
                         chorus_request** request) {
   return sdk::Guard([&] {
-    constexpr const char* kOp = "all_reduce";
+    constexpr const char* kOp = sdk::CollectiveOpName(CHORUS_OP_ALL_REDUCE);
     Hierarchical& h = Require(comm, kOp);
     const auto& a = sdk::RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_all_reduce_args, op),
                                      "hierarchical all_reduce");
@@ -297,7 +298,7 @@ chorus_status AllReduce(chorus_communicator* comm, const chorus_all_reduce_args*
 chorus_status Broadcast(chorus_communicator* comm, const chorus_collective_broadcast_args* args,
                         chorus_request** request) {
   return sdk::Guard([&] {
-    constexpr const char* kOp = "broadcast";
+    constexpr const char* kOp = sdk::CollectiveOpName(CHORUS_OP_BROADCAST);
     Hierarchical& h = Require(comm, kOp);
     const auto& a = sdk::RequireArgs(
         args, CHORUS_STRUCT_SIZE(chorus_collective_broadcast_args, root), "hierarchical broadcast");
@@ -326,7 +327,7 @@ chorus_status Broadcast(chorus_communicator* comm, const chorus_collective_broad
 chorus_status AllGather(chorus_communicator* comm, const chorus_collective_all_gather_args* args,
                         chorus_request** request) {
   return sdk::Guard([&] {
-    constexpr const char* kOp = "all_gather";
+    constexpr const char* kOp = sdk::CollectiveOpName(CHORUS_OP_ALL_GATHER);
     Hierarchical& h = Require(comm, kOp);
     const auto& a =
         sdk::RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_collective_all_gather_args, dtype),
@@ -369,7 +370,7 @@ chorus_status AllGather(chorus_communicator* comm, const chorus_collective_all_g
 chorus_status ReduceScatter(chorus_communicator* comm, const chorus_reduce_scatter_args* args,
                             chorus_request** request) {
   return sdk::Guard([&] {
-    constexpr const char* kOp = "reduce_scatter";
+    constexpr const char* kOp = sdk::CollectiveOpName(CHORUS_OP_REDUCE_SCATTER);
     Hierarchical& h = Require(comm, kOp);
     const auto& a = sdk::RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_reduce_scatter_args, op),
                                      "hierarchical reduce_scatter");
@@ -408,7 +409,7 @@ chorus_status ReduceScatter(chorus_communicator* comm, const chorus_reduce_scatt
 
 chorus_status Barrier(chorus_communicator* comm, chorus_request** request) {
   return sdk::Guard([&] {
-    constexpr const char* kOp = "barrier";
+    constexpr const char* kOp = sdk::CollectiveOpName(CHORUS_OP_BARRIER);
     Hierarchical& h = Require(comm, kOp);
     if (request != nullptr) *request = nullptr;
     std::lock_guard<std::mutex> lock(h.mutex);

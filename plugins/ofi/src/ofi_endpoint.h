@@ -122,8 +122,6 @@ struct chorus_transport_endpoint {
   bool DrainLocked(chorus_request& request, std::unique_lock<std::mutex>& lock);
   static constexpr int kDrainMs = 500;
 
-  const chorus::ofi::TagLayout& tags() const { return *tags_; }
-
  private:
   struct Peer {
     fi_addr_t address = FI_ADDR_UNSPEC;

@@ -24,8 +24,6 @@ class TagLayout {
 
   int usable_bits() const { return usable_bits_; }
   int rank_bits() const { return rank_bits_; }
-  int tag_bits() const { return tag_bits_; }
-  bool directed() const { return rank_bits_ == 0; }
   uint64_t max_tag() const { return tag_bits_ >= 64 ? UINT64_MAX : (uint64_t{1} << tag_bits_) - 1; }
 
   // The provider tag of chorus tag `tag` sent by rank `sender`; throws INVALID_ARGUMENT when the

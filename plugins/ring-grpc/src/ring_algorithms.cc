@@ -1,15 +1,21 @@
 #include "ring_algorithms.h"
 
+#include <chorus/names.hpp>
 #include <chorus/plugin_sdk.hpp>
 #include <cstring>
 #include <string>
 #include <utility>
 
 #include "block_layout.h"
-#include "names.h"
 
 namespace chorus::ring_grpc {
 namespace {
+
+// The SDK's name of a value from a signature (chorus/names.hpp), or "<kind> <value>" where the
+// SDK has none (`name` is null).
+std::string NameOr(const char* name, const char* kind, uint32_t value) {
+  return name != nullptr ? name : std::string(kind) + " " + std::to_string(value);
+}
 
 // The signature's size as a count, for messages: "1001 elements of f32 (4004 bytes)".
 std::string DescribeSize(const OpSignature& s) {
@@ -17,7 +23,8 @@ std::string DescribeSize(const OpSignature& s) {
       s.dtype < CHORUS_DTYPE_COUNT ? s.dtype : static_cast<uint32_t>(CHORUS_DTYPE_COUNT)));
   std::string text;
   if (element != 0) text = std::to_string(s.total_bytes / element) + " elements of ";
-  return text + DtypeName(s.dtype) + " (" + std::to_string(s.total_bytes) + " bytes)";
+  return text + NameOr(sdk::DtypeName(s.dtype, nullptr), "dtype", s.dtype) + " (" +
+         std::to_string(s.total_bytes) + " bytes)";
 }
 
 // INVALID_ARGUMENT naming both sides when the left neighbour's operation differs from ours.
@@ -27,8 +34,9 @@ void CheckSignature(const OpSignature& mine, const OpSignature& theirs, int my_r
   const std::string them = "rank " + std::to_string(their_rank);
   const std::string me = "rank " + std::to_string(my_rank);
   if (theirs.op != mine.op) {
-    sdk::Fail(CHORUS_INVALID_ARGUMENT, them, " called ", CollectiveName(theirs.op), " where ", me,
-              " called ", CollectiveName(mine.op),
+    sdk::Fail(CHORUS_INVALID_ARGUMENT, them, " called ",
+              NameOr(sdk::CollectiveOpName(theirs.op, nullptr), "operation", theirs.op), " where ",
+              me, " called ", NameOr(sdk::CollectiveOpName(mine.op, nullptr), "operation", mine.op),
               "; every rank must call the same collectives in the same order");
   }
   if (theirs.total_bytes != mine.total_bytes || theirs.dtype != mine.dtype) {
@@ -36,8 +44,10 @@ void CheckSignature(const OpSignature& mine, const OpSignature& theirs, int my_r
               " passed ", DescribeSize(mine), "; every rank must pass the same count and dtype");
   }
   if (theirs.reduce_op != mine.reduce_op) {
-    sdk::Fail(CHORUS_INVALID_ARGUMENT, them, " reduces with ", ReduceOpName(theirs.reduce_op),
-              " but ", me, " with ", ReduceOpName(mine.reduce_op));
+    sdk::Fail(CHORUS_INVALID_ARGUMENT, them, " reduces with ",
+              NameOr(sdk::ReduceOpName(theirs.reduce_op, nullptr), "reduce op", theirs.reduce_op),
+              " but ", me, " with ",
+              NameOr(sdk::ReduceOpName(mine.reduce_op, nullptr), "reduce op", mine.reduce_op));
   }
   sdk::Fail(CHORUS_INVALID_ARGUMENT, them, " broadcasts from root ", theirs.root, " but ", me,
             " from root ", mine.root);

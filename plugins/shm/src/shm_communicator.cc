@@ -122,16 +122,6 @@ class Store {
   int64_t timeout_ms_;
 };
 
-const char* DtypeText(int64_t dtype) {
-  static const char* names[] = {"f32", "f64", "f16", "bf16", "i32", "i64", "u8", "i8"};
-  return dtype >= 0 && dtype < 8 ? names[dtype] : "?";
-}
-
-const char* ReduceText(int64_t op) {
-  static const char* names[] = {"sum", "prod", "min", "max", "mean"};
-  return op >= 0 && op < 5 ? names[op] : "?";
-}
-
 // Elements [begin, end) of `n` that rank `r` of `size` reduces.
 std::pair<size_t, size_t> SliceOf(uint32_t r, uint32_t size, size_t n) {
   return {n * r / size, n * (r + 1) / size};
@@ -338,24 +328,8 @@ ShmCommunicator::~ShmCommunicator() {
 void ShmCommunicator::Abort() { aborted_.store(true); }
 
 std::string ShmCommunicator::What() const {
-  return std::string("shm ") + OpName(current_op_) + " (rank " + std::to_string(rank_) + " of " +
-         std::to_string(size_) + ")";
-}
-
-const char* ShmCommunicator::OpName(int64_t op) const {
-  switch (op) {
-    case kAllReduce:
-      return "all_reduce";
-    case kBroadcast:
-      return "broadcast";
-    case kAllGather:
-      return "all_gather";
-    case kReduceScatter:
-      return "reduce_scatter";
-    case kBarrier:
-      return "barrier";
-  }
-  return "?";
+  return std::string("shm ") + sdk::SignatureCodeName(current_op_) + " (rank " +
+         std::to_string(rank_) + " of " + std::to_string(size_) + ")";
 }
 
 void ShmCommunicator::FailOperation(chorus_status status, const std::string& message) {
@@ -467,15 +441,11 @@ void ShmCommunicator::BarrierPhase(bool check_signature) {
     const Signature& theirs = segment_->control(other).signature[(sequence_ - 1) % 2];
     if (theirs == mine) continue;
     auto describe = [](const Signature& s) {
-      std::string text = std::string(s.op == kAllReduce       ? "all_reduce"
-                                     : s.op == kBroadcast     ? "broadcast"
-                                     : s.op == kAllGather     ? "all_gather"
-                                     : s.op == kReduceScatter ? "reduce_scatter"
-                                                              : "barrier") +
-                         " #" + std::to_string(s.sequence) + " of " + std::to_string(s.count) +
-                         " " + DtypeText(s.dtype);
+      std::string text = std::string(sdk::SignatureCodeName(s.op)) + " #" +
+                         std::to_string(s.sequence) + " of " + std::to_string(s.count) + " " +
+                         sdk::DtypeName(s.dtype);
       if (s.op == kAllReduce || s.op == kReduceScatter)
-        text += std::string(" ") + ReduceText(s.reduce);
+        text += std::string(" ") + sdk::ReduceOpName(s.reduce);
       if (s.op == kBroadcast) text += " from rank " + std::to_string(s.root);
       return text;
     };

@@ -19,6 +19,7 @@
 #include <chorus/plugin.h>
 
 #include <atomic>
+#include <chorus/names.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -49,7 +50,14 @@ class ShmCommunicator {
   void Abort();
 
  private:
-  enum Op : int64_t { kAllReduce = 1, kBroadcast, kAllGather, kReduceScatter, kBarrier };
+  // Operation codes in a signature (sdk::SignatureCode: 0 is no operation).
+  enum Op : int64_t {
+    kAllReduce = sdk::SignatureCode(CHORUS_OP_ALL_REDUCE),
+    kBroadcast = sdk::SignatureCode(CHORUS_OP_BROADCAST),
+    kAllGather = sdk::SignatureCode(CHORUS_OP_ALL_GATHER),
+    kReduceScatter = sdk::SignatureCode(CHORUS_OP_REDUCE_SCATTER),
+    kBarrier = sdk::SignatureCode(CHORUS_OP_BARRIER)
+  };
 
   // Starts an operation: checks the communicator is usable and publishes its signature.
   void Begin(Op op, size_t count, chorus_dtype dtype, chorus_reduce_op reduce, int root);
@@ -61,7 +69,6 @@ class ShmCommunicator {
   // is gone, and at the time-out.
   void WaitUntilEveryRankMapped();
   [[noreturn]] void FailOperation(chorus_status status, const std::string& message);
-  const char* OpName(int64_t op) const;
   // "shm <operation> (rank r of n)", for messages.
   std::string What() const;
 

@@ -2,6 +2,8 @@
 #include <chorus/base/error.h>
 #include <gtest/gtest.h>
 
+#include <chorus/names.hpp>
+
 namespace chorus {
 namespace {
 
@@ -31,6 +33,29 @@ TEST(ReduceOp, NamesRoundTripAndUnknownIsAnError) {
     EXPECT_EQ(ParseReduceOp(ReduceOpName(static_cast<chorus_reduce_op>(op))), op);
   }
   EXPECT_THROW(ParseReduceOp("avg"), Error);
+}
+
+// The SDK's table (chorus/names.hpp), which the core, the plugins and the tools name with.
+TEST(Names, TheSdkTableNamesEveryValueAndFallsBackOutsideIt) {
+  static_assert(sdk::CollectiveOpName(CHORUS_OP_REDUCE_SCATTER)[0] == 'r');
+  EXPECT_STREQ(sdk::CollectiveOpName(CHORUS_OP_ALL_REDUCE), "all_reduce");
+  EXPECT_STREQ(sdk::CollectiveOpName(CHORUS_OP_BARRIER), "barrier");
+  EXPECT_STREQ(sdk::CollectiveOpName(5, "none"), "none");
+  EXPECT_STREQ(sdk::DtypeName(CHORUS_BF16), "bf16");
+  EXPECT_STREQ(sdk::DtypeName(-1), "?");
+  EXPECT_EQ(sdk::DtypeName(CHORUS_DTYPE_COUNT, nullptr), nullptr);
+  EXPECT_STREQ(sdk::ReduceOpName(CHORUS_REDUCE_MEAN), "mean");
+  EXPECT_EQ(sdk::DtypeOfName("i8"), CHORUS_I8);
+  EXPECT_EQ(sdk::ReduceOpOfName("SUM"), std::nullopt);
+  EXPECT_EQ(sdk::CollectiveOpOfName("all_gather"), CHORUS_OP_ALL_GATHER);
+  EXPECT_EQ(sdk::SignatureCode(CHORUS_OP_ALL_REDUCE), 1);
+  EXPECT_STREQ(sdk::SignatureCodeName(sdk::SignatureCode(CHORUS_OP_BROADCAST)), "broadcast");
+  EXPECT_STREQ(sdk::SignatureCodeName(0, "none"), "none");
+  EXPECT_STREQ(sdk::SignatureCodeName(INT64_MIN), "?");
+  // The core's names are the table's.
+  EXPECT_STREQ(CollectiveOpName(CHORUS_OP_ALL_GATHER), "all_gather");
+  EXPECT_STREQ(CollectiveOpName(static_cast<chorus_collective_op>(9)), "unknown operation");
+  EXPECT_STREQ(DtypeName(static_cast<chorus_dtype>(9)), "unknown-dtype");
 }
 
 TEST(Status, NamesEveryStatus) {

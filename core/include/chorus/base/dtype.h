@@ -1,4 +1,5 @@
-// Names of data types and reduce operations, and their parsing.
+// Names of data types, reduce operations and collective operations (the SDK's table,
+// chorus/names.hpp), and their parsing.
 #ifndef CHORUS_DTYPE_H_
 #define CHORUS_DTYPE_H_
 

@@ -1,4 +1,4 @@
-// A collective for testing the conformance kit itself (tests/conformance/CMakeLists.txt): every
+// A collective for testing the conformance kit itself (tools/chorus-conformance/tests/CMakeLists.txt): every
 // operation goes through the rendezvous store (each rank puts its buffer under the operation's
 // sequence number and reads the others'), so it works for ranks as threads and as processes
 // alike. Its capabilities declare every operation on host memory, but all_gather answers

@@ -1,10 +1,10 @@
-// A collective for testing the conformance kit itself (tools/chorus-conformance/tests/CMakeLists.txt): every
-// operation goes through the rendezvous store (each rank puts its buffer under the operation's
-// sequence number and reads the others'), so it works for ranks as threads and as processes
-// alike. Its capabilities declare every operation on host memory, but all_gather answers
-// UNSUPPORTED: the kit must skip that without --require and fail it with --require. Built with
-// KIT_PROBE_BAD_SCORE, its score leaves 0..CHORUS_SCORE_MAX and changes from call to call, which
-// the kit's Negotiation checks must catch.
+// A collective for testing the conformance kit itself
+// (tools/chorus-conformance/tests/CMakeLists.txt): every operation goes through the rendezvous
+// store (each rank puts its buffer under the operation's sequence number and reads the others'), so
+// it works for ranks as threads and as processes alike. Its capabilities declare every operation on
+// host memory, but all_gather answers UNSUPPORTED: the kit must skip that without --require and
+// fail it with --require. Built with KIT_PROBE_BAD_SCORE, its score leaves 0..CHORUS_SCORE_MAX and
+// changes from call to call, which the kit's Negotiation checks must catch.
 #include <chorus/plugin.h>
 
 #include <atomic>

@@ -217,16 +217,20 @@ void PrintHeader(const Registry& registry, const Report& report, std::ostream& o
   }
   out << "\nSelected by the current variables:\n";
   Wrap(out, "  default devices:  ", Join(report.default_devices), 4);
-  Wrap(out, "  cross-device ops: ",
-       report.cross_device_ops.empty()
-           ? "error: " + report.cross_device_ops_source
-           : report.cross_device_ops + "  (" + report.cross_device_ops_source + ")",
-       4);
+  // "name  (why)": the two blanks stay, as scripts match them.
+  if (report.cross_device_ops.empty()) {
+    Wrap(out, "  cross-device ops: ", "error: " + report.cross_device_ops_source, 4);
+  } else {
+    Wrap(out, "  cross-device ops: " + report.cross_device_ops + "  ",
+         "(" + report.cross_device_ops_source + ")", 4);
+  }
   Wrap(out, "  available cross-device ops: ", Join(report.available_cross_device_ops), 4);
-  Wrap(out, "  collective (" + report.job_shape + "): ",
-       report.collective.empty() ? "error: " + report.collective_source
-                                 : report.collective + "  (" + report.collective_source + ")",
-       4);
+  const std::string collective = "  collective (" + report.job_shape + "): ";
+  if (report.collective.empty()) {
+    Wrap(out, collective, "error: " + report.collective_source, 4);
+  } else {
+    Wrap(out, collective + report.collective + "  ", "(" + report.collective_source + ")", 4);
+  }
   Wrap(out, "  available collectives: ", Join(report.available_collectives), 4);
 }
 

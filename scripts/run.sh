@@ -30,10 +30,10 @@ echo "   built in $((SECONDS - start)) s since the start (log: $logs/build.log)"
 
 echo
 echo "== chorus-info: the plugins found (chorus-info prints each with its path and what it provides)"
-build/release/bin/chorus-info --plugins-only | sed -n 's/^  \([a-z0-9_-]*\)  ABI \([0-9.]*\)  version \(.*\)$/   \1 (ABI \2, \3)/p'
+"$bin/chorus-info" --plugins-only | sed -n 's/^  \([a-z0-9_-]*\)  ABI \([0-9.]*\)  version \(.*\)$/   \1 (ABI \2, \3)/p'
 echo
 echo "== chorus-info --workers 4 --hosts 2: what AUTO picks for 2 hosts of 2 workers, and why"
-build/release/bin/chorus-info --workers 4 --hosts 2 |
+"$bin/chorus-info" --workers 4 --hosts 2 |
   sed -n '/^  collectives for a job/,/^$/p' | sed '/^$/d'
 
 echo
@@ -45,8 +45,8 @@ scripts/fashion_mnist_table.sh 1 2>/dev/null
 echo
 echo "== parameter servers: chorus-launch --ps 2 --workers 2, ParameterServerStrategy (asynchronous"
 echo "   steps on the workers, variables and Adam on the ps tasks), one epoch; the chief's lines"
-build/release/bin/chorus-launch --ps 2 --workers 2 --timeout 600 -- \
-  build/release/bin/fashion_mnist --strategy parameter_server --epochs 1 --global-batch 64 \
+"$bin/chorus-launch" --ps 2 --workers 2 --timeout 600 -- \
+  "$bin/fashion_mnist" --strategy parameter_server --epochs 1 --global-batch 64 \
   --checkpoint-dir build/release/fashion_mnist_ps_ckpt > "$logs/parameter_servers.log" 2>&1 ||
   { tail -40 "$logs/parameter_servers.log"; echo "run.sh: the parameter-server job failed" >&2; exit 1; }
 grep '^\[chief 0\] Epoch' "$logs/parameter_servers.log" | sed 's/^/   /'

@@ -17,7 +17,7 @@ namespace fashion_mnist::test {
 namespace {
 
 // 1312 = 20 batches of 64 and a short last batch of 32 (whose shards 2 and 3 are empty).
-constexpr int64_t kGlobalBatch = 64, kTrainExamples = 1312;
+constexpr int64_t kTrainExamples = 1312;
 
 std::vector<std::vector<float>> TrainWithFit(const std::string& model_name, Kind kind,
                                              uint32_t replicas, const std::string& ops,

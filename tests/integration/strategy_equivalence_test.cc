@@ -10,7 +10,6 @@
 namespace fashion_mnist::test {
 namespace {
 
-constexpr int64_t kGlobalBatch = 64;
 constexpr int64_t kSteps = 50;
 constexpr double kTolerance = 1e-5;
 

@@ -17,6 +17,9 @@
 
 namespace fashion_mnist::test {
 
+// The tutorial's global batch, which the equivalence tests train with.
+constexpr int64_t kGlobalBatch = 64;
+
 enum class Kind { kOneDevice, kMirrored, kCentralStorage };
 
 // n virtual cpu devices from the process's registry (which also finds the build's plugins).

@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "fake_plugin_options.h"
+
 namespace chorus {
 namespace {
 
@@ -25,12 +27,7 @@ using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-LoaderOptions Only(const std::string& filter) {
-  LoaderOptions options;
-  options.search_dirs = {FAKE_PLUGIN_DIR};
-  options.filter = filter;
-  return options;
-}
+using test::OnlyFakePlugins;
 
 JobShape Ranks(int ranks, int hosts) {
   JobShape shape;
@@ -49,7 +46,7 @@ class AlgorithmPairs : public ::testing::Test {
       unsetenv(name);
     }
   }
-  Registry registry_{Only("fake_barrier")};
+  Registry registry_{OnlyFakePlugins("fake_barrier")};
 };
 
 TEST_F(AlgorithmPairs, EveryAlgorithmMeetsEveryTransport) {
@@ -67,7 +64,7 @@ TEST_F(AlgorithmPairs, EveryAlgorithmMeetsEveryTransport) {
   EXPECT_EQ(registry_.FindCollective("core", "test").api->name, std::string("core_ring"));
   EXPECT_EQ(CanonicalCollectiveName(registry_, "ring@tcp"), "core_ring");
 
-  Registry bare(Only("none"));
+  Registry bare(OnlyFakePlugins("none"));
   EXPECT_EQ(bare.CollectiveNames(), std::vector<std::string>{"core_ring"});
 }
 

@@ -16,17 +16,14 @@
 #include <fstream>
 #include <thread>
 
+#include "fake_plugin_options.h"
+
 namespace chorus {
 namespace {
 
 using ::testing::HasSubstr;
 
-LoaderOptions Only(const std::string& filter) {
-  LoaderOptions options;
-  options.search_dirs = {FAKE_PLUGIN_DIR};
-  options.filter = filter;
-  return options;
-}
+using test::OnlyFakePlugins;
 
 JobShape TwoRanksOnOneHost() {
   JobShape shape;
@@ -58,7 +55,7 @@ class SelectionTest : public ::testing::Test {
     if (!path_.empty()) std::filesystem::remove(path_);
   }
 
-  Registry registry_{Only("fake_scored")};
+  Registry registry_{OnlyFakePlugins("fake_scored")};
   std::filesystem::path path_;
 };
 
@@ -162,7 +159,7 @@ TEST_F(SelectionTest, AnUnknownNameInTheVariableListsTheAvailableOnes) {
 }
 
 TEST_F(SelectionTest, A10PluginIsChosenByNameOnly) {
-  Registry registry(Only("fake_abi_1_0"));
+  Registry registry(OnlyFakePlugins("fake_abi_1_0"));
   const CollectivePlan automatic =
       PlanCollectives(registry, CommunicationImplementation::kAuto, TwoRanksOnOneHost());
   EXPECT_EQ(automatic.collectives, std::vector<std::string>{"core_ring"});
@@ -259,7 +256,7 @@ TEST_F(SelectionTest, TwoSectionsForOneJobShapeNameBothLines) {
 // Two ranks whose plugin sets differ would never meet in their collectives' rendezvous: each
 // learns it at once, with both lists, before anything waits.
 TEST_F(SelectionTest, WorkersThatWouldCreateDifferentCollectivesAreToldWhy) {
-  Registry bare(Only("none"));
+  Registry bare(OnlyFakePlugins("none"));
   auto store = MakeInProcessStore();
   std::string errors[2];
   std::thread ranks[2];
@@ -295,7 +292,7 @@ TEST_F(SelectionTest, WorkersThatWouldCreateDifferentCollectivesAreToldWhy) {
 // A worker that lacks a collective of the plan fails with its own error, and tells the others,
 // who fail at once with it instead of waiting out their time-out.
 TEST_F(SelectionTest, AWorkerThatCannotCreateThePlanTellsTheOthersAtOnce) {
-  Registry bare(Only("none"));
+  Registry bare(OnlyFakePlugins("none"));
   const CollectivePlan plan =
       PlanCollectives(registry_, CommunicationImplementation::kAuto, TwoRanksOnOneHost());
   ASSERT_EQ(plan.collectives.front(), "fake_scored_fast");

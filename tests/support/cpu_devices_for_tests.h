@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chorus/base/error.h>
+#include <chorus/distribute/variable.h>
 #include <chorus/runtime/device.h>
 #include <chorus/runtime/registry.h>
 #include <chorus/runtime/tensor.h>
@@ -39,6 +40,15 @@ inline Tensor Filled(const Device& device, Shape shape, float value) {
 
 inline Tensor Values(const std::vector<float>& values, const Device& device = HostDevice()) {
   return Tensor::FromVector(device, {static_cast<int64_t>(values.size())}, values);
+}
+
+// A variable of `values` (shape {values.size()}) outside any strategy's scope.
+inline Variable MakeVariable(const std::string& name, const std::vector<float>& values,
+                             bool trainable = true) {
+  VariableSpec spec;
+  spec.name = name;
+  spec.trainable = trainable;
+  return Variable::Create(spec, {static_cast<int64_t>(values.size())}, values);
 }
 
 // fn throws a chorus::Error of `status` whose message contains every one of `parts`.

@@ -17,7 +17,13 @@
 namespace chorus::algorithms {
 namespace {
 
-enum Phase : uint64_t { kFoldIn = 1, kHalving = 2, kDoubling = 3, kFoldOut = 4, kBarrier = 5 };
+enum RecursivePhase : uint64_t {
+  kFoldIn = 1,
+  kHalving = 2,
+  kDoubling = 3,
+  kFoldOut = 4,
+  kBarrier = 5
+};
 
 // An all-reduce on the power-of-two new ranks of the fold: the fold in, `schedule` on the active
 // ranks (with this rank's new rank and where its first step reads this rank's data), the fold

@@ -11,7 +11,12 @@
 namespace chorus::algorithms {
 namespace {
 
-enum Phase : uint64_t { kRowScatter = 1, kColumnScatter = 2, kColumnGather = 3, kRowGather = 4 };
+enum TorusPhase : uint64_t {
+  kRowScatter = 1,
+  kColumnScatter = 2,
+  kColumnGather = 3,
+  kRowGather = 4
+};
 
 }  // namespace
 

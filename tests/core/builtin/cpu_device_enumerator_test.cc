@@ -8,20 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "ring_test_util.h"
+
 namespace chorus {
 namespace {
 
-std::shared_ptr<PluginLibrary> Core() {
-  static Registry registry([] {
-    LoaderOptions options;
-    options.filter = "none";
-    return options;
-  }());
-  return registry.FindPlugin("core");
-}
+using ring_test::CorePlugin;
 
 TEST(CpuDevices, CountAndNames) {
-  auto cpu = DeviceEnumerator::Create(Core(), {{"count", "3"}});
+  auto cpu = DeviceEnumerator::Create(CorePlugin(), {{"count", "3"}});
   EXPECT_EQ(cpu->platform(), "cpu");
   ASSERT_EQ(cpu->count(), 3u);
   EXPECT_EQ(cpu->info(2).name, "CPU:2");
@@ -31,7 +26,7 @@ TEST(CpuDevices, CountAndNames) {
 }
 
 TEST(CpuDevices, ZeroDevicesIsValid) {
-  auto cpu = DeviceEnumerator::Create(Core(), {{"count", "0"}});
+  auto cpu = DeviceEnumerator::Create(CorePlugin(), {{"count", "0"}});
   EXPECT_EQ(cpu->count(), 0u);
   chorus_device_info info{};
   info.struct_size = sizeof(info);
@@ -40,7 +35,7 @@ TEST(CpuDevices, ZeroDevicesIsValid) {
 
 TEST(CpuDevices, ABadCountOptionIsAnErrorNamingIt) {
   try {
-    DeviceEnumerator::Create(Core(), {{"count", "many"}});
+    DeviceEnumerator::Create(CorePlugin(), {{"count", "many"}});
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.status(), CHORUS_INVALID_ARGUMENT);
@@ -51,7 +46,7 @@ TEST(CpuDevices, ABadCountOptionIsAnErrorNamingIt) {
 }
 
 TEST(CpuDevices, BufferRoundTripAndDivide) {
-  auto cpu = DeviceEnumerator::Create(Core(), {{"count", "2"}});
+  auto cpu = DeviceEnumerator::Create(CorePlugin(), {{"count", "2"}});
   DeviceBuffer buffer(Device{cpu, 1}, 4 * sizeof(int32_t));
   const std::vector<int32_t> values{7, -7, 9, 100};
   buffer.CopyFromHost(values.data(), 16);
@@ -63,7 +58,7 @@ TEST(CpuDevices, BufferRoundTripAndDivide) {
 }
 
 TEST(CpuDevices, DivideIsExactForIntegerMeans) {
-  auto cpu = DeviceEnumerator::Create(Core(), {{"count", "1"}});
+  auto cpu = DeviceEnumerator::Create(CorePlugin(), {{"count", "1"}});
   std::vector<int64_t> sums{6, 9, -6};
   cpu->Divide(0, sums.data(), 3, CHORUS_I64, 3);
   EXPECT_EQ(sums, (std::vector<int64_t>{2, 3, -2}));
@@ -71,7 +66,7 @@ TEST(CpuDevices, DivideIsExactForIntegerMeans) {
 }
 
 TEST(CpuDevices, ReduceThroughTheWrapperAndItsErrors) {
-  auto cpu = DeviceEnumerator::Create(Core(), {{"count", "1"}});
+  auto cpu = DeviceEnumerator::Create(CorePlugin(), {{"count", "1"}});
   std::vector<int32_t> a{1, -2, 3}, b{10, 20, -30};
   cpu->Reduce(0, a.data(), a.data(), b.data(), 3, CHORUS_I32, CHORUS_REDUCE_SUM);
   EXPECT_EQ(a, (std::vector<int32_t>{11, 18, -27}));
@@ -85,7 +80,7 @@ TEST(CpuDevices, ReduceThroughTheWrapperAndItsErrors) {
 
 // Divisors above INT64_MAX have no signed 64-bit form; the quotients are still exact.
 TEST(CpuDevices, DivideIsExactForDivisorsBeyondInt64) {
-  auto cpu = DeviceEnumerator::Create(Core(), {{"count", "1"}});
+  auto cpu = DeviceEnumerator::Create(CorePlugin(), {{"count", "1"}});
   constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   std::vector<int64_t> values{kMin, kMax, -1};
@@ -100,7 +95,7 @@ TEST(CpuDevices, DivideIsExactForDivisorsBeyondInt64) {
 }
 
 TEST(CpuDevices, OutOfRangeDeviceIsRejectedWithItsIndex) {
-  auto cpu = DeviceEnumerator::Create(Core(), {{"count", "2"}});
+  auto cpu = DeviceEnumerator::Create(CorePlugin(), {{"count", "2"}});
   try {
     cpu->Allocate(5, 16);
     FAIL();

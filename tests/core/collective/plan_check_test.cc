@@ -13,12 +13,14 @@
 #include <thread>
 #include <vector>
 
+#include "worker_names.h"
+
 namespace chorus::internal {
 namespace {
 
 using ::testing::HasSubstr;
 
-std::string Worker(int rank) { return "worker " + std::to_string(rank); }
+using test::WorkerName;
 
 // Two ranks under AUTO choosing core_ring from the core.
 PlanChoices Auto() {
@@ -181,7 +183,7 @@ std::vector<Outcome> Exchange(const std::vector<std::optional<PlanChoices>>& cho
       x.size = size;
       x.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
       x.timeout_seconds = timeout_seconds;
-      x.task_name = Worker;
+      x.task_name = WorkerName;
       x.what = "communicator 'test'";
       Outcome& outcome = outcomes[static_cast<size_t>(rank)];
       outcome.joined = true;

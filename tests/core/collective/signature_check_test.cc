@@ -7,10 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "worker_names.h"
+
 namespace chorus::internal {
 namespace {
 
-std::string Worker(int rank) { return "worker " + std::to_string(rank); }
+using test::WorkerName;
 std::string Collective(int64_t index) { return index == 0 ? "shm" : "core_ring"; }
 
 Signature AllReduce(int64_t count, int64_t backend) {
@@ -18,12 +20,12 @@ Signature AllReduce(int64_t count, int64_t backend) {
 }
 
 TEST(SignatureCheck, EqualSignaturesPass) {
-  EXPECT_EQ(SignatureMismatch({AllReduce(10, 0), AllReduce(10, 0)}, Worker, Collective), "");
+  EXPECT_EQ(SignatureMismatch({AllReduce(10, 0), AllReduce(10, 0)}, WorkerName, Collective), "");
 }
 
 TEST(SignatureCheck, ACountMismatchNamesBothWorkersAndNotTheCommonCollective) {
-  const std::string message =
-      SignatureMismatch({AllReduce(10, 0), AllReduce(10, 0), AllReduce(9, 0)}, Worker, Collective);
+  const std::string message = SignatureMismatch(
+      {AllReduce(10, 0), AllReduce(10, 0), AllReduce(9, 0)}, WorkerName, Collective);
   EXPECT_NE(message.find("at operation #7: worker 0 issues all_reduce of 10 f32 (sum) but worker "
                          "2 issues all_reduce of 9 f32 (sum);"),
             std::string::npos)
@@ -32,7 +34,7 @@ TEST(SignatureCheck, ACountMismatchNamesBothWorkersAndNotTheCommonCollective) {
 
 TEST(SignatureCheck, ARoutingMismatchNamesEachWorkersCollective) {
   const std::string message =
-      SignatureMismatch({AllReduce(10, 0), AllReduce(10, 1)}, Worker, Collective);
+      SignatureMismatch({AllReduce(10, 0), AllReduce(10, 1)}, WorkerName, Collective);
   EXPECT_NE(message.find("worker 0 issues all_reduce of 10 f32 (sum) on shm but worker 1 issues "
                          "all_reduce of 10 f32 (sum) on core_ring"),
             std::string::npos)

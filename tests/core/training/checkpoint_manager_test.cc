@@ -31,11 +31,7 @@ namespace {
 namespace fs = std::filesystem;
 using test::ExpectError;
 
-Variable MakeVariable(const std::string& name, const std::vector<float>& values) {
-  VariableSpec spec;
-  spec.name = name;
-  return Variable::Create(spec, {static_cast<int64_t>(values.size())}, values);
-}
+using test::MakeVariable;
 
 JobIdentity Identity(uint64_t seed) {
   return JobIdentity{seed, ModelSignature({VariableSignature{"w", CHORUS_F32, {3}}}),

@@ -26,13 +26,7 @@ using test::ExpectError;
 using test::HostDevice;
 using test::Values;
 
-Variable MakeVariable(const std::string& name, const std::vector<float>& values,
-                      bool trainable = true) {
-  VariableSpec spec;
-  spec.name = name;
-  spec.trainable = trainable;
-  return Variable::Create(spec, {static_cast<int64_t>(values.size())}, values);
-}
+using test::MakeVariable;
 
 // A non-trainable ON_READ variable summed across replicas (a metric's total).
 Variable SumOnRead(const std::string& name, float value) {

@@ -8,6 +8,8 @@
 #include <chorus/base/error.h>
 #include <chorus/cluster_resolver/cluster_resolver.h>
 #include <chorus/cluster_resolver/host_identity.h>
+#include <chorus/cluster_resolver/multi_worker_util.h>
+#include <chorus/cluster_resolver/tpu_cluster_resolver.h>
 #include <chorus/collective/algorithm_rules.h>
 #include <chorus/collective/communication_options.h>
 #include <chorus/collective/communicator.h>

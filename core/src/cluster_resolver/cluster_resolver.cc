@@ -3,6 +3,8 @@
 #include <chorus/base/environment.h>
 #include <chorus/base/error.h>
 #include <chorus/cluster_resolver/cluster_resolver.h>
+#include <chorus/runtime/device.h>
+#include <chorus/runtime/registry.h>
 
 #include <cctype>
 #include <cerrno>
@@ -225,6 +227,32 @@ std::string ClusterResolver::master(const std::optional<std::string>& task_type,
   return FormatMasterUrl(job->second[id], rpc_layer.empty() ? this->rpc_layer() : rpc_layer);
 }
 
+std::map<std::string, int> ClusterResolver::num_accelerators(
+    const std::optional<std::string>& task_type, std::optional<int> task_id) const {
+  if (task_type || task_id) master(task_type, task_id);  // throws for a task the cluster lacks
+  std::map<std::string, int> counts;
+  for (const std::shared_ptr<DeviceEnumerator>& devices : Registry::Global().DeviceEnumerators()) {
+    for (uint32_t i = 0; i < devices->count(); ++i) {
+      switch (devices->info(i).kind) {
+        case CHORUS_DEVICE_CPU:
+          break;
+        case CHORUS_DEVICE_GPU:
+          ++counts["GPU"];
+          break;
+        case CHORUS_DEVICE_TPU:
+          ++counts["TPU"];
+          break;
+        default: {
+          std::string type = devices->platform();
+          for (char& c : type) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+          ++counts[type];
+        }
+      }
+    }
+  }
+  return counts;
+}
+
 std::string FormatMasterUrl(const std::string& address, const std::string& rpc_layer) {
   return rpc_layer.empty() ? address : rpc_layer + "://" + address;
 }
@@ -251,6 +279,15 @@ void ValidateParameterServerCluster(const ClusterResolver& resolver) {
 }
 
 SimpleClusterResolver::SimpleClusterResolver(SingleLocalProcess) : task_id_(0) {}
+
+std::map<std::string, int> SimpleClusterResolver::num_accelerators(
+    const std::optional<std::string>& task_type, std::optional<int> task_id) const {
+  if (num_accelerators_ || !counts_local_accelerators()) {
+    if (task_type || task_id) master(task_type, task_id);  // throws for a task the cluster lacks
+    return num_accelerators_.value_or(std::map<std::string, int>{});
+  }
+  return ClusterResolver::num_accelerators(task_type, task_id);
+}
 
 void SimpleClusterResolver::SetTask(std::string task_type, int task_id) {
   ValidateCluster(spec_, task_type, task_id);

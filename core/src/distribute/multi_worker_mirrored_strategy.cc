@@ -11,15 +11,14 @@
 #include "base/launcher_watch.h"
 #include "base/logging.h"
 #include "base/socket_util.h"
+#include "distribute/default_devices.h"
 
 namespace chorus {
 namespace {
 
 using std::chrono::milliseconds;
 
-std::vector<Device> OrDefaultDevices(std::vector<Device> devices) {
-  return devices.empty() ? Registry::Global().DefaultDevices() : devices;
-}
+using internal::OrDefaultDevices;
 
 // The host (without an IPv6 address's brackets) and port of a cluster address.
 HostPort SplitAddress(const std::string& address) {

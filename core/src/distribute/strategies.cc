@@ -1,12 +1,12 @@
 #include <chorus/base/error.h>
 #include <chorus/distribute/strategies.h>
 
+#include "distribute/default_devices.h"
+
 namespace chorus {
 namespace {
 
-std::vector<Device> OrDefaultDevices(std::vector<Device> devices) {
-  return devices.empty() ? Registry::Global().DefaultDevices() : devices;
-}
+using internal::OrDefaultDevices;
 
 VariableKind ReplicatedPlacement(VariableSynchronization synchronization) {
   return synchronization == VariableSynchronization::kOnRead ? VariableKind::kSyncOnRead

@@ -30,7 +30,11 @@ inline const char* const kLauncherVariables[] = {"TF_CONFIG",
                                                  "SLURM_NTASKS_PER_NODE",
                                                  "SLURM_STEP_NUM_TASKS",
                                                  "SLURM_STEP_NODELIST",
-                                                 "SLURM_STEP_TASKS_PER_NODE"};
+                                                 "SLURM_STEP_TASKS_PER_NODE",
+                                                 "KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS",
+                                                 "TPU_NAME",
+                                                 "TPU_WORKER_HOSTNAMES",
+                                                 "TPU_WORKER_ID"};
 
 // Unsets every variable a resolver reads, and puts back what was there after the test.
 class ClusterEnvironment : public ::testing::Test {

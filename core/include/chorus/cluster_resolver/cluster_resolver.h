@@ -47,9 +47,19 @@ class ClusterResolver {
   // empty); `rpc_layer` overrides rpc_layer() when not empty. "" when the process runs alone
   // (see runs_alone()), or the preset master when there is one. Throws Error(INVALID_ARGUMENT) for
   // a task the cluster does not have.
-  std::string master(const std::optional<std::string>& task_type = std::nullopt,
-                     std::optional<int> task_id = std::nullopt,
-                     const std::string& rpc_layer = "") const;
+  virtual std::string master(const std::optional<std::string>& task_type = std::nullopt,
+                             std::optional<int> task_id = std::nullopt,
+                             const std::string& rpc_layer = "") const;
+
+  // As TensorFlow's num_accelerators(): the accelerator devices of task (task_type, task_id),
+  // this task's where none is given, by TensorFlow's device type: "GPU", "TPU", or another
+  // device's platform in upper case; CPUs are not counted. chorus sees this process's devices
+  // only (its device enumerators, loaded on first use), so every task is answered with them: the
+  // strategies require the tasks of a job to be alike. Throws Error(INVALID_ARGUMENT) for a task
+  // the cluster does not have.
+  virtual std::map<std::string, int> num_accelerators(
+      const std::optional<std::string>& task_type = std::nullopt,
+      std::optional<int> task_id = std::nullopt) const;
 
  protected:
   // True when there is no cluster to connect to, so master() is "": an empty cluster spec
@@ -84,7 +94,20 @@ class SimpleClusterResolver : public ClusterResolver {
   void SetTask(std::string task_type, int task_id);
   void set_rpc_layer(std::string rpc_layer) { rpc_layer_ = std::move(rpc_layer); }
 
+  // As TensorFlow's SimpleClusterResolver(num_accelerators=...): what num_accelerators() answers
+  // (for every task). Without it, a SimpleClusterResolver answers {} as TensorFlow's does, and the
+  // resolvers built on it (TF_CONFIG, Slurm, launchers) count this process's devices.
+  void set_num_accelerators(std::map<std::string, int> counts) {
+    num_accelerators_ = std::move(counts);
+  }
+  std::map<std::string, int> num_accelerators(
+      const std::optional<std::string>& task_type = std::nullopt,
+      std::optional<int> task_id = std::nullopt) const override;
+
  protected:
+  // Whether num_accelerators() counts this process's devices when none were set (the resolvers
+  // that read a launcher's variables), rather than answering {} (SimpleClusterResolver itself).
+  virtual bool counts_local_accelerators() const { return false; }
   // An empty cluster with no task: a single local process (TF_CONFIG "{}").
   struct SingleLocalProcess {};
   explicit SimpleClusterResolver(SingleLocalProcess);
@@ -94,6 +117,7 @@ class SimpleClusterResolver : public ClusterResolver {
   std::string task_type_;
   int task_id_;
   std::string rpc_layer_;
+  std::optional<std::map<std::string, int>> num_accelerators_;
 };
 
 // What a program may set in place of what the launcher says (TensorFlow's resolvers take
@@ -126,6 +150,7 @@ class TFConfigClusterResolver : public SimpleClusterResolver {
  protected:
   // As TensorFlow's: also a cluster of one task needs no master.
   bool runs_alone() const override;
+  bool counts_local_accelerators() const override { return true; }
   std::string preset_master() const override { return session_master_; }
 
  private:
@@ -156,6 +181,9 @@ class SlurmClusterResolver : public SimpleClusterResolver {
                        std::optional<int> tasks_per_node = std::nullopt,
                        std::string rpc_layer = "grpc");
   std::string name() const override { return "SlurmClusterResolver"; }
+
+ protected:
+  bool counts_local_accelerators() const override { return true; }
 };
 
 // Expands a Slurm host list: "n[1-3,5],m07" -> {"n1","n2","n3","n5","m07"} (zero padding kept).
@@ -169,9 +197,42 @@ class LauncherClusterResolver : public SimpleClusterResolver {
   LauncherClusterResolver();
   std::string name() const override { return launcher_ + "ClusterResolver"; }
 
+ protected:
+  bool counts_local_accelerators() const override { return true; }
+
  private:
   explicit LauncherClusterResolver(std::pair<std::string, SimpleClusterResolver> resolved);
   std::string launcher_;  // "OpenMpi" or "Torchrun"
+};
+
+// As TensorFlow's UnionResolver: the union of several resolvers' clusters, and the first
+// resolver's task, rpc layer, master and accelerators unless `overrides` says otherwise. A job
+// in more than one cluster gets the tasks of each in the resolvers' order (TensorFlow's rule for
+// jobs given as lists, the only form a chorus ClusterSpec has). The resolvers are shared, not
+// copied: a task set on the first later is this resolver's too. Throws Error(INVALID_ARGUMENT)
+// for no resolvers or a null one.
+class UnionClusterResolver : public ClusterResolver {
+ public:
+  explicit UnionClusterResolver(std::vector<std::shared_ptr<const ClusterResolver>> resolvers,
+                                TaskOverrides overrides = {});
+  const ClusterSpec& cluster_spec() const override { return spec_; }
+  const std::string& task_type() const override;
+  int task_id() const override;
+  std::string rpc_layer() const override;
+  std::string name() const override { return "UnionClusterResolver"; }
+  // A task given by both task_type and task_id is looked up in the union; otherwise the first
+  // resolver's master (with `rpc_layer`, if given).
+  std::string master(const std::optional<std::string>& task_type = std::nullopt,
+                     std::optional<int> task_id = std::nullopt,
+                     const std::string& rpc_layer = "") const override;
+  std::map<std::string, int> num_accelerators(
+      const std::optional<std::string>& task_type = std::nullopt,
+      std::optional<int> task_id = std::nullopt) const override;
+
+ private:
+  std::vector<std::shared_ptr<const ClusterResolver>> resolvers_;
+  TaskOverrides overrides_;
+  ClusterSpec spec_;
 };
 
 // The resolver the environment describes: TF_CONFIG, else torchrun's or Open MPI's variables,

@@ -21,11 +21,6 @@ namespace {
 const char* const kChief = "chief";
 const char* const kWorker = "worker";
 
-int JobSize(const ClusterSpec& spec, const std::string& job) {
-  auto it = spec.find(job);
-  return it == spec.end() ? 0 : static_cast<int>(it->second.size());
-}
-
 std::string Quoted(const std::string& text) { return "'" + text + "'"; }
 
 std::string JoinJobNames(const ClusterSpec& spec) {
@@ -41,11 +36,8 @@ std::string AddressProblem(const std::string& address) {
 }
 
 using cluster_internal::Fail;
-
-bool IsTaskType(const std::string& type) {
-  static const std::set<std::string> kTaskTypes = {"chief", "worker", "ps", "evaluator"};
-  return kTaskTypes.count(type) > 0;
-}
+using cluster_internal::IsTaskType;
+using cluster_internal::JobSize;
 
 std::string UnknownTaskType(const std::string& type, const std::string& where) {
   if (type == "master") {
@@ -124,6 +116,16 @@ void ValidateCluster(const ClusterSpec& spec, const std::string& task_type, int 
 namespace cluster_internal {
 
 void Fail(const std::string& message) { throw Error(CHORUS_INVALID_ARGUMENT, message); }
+
+int JobSize(const ClusterSpec& spec, const std::string& job) {
+  auto it = spec.find(job);
+  return it == spec.end() ? 0 : static_cast<int>(it->second.size());
+}
+
+bool IsTaskType(const std::string& type) {
+  static const std::set<std::string> kTaskTypes = {"chief", "worker", "ps", "evaluator"};
+  return kTaskTypes.count(type) > 0;
+}
 
 bool ParseInteger(const std::string& text, long long* value) {
   if (text.empty() || std::isspace(static_cast<unsigned char>(text.front()))) return false;

@@ -2,6 +2,8 @@
 #ifndef CHORUS_CORE_CLUSTER_RESOLVER_INTERNAL_H_
 #define CHORUS_CORE_CLUSTER_RESOLVER_INTERNAL_H_
 
+#include <chorus/cluster_resolver/cluster_resolver.h>
+
 #include <string>
 
 namespace chorus::cluster_internal {
@@ -21,6 +23,12 @@ long long OptionalEnvInteger(const char* name, long long fallback, long long min
 
 // Parses a decimal integer with nothing around it; false when `text` is not one or overflows.
 bool ParseInteger(const std::string& text, long long* value);
+
+// The number of tasks of `job` in `spec` (0 when it has none).
+int JobSize(const ClusterSpec& spec, const std::string& job);
+
+// Whether `type` is one of TensorFlow's task types: chief, worker, ps, evaluator.
+bool IsTaskType(const std::string& type);
 
 }  // namespace chorus::cluster_internal
 

@@ -7,15 +7,11 @@ namespace chorus::multi_worker_util {
 namespace {
 
 using cluster_internal::Fail;
-
-int JobSize(const ClusterSpec& spec, const std::string& job) {
-  auto it = spec.find(job);
-  return it == spec.end() ? 0 : static_cast<int>(it->second.size());
-}
+using cluster_internal::IsTaskType;
+using cluster_internal::JobSize;
 
 void Validate(const ClusterSpec& spec, const std::string& task_type, int task_id) {
-  if (task_type != "chief" && task_type != "worker" && task_type != "evaluator" &&
-      task_type != "ps") {
+  if (!IsTaskType(task_type)) {
     Fail("unrecognized task_type '" + task_type +
          "': the task types are chief, worker, evaluator and ps");
   }

@@ -25,14 +25,10 @@ constexpr char kWorkerId[] = "TPU_WORKER_ID";
 constexpr char kGrpcPrefix[] = "grpc://";
 constexpr uint16_t kDefaultPort = 8470;  // Cloud TPU's worker port
 
-bool StartsWith(const std::string& text, const std::string& prefix) {
-  return text.compare(0, prefix.size(), prefix) == 0;
-}
-
 // "host:port" of one worker address as Cloud TPU writes it ("grpc://" optional, port 8470 when
 // left out), checked; `where` names where it came from.
 std::string WorkerAddress(std::string address, const std::string& where) {
-  if (StartsWith(address, kGrpcPrefix)) address.erase(0, sizeof(kGrpcPrefix) - 1);
+  if (address.starts_with(kGrpcPrefix)) address.erase(0, sizeof(kGrpcPrefix) - 1);
   const bool has_port = address.find(':') != std::string::npos && address.back() != ']';
   if (!has_port) address += ":" + std::to_string(kDefaultPort);
   HostPort parsed;
@@ -101,7 +97,7 @@ Resolved Resolve(const std::optional<std::string>& tpu) {
   }
   const auto& [value, where] = *name;
   if (value == "local") return Resolved{"local", "local", {}, 0};
-  if (StartsWith(value, kGrpcPrefix)) {
+  if (value.starts_with(kGrpcPrefix)) {
     return Resolved{value, where == "the tpu argument" ? "argument" : where,
                     WorkerAddresses(value, where), 0};
   }

@@ -58,9 +58,8 @@ class TPUClusterResolver : public ClusterResolver {
   // As TensorFlow's task_type/task_id setters. Throws Error(INVALID_ARGUMENT) for a negative id.
   void SetTask(std::string task_type, int task_id);
 
-  // As TensorFlow's: the accelerator cores per worker. "local": {"TPU": this process's TPU
-  // devices} (from its device enumerators). Otherwise the cores per host of the TPU system,
-  // which InitializeTpuSystem learns; until then this process's TPU devices as well.
+  // As TensorFlow's: the accelerator cores per worker, {"TPU": n}, also when n is 0. n is this
+  // process's TPU devices (from its device enumerators): chorus does not see other hosts'.
   std::map<std::string, int> num_accelerators(
       const std::optional<std::string>& task_type = std::nullopt,
       std::optional<int> task_id = std::nullopt) const override;

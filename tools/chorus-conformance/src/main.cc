@@ -52,8 +52,8 @@ constexpr const char* kUsage =
     "  --help                       this text, then GoogleTest's flags\n"
     "GoogleTest flags pass through, e.g. --gtest_filter='CrossDeviceOps.*' --gtest_brief=1.\n"
     "CHORUS_CONFORMANCE_SWEEP=short runs the large count only for u8, f16, f32 and f64 with SUM\n"
-    "(every other case as in the default full sweep): for sanitizer builds, several times "
-    "faster.\n";
+    "and ranks as processes at 2 and 3 (every other case as in the default full sweep): for\n"
+    "sanitizer builds, several times faster.\n";
 
 struct Arguments {
   std::string plugin_path;

@@ -1,6 +1,7 @@
 // What only the TCP store does: connecting before the leader serves, a lost leader, lost clients,
 // malformed and silent peers, the job secret, and the health request.
 #include "store_test_support.h"
+#include "scoped_variable.h"
 
 namespace chorus {
 namespace {
@@ -361,29 +362,7 @@ TEST(TcpStoreTest, AProgramThatIsNoStoreIsNamedAsSuch) {
   EXPECT_LT(Since(start), 3s);
 }
 
-// Sets or clears an environment variable for the life of the object.
-class ScopedVariable {
- public:
-  ScopedVariable(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedVariable() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using test::ScopedVariable;
 
 constexpr const char* kSecret = "0123456789abcdef-the-job-secret";
 

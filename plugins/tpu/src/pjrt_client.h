@@ -1,0 +1,146 @@
+// Loading a PJRT C API plugin and driving its client: which library (the variables), its API
+// version, the client's options, its devices, and buffers copied to and from the host. Every
+// PJRT error becomes a chorus::Error carrying the plugin's own message; every wait has a time-out.
+#ifndef CHORUS_PLUGINS_TPU_PJRT_CLIENT_H_
+#define CHORUS_PLUGINS_TPU_PJRT_CLIENT_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pjrt_abi.h"
+
+namespace chorus::tpu {
+
+// Which PJRT plugin to load and why that one.
+struct PjrtPluginChoice {
+  std::string path;  // handed to dlopen: a path, or "libtpu.so" for the loader's search
+  std::string
+      source;  // "CHORUS_PJRT_PLUGIN", "TPU_LIBRARY_PATH" or "libtpu.so on the loader's path"
+};
+
+// CHORUS_PJRT_PLUGIN (a path, or "reference" for chorus's reference plugin), else
+// TPU_LIBRARY_PATH (as JAX reads it), else libtpu.so if the dynamic loader finds it. None of the
+// three: chorus::Error NOT_FOUND naming all three. `reference_path` is where "reference" points.
+PjrtPluginChoice ChoosePjrtPlugin(const std::string& reference_path);
+
+// Where chorus's reference PJRT plugin is, found from the module this code is in (the tpu plugin
+// in lib/chorus/plugins, or a program in bin/): lib/chorus/pjrt/libchorus-pjrt-reference.so.
+std::string ReferencePjrtPluginPath();
+
+// One client option, as PJRT's named values carry it.
+struct PjrtOption {
+  std::string name;
+  pjrt::PJRT_NamedValue_Type type = pjrt::PJRT_NamedValue_kString;
+  std::string string_value;
+  int64_t int64_value = 0;
+  std::vector<int64_t> int64_list;
+  float float_value = 0;
+  bool bool_value = false;
+};
+
+// CHORUS_PJRT_OPTIONS: "name=value,..." where a value is an integer, a float (with a '.'),
+// true/false, a list of integers in brackets ("visible_devices=[0;1]", ';' between them), or else
+// a string. A malformed entry is chorus::Error INVALID_ARGUMENT naming it.
+std::vector<PjrtOption> ParsePjrtOptions(std::string_view text);
+
+// A loaded PJRT plugin library. Open checks, in this order, with an error naming the path: the
+// library loads, it exports GetPjrtApi, GetPjrtApi returns a table, the API major version is
+// chorus's (0), the minor version and the table length reach what chorus calls; then it calls
+// PJRT_Plugin_Initialize. The library stays loaded for the process (plugins keep threads).
+class PjrtLibrary {
+ public:
+  static std::shared_ptr<PjrtLibrary> Open(const PjrtPluginChoice& choice);
+
+  const pjrt::PJRT_Api& api() const { return *api_; }
+  const std::string& path() const { return choice_.path; }
+  const std::string& source() const { return choice_.source; }
+  int major_version() const { return api_->pjrt_api_version.major_version; }
+  int minor_version() const { return api_->pjrt_api_version.minor_version; }
+
+  // Throws chorus::Error for a non-null PJRT error, with `what` and the plugin's message, and
+  // frees the error. A null error returns.
+  void Check(pjrt::PJRT_Error* error, std::string_view what) const;
+  // Waits up to `timeout` for `event`, destroys it, and throws as Check for its error; TIMEOUT
+  // (naming `what`) when it is not ready by then.
+  void Await(pjrt::PJRT_Event* event, std::chrono::milliseconds timeout,
+             std::string_view what) const;
+
+ private:
+  PjrtLibrary(PjrtPluginChoice choice, const pjrt::PJRT_Api* api)
+      : choice_(std::move(choice)), api_(api) {}
+  PjrtPluginChoice choice_;
+  const pjrt::PJRT_Api* api_;
+};
+
+struct PjrtDevice {
+  pjrt::PJRT_Device* handle = nullptr;
+  int id = 0;
+  int local_hardware_id = -1;
+  int process_index = 0;
+  std::string kind;
+  std::vector<int64_t> coords;  // the "coords" attribute, empty when the plugin gives none
+};
+
+class PjrtClient;
+
+// An immutable device array; destroyed with its owner.
+class PjrtBuffer {
+ public:
+  PjrtBuffer() = default;
+  PjrtBuffer(std::shared_ptr<PjrtLibrary> library, pjrt::PJRT_Buffer* handle)
+      : library_(std::move(library)), handle_(handle) {}
+  PjrtBuffer(PjrtBuffer&& other) noexcept { *this = std::move(other); }
+  PjrtBuffer& operator=(PjrtBuffer&& other) noexcept;
+  ~PjrtBuffer() { Reset(); }
+  pjrt::PJRT_Buffer* handle() const { return handle_; }
+  size_t size_in_bytes() const;
+  void Reset();
+
+ private:
+  std::shared_ptr<PjrtLibrary> library_;
+  pjrt::PJRT_Buffer* handle_ = nullptr;
+};
+
+class PjrtClient {
+ public:
+  // Creates the plugin's client with `options`; a refused option comes back as the plugin says
+  // it, prefixed with the option names chorus passed.
+  PjrtClient(std::shared_ptr<PjrtLibrary> library, const std::vector<PjrtOption>& options);
+  ~PjrtClient();
+  PjrtClient(const PjrtClient&) = delete;
+  PjrtClient& operator=(const PjrtClient&) = delete;
+
+  const std::shared_ptr<PjrtLibrary>& library() const { return library_; }
+  const std::string& platform_name() const { return platform_name_; }
+  const std::string& platform_version() const { return platform_version_; }
+  int process_index() const { return process_index_; }
+  // The devices this process drives, in the plugin's order.
+  const std::vector<PjrtDevice>& addressable_devices() const { return devices_; }
+
+  // Copies `count` elements of `type` at `data` into a new buffer on `device` (1-D), waiting up
+  // to `timeout` for the plugin to be done with the host bytes.
+  PjrtBuffer FromHost(const PjrtDevice& device, pjrt::PJRT_Buffer_Type type, const void* data,
+                      int64_t count, std::chrono::milliseconds timeout) const;
+  // Copies the whole of `buffer` into `dst` (`size` bytes, exactly the buffer's size).
+  void ToHost(const PjrtBuffer& buffer, void* dst, size_t size,
+              std::chrono::milliseconds timeout) const;
+
+ private:
+  std::shared_ptr<PjrtLibrary> library_;
+  pjrt::PJRT_Client* client_ = nullptr;
+  std::string platform_name_;
+  std::string platform_version_;
+  int process_index_ = 0;
+  std::vector<PjrtDevice> devices_;
+};
+
+// "INVALID_ARGUMENT", ... for a PJRT error code.
+const char* PjrtErrorCodeName(pjrt::PJRT_Error_Code code);
+
+}  // namespace chorus::tpu
+
+#endif  // CHORUS_PLUGINS_TPU_PJRT_CLIENT_H_

@@ -1,0 +1,223 @@
+// Loading a PJRT plugin and driving its client, over chorus's reference PJRT plugin and its fault
+// variants: which library the variables choose, the options, every fault a named error, devices
+// with coordinates, and buffers round-tripped through the device for every dtype chorus has.
+#include "pjrt_client.h"
+
+#include <dlfcn.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chorus/error.hpp>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "scoped_variable.h"
+
+namespace chorus::tpu {
+namespace {
+
+using namespace std::chrono_literals;
+using test::ScopedVariable;
+using ::testing::HasSubstr;
+
+std::string FaultPath(int fault) {
+  return std::string(PJRT_FAULT_DIR) + "/libchorus-pjrt-fault-" + std::to_string(fault) + ".so";
+}
+
+Error Thrown(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const Error& error) {
+    return error;
+  }
+  ADD_FAILURE() << "no chorus::Error was thrown";
+  return Error(CHORUS_OK, "");
+}
+
+std::shared_ptr<PjrtLibrary> Reference() {
+  return PjrtLibrary::Open({PJRT_REFERENCE_PATH, "CHORUS_PJRT_PLUGIN"});
+}
+
+TEST(ChoosePjrtPlugin, TheVariablesInTheirOrder) {
+  ScopedVariable chorus("CHORUS_PJRT_PLUGIN", "/opt/vendor/pjrt.so");
+  ScopedVariable tpu("TPU_LIBRARY_PATH", "/opt/libtpu/libtpu.so");
+  PjrtPluginChoice choice = ChoosePjrtPlugin("/ref.so");
+  EXPECT_EQ(choice.path, "/opt/vendor/pjrt.so");
+  EXPECT_EQ(choice.source, "CHORUS_PJRT_PLUGIN");
+  {
+    ScopedVariable reference("CHORUS_PJRT_PLUGIN", "reference");
+    choice = ChoosePjrtPlugin("/ref.so");
+    EXPECT_EQ(choice.path, "/ref.so");
+  }
+  {
+    ScopedVariable unset("CHORUS_PJRT_PLUGIN", nullptr);
+    choice = ChoosePjrtPlugin("/ref.so");
+    EXPECT_EQ(choice.path, "/opt/libtpu/libtpu.so");
+    EXPECT_EQ(choice.source, "TPU_LIBRARY_PATH");
+  }
+}
+
+TEST(ChoosePjrtPlugin, NoneNamesTheThreeWays) {
+  ScopedVariable chorus("CHORUS_PJRT_PLUGIN", nullptr);
+  ScopedVariable tpu("TPU_LIBRARY_PATH", "");
+  if (void* libtpu = ::dlopen("libtpu.so", RTLD_LAZY | RTLD_LOCAL)) {
+    ::dlclose(libtpu);
+    GTEST_SKIP() << "this machine has libtpu.so on the loader's path, so it is always found";
+  }
+  const Error error = Thrown([] { ChoosePjrtPlugin("/ref.so"); });
+  EXPECT_EQ(error.status(), CHORUS_NOT_FOUND);
+  EXPECT_THAT(error.what(), HasSubstr("CHORUS_PJRT_PLUGIN"));
+  EXPECT_THAT(error.what(), HasSubstr("TPU_LIBRARY_PATH"));
+  EXPECT_THAT(error.what(), HasSubstr("libtpu.so"));
+}
+
+TEST(ChoosePjrtPlugin, ReferenceIsFoundBesideTheBuild) {
+  EXPECT_EQ(ReferencePjrtPluginPath(), std::string(PJRT_REFERENCE_PATH));
+}
+
+TEST(ParsePjrtOptions, EveryValueType) {
+  const auto options = ParsePjrtOptions(
+      "device_count=2,visible_devices=[0;3],fraction=0.5,"
+      "preallocate=false,name=abc");
+  ASSERT_EQ(options.size(), 5u);
+  EXPECT_EQ(options[0].type, pjrt::PJRT_NamedValue_kInt64);
+  EXPECT_EQ(options[0].int64_value, 2);
+  EXPECT_EQ(options[1].type, pjrt::PJRT_NamedValue_kInt64List);
+  EXPECT_EQ(options[1].int64_list, (std::vector<int64_t>{0, 3}));
+  EXPECT_EQ(options[2].type, pjrt::PJRT_NamedValue_kFloat);
+  EXPECT_FLOAT_EQ(options[2].float_value, 0.5f);
+  EXPECT_EQ(options[3].type, pjrt::PJRT_NamedValue_kBool);
+  EXPECT_FALSE(options[3].bool_value);
+  EXPECT_EQ(options[4].type, pjrt::PJRT_NamedValue_kString);
+  EXPECT_EQ(options[4].string_value, "abc");
+  EXPECT_TRUE(ParsePjrtOptions("").empty());
+  EXPECT_EQ(ParsePjrtOptions("visible_devices=[1,2]")[0].int64_list, (std::vector<int64_t>{1, 2}));
+}
+
+TEST(ParsePjrtOptions, MalformedEntriesAreNamed) {
+  const Error no_value = Thrown([] { ParsePjrtOptions("device_count"); });
+  EXPECT_EQ(no_value.status(), CHORUS_INVALID_ARGUMENT);
+  EXPECT_THAT(no_value.what(), HasSubstr("'device_count' is not name=value"));
+  const Error bad_list = Thrown([] { ParsePjrtOptions("visible_devices=[0;x]"); });
+  EXPECT_THAT(bad_list.what(), HasSubstr("'x' is not an integer"));
+}
+
+TEST(PjrtLibrary, OpensTheReferencePlugin) {
+  const auto library = Reference();
+  EXPECT_EQ(library->major_version(), 0);
+  EXPECT_GE(library->minor_version(), pjrt::kPjrtMinor);
+}
+
+TEST(PjrtLibrary, EveryFaultIsANamedError) {
+  struct Case {
+    std::string path;
+    chorus_status status;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"/nonexistent/libpjrt.so", CHORUS_NOT_FOUND, "no such file"},
+      {FaultPath(1), CHORUS_INVALID_ARGUMENT, "exports no GetPjrtApi"},
+      {FaultPath(2), CHORUS_INTERNAL, "GetPjrtApi returned no table"},
+      {FaultPath(3), CHORUS_UNSUPPORTED, "implements PJRT C API 1."},
+      {FaultPath(4), CHORUS_UNSUPPORTED, "use a newer plugin"},
+  };
+  for (const Case& c : cases) {
+    const Error error = Thrown([&] { PjrtLibrary::Open({c.path, "CHORUS_PJRT_PLUGIN"}); });
+    EXPECT_EQ(error.status(), c.status) << c.path << ": " << error.what();
+    EXPECT_THAT(error.what(), HasSubstr(c.says)) << c.path;
+    EXPECT_THAT(error.what(), HasSubstr(c.path));
+    EXPECT_THAT(error.what(), HasSubstr("CHORUS_PJRT_PLUGIN"));
+  }
+  // A file that is not a shared library at all.
+  const Error not_elf = Thrown([] { PjrtLibrary::Open({PJRT_FAULT_DIR, "TPU_LIBRARY_PATH"}); });
+  EXPECT_EQ(not_elf.status(), CHORUS_NOT_FOUND);
+  EXPECT_THAT(not_elf.what(), HasSubstr("cannot be loaded"));
+}
+
+TEST(PjrtClient, AClientThatFailsToCreateSaysWhy) {
+  const auto library = PjrtLibrary::Open({FaultPath(5), "CHORUS_PJRT_PLUGIN"});
+  const Error error = Thrown([&] { PjrtClient client(library, {}); });
+  EXPECT_EQ(error.status(), CHORUS_INTERNAL);
+  EXPECT_THAT(error.what(), HasSubstr("PJRT_Client_Create"));
+  EXPECT_THAT(error.what(), HasSubstr("no devices could be opened"));
+}
+
+TEST(PjrtClient, AnUnknownOptionIsRefusedByName) {
+  const Error error =
+      Thrown([] { PjrtClient client(Reference(), ParsePjrtOptions("memory_fraction=0.5")); });
+  EXPECT_EQ(error.status(), CHORUS_INVALID_ARGUMENT);
+  EXPECT_THAT(error.what(), HasSubstr("unknown client option 'memory_fraction'"));
+  EXPECT_THAT(error.what(), HasSubstr("options: memory_fraction"));
+}
+
+TEST(PjrtClient, DevicesWithCoordinatesAndOptions) {
+  PjrtClient client(Reference(), ParsePjrtOptions("device_count=6,visible_devices=[1;4]"));
+  EXPECT_EQ(client.platform_name(), "reference");
+  EXPECT_THAT(client.platform_version(), HasSubstr("chorus reference PJRT plugin"));
+  EXPECT_EQ(client.process_index(), 0);
+  const auto& devices = client.addressable_devices();
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0].id, 1);
+  EXPECT_EQ(devices[1].id, 4);
+  EXPECT_EQ(devices[1].coords, (std::vector<int64_t>{4, 0, 0}));
+  EXPECT_EQ(devices[1].local_hardware_id, 4);
+  EXPECT_THAT(devices[0].kind, HasSubstr("reference"));
+  PjrtClient defaults(Reference(), {});
+  EXPECT_EQ(defaults.addressable_devices().size(), 4u);
+}
+
+// Each dtype chorus has, as PJRT's element type and size.
+struct DtypeCase {
+  pjrt::PJRT_Buffer_Type type;
+  size_t size;
+};
+
+TEST(PjrtClient, BuffersRoundTripEveryDtypeAndSize) {
+  PjrtClient client(Reference(), {});
+  const std::vector<DtypeCase> dtypes = {
+      {pjrt::PJRT_Buffer_Type_F32, 4}, {pjrt::PJRT_Buffer_Type_F64, 8},
+      {pjrt::PJRT_Buffer_Type_F16, 2}, {pjrt::PJRT_Buffer_Type_BF16, 2},
+      {pjrt::PJRT_Buffer_Type_S32, 4}, {pjrt::PJRT_Buffer_Type_S64, 8},
+      {pjrt::PJRT_Buffer_Type_U8, 1},  {pjrt::PJRT_Buffer_Type_S8, 1}};
+  for (const DtypeCase& dtype : dtypes) {
+    for (int64_t count : {0, 1, 7, 65537}) {
+      std::vector<unsigned char> bytes(static_cast<size_t>(count) * dtype.size);
+      std::iota(bytes.begin(), bytes.end(), static_cast<unsigned char>(count + dtype.type));
+      const auto& device = client.addressable_devices()[count % 4];
+      PjrtBuffer buffer = client.FromHost(device, dtype.type, bytes.data(), count, 10s);
+      std::vector<unsigned char> back(bytes.size(), 0xee);
+      client.ToHost(buffer, back.data(), back.size(), 10s);
+      EXPECT_EQ(back, bytes) << "type " << dtype.type << ", " << count << " elements";
+    }
+  }
+}
+
+TEST(PjrtClient, AHostBufferOfTheWrongSizeIsRefused) {
+  PjrtClient client(Reference(), {});
+  const float data[3] = {1, 2, 3};
+  PjrtBuffer buffer =
+      client.FromHost(client.addressable_devices()[0], pjrt::PJRT_Buffer_Type_F32, data, 3, 10s);
+  float small[2];
+  const Error error = Thrown([&] { client.ToHost(buffer, small, sizeof(small), 10s); });
+  EXPECT_EQ(error.status(), CHORUS_INVALID_ARGUMENT);
+  EXPECT_THAT(error.what(), HasSubstr("12 bytes to a host buffer of 8 bytes"));
+}
+
+TEST(PjrtClient, ADeviceErrorDuringACopyIsTheCallersError) {
+  PjrtClient client(PjrtLibrary::Open({FaultPath(6), "CHORUS_PJRT_PLUGIN"}), {});
+  const float data[3] = {1, 2, 3};
+  PjrtBuffer buffer =
+      client.FromHost(client.addressable_devices()[0], pjrt::PJRT_Buffer_Type_F32, data, 3, 10s);
+  float back[3];
+  const Error error = Thrown([&] { client.ToHost(buffer, back, sizeof(back), 10s); });
+  EXPECT_EQ(error.status(), CHORUS_INTERNAL);
+  EXPECT_THAT(error.what(), HasSubstr("copying 12 bytes to the host"));
+  EXPECT_THAT(error.what(), HasSubstr("device error while copying to the host"));
+}
+
+}  // namespace
+}  // namespace chorus::tpu

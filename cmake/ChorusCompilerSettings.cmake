@@ -27,7 +27,7 @@ endfunction()
 # CHORUS_UNITY_BUILD_TESTS: every target defined in a tests/ folder at or below <dir> is built
 # as a unity build. The ASan preset sets it: the libraries, plugins and tools a user builds are
 # still compiled one file at a time there (a file that lacks an include fails), while the test
-# files, which repeat gtest's and the SDK's headers, compile in a third of the time.
+# files, which repeat gtest's and the SDK's headers, compile in half the time.
 function(chorus_unity_build_tests dir)
   get_property(subdirectories DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
   foreach(subdirectory IN LISTS subdirectories)

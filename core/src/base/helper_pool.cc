@@ -5,6 +5,13 @@
 #include <system_error>
 
 namespace chorus::internal {
+namespace {
+
+// The generation this thread last entered, as Run's caller or as a guest: a thread enters each
+// generation at most once, so a JoinAsGuest from inside the work it runs does not nest.
+thread_local uint64_t entered_generation = 0;
+
+}  // namespace
 
 HelperPool& HelperPool::Get() {
   static HelperPool pool;
@@ -37,6 +44,7 @@ void HelperPool::Run(unsigned threads, const std::function<void()>& work) {
     wanted_ = helpers;
     running_.store(helpers, std::memory_order_relaxed);
     ++generation_;
+    entered_generation = generation_;
     open_generation_.store(generation_, std::memory_order_release);
   }
   if (helpers > 0) wake_.notify_all();
@@ -55,17 +63,15 @@ void HelperPool::Run(unsigned threads, const std::function<void()>& work) {
 }
 
 bool HelperPool::JoinAsGuest() {
-  // The generation this thread last entered: it enters each at most once.
-  thread_local uint64_t entered = 0;
   const uint64_t open = open_generation_.load(std::memory_order_acquire);
-  if (open == 0 || open == entered) return false;
+  if (open == 0 || open == entered_generation) return false;
   const std::function<void()>* work = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (open_generation_.load(std::memory_order_relaxed) != generation_ || work_ == nullptr) {
       return false;
     }
-    entered = generation_;
+    entered_generation = generation_;
     running_.fetch_add(1, std::memory_order_relaxed);
     work = work_;
   }

@@ -68,9 +68,12 @@ TEST(HelperPool, AGuestJoinsOnceAndRunWaitsForIt) {
   std::atomic<bool> guest_inside{false};
   std::atomic<bool> guest_done{false};  // the guest's work body has returned
   std::atomic<bool> joined_again{true};
+  const auto caller = std::this_thread::get_id();
   std::thread guest([&] { EXPECT_TRUE(WaitFor([&] { return HelperPool::Get().JoinAsGuest(); })); });
   HelperPool::Get().Run(1, [&] {
-    const bool is_guest = w.entered.fetch_add(1) > 0;
+    // The guest may enter before the caller does: tell them apart by thread.
+    w.entered.fetch_add(1);
+    const bool is_guest = std::this_thread::get_id() != caller;
     if (is_guest) {
       guest_inside = true;
       // Inside the work, the same generation is not entered twice.
@@ -78,6 +81,8 @@ TEST(HelperPool, AGuestJoinsOnceAndRunWaitsForIt) {
       // Give the caller time to finish its units and reach its wait.
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     } else {
+      // Nor does Run's caller enter its own work a second time as a guest.
+      EXPECT_FALSE(HelperPool::Get().JoinAsGuest());
       // The caller waits for the guest, so that both are inside at once.
       ASSERT_TRUE(WaitFor([&] { return guest_inside.load(); }));
     }

@@ -12,8 +12,9 @@
 // CHORUS_REFERENCE_PJRT_FAULT = 0 (none), 1 (no GetPjrtApi symbol), 2 (GetPjrtApi returns
 // nullptr), 3 (reports API major 1), 4 (reports minor 1 with a table that ends before the
 // buffer slots), 5 (PJRT_Client_Create fails), 6 (every device-to-host copy completes with a
-// device error).
+// device error), 7 (every device-to-host copy completes 2 s late).
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -669,6 +670,7 @@ PJRT_Error* BufferToHostBuffer(PJRT_Buffer_ToHostBuffer_Args* args) {
       state->Complete(&error);
       return;
     }
+    if (CHORUS_REFERENCE_PJRT_FAULT == 7) std::this_thread::sleep_for(std::chrono::seconds(2));
     if (!bytes->empty()) std::memcpy(dst, bytes->data(), bytes->size());
     state->Complete(nullptr);
   });

@@ -6,6 +6,7 @@
 #include <chorus/error.hpp>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 
@@ -64,18 +65,30 @@ struct EventWait {
   std::mutex mutex;
   std::condition_variable done;
   bool ready = false;
+  bool abandoned = false;  // the waiter timed out: the callback frees the error itself
   PJRT_Error* error = nullptr;
+  const PJRT_Api* api = nullptr;
+  std::shared_ptr<void> keep_alive;  // memory the plugin may still write until the callback
 };
 
 void OnEventReady(PJRT_Error* error, void* user_arg) {
-  auto* wait = static_cast<std::shared_ptr<EventWait>*>(user_arg);
-  {
-    std::lock_guard lock((*wait)->mutex);
-    (*wait)->ready = true;
-    (*wait)->error = error;
+  std::unique_ptr<std::shared_ptr<EventWait>> holder(
+      static_cast<std::shared_ptr<EventWait>*>(user_arg));
+  EventWait& wait = **holder;
+  std::unique_lock lock(wait.mutex);
+  if (wait.abandoned) {
+    lock.unlock();
+    if (error != nullptr) {
+      auto destroy = MakeArgs<PJRT_Error_Destroy_Args>();
+      destroy.error = error;
+      wait.api->PJRT_Error_Destroy(&destroy);
+    }
+    return;
   }
-  (*wait)->done.notify_all();
-  delete wait;
+  wait.ready = true;
+  wait.error = error;
+  lock.unlock();
+  wait.done.notify_all();
 }
 
 }  // namespace
@@ -282,27 +295,36 @@ void PjrtLibrary::Check(PJRT_Error* error, std::string_view what) const {
   throw Error(StatusFor(code), text);
 }
 
-void PjrtLibrary::Await(PJRT_Event* event, std::chrono::milliseconds timeout,
-                        std::string_view what) const {
+void PjrtLibrary::Await(PJRT_Event* event, std::chrono::milliseconds timeout, std::string_view what,
+                        std::shared_ptr<void> keep_alive) const {
   auto wait = std::make_shared<EventWait>();
+  wait->api = api_;
+  wait->keep_alive = std::move(keep_alive);
   auto on_ready = MakeArgs<PJRT_Event_OnReady_Args>();
   on_ready.event = event;
   on_ready.callback = OnEventReady;
   on_ready.user_arg = new std::shared_ptr<EventWait>(wait);
-  PJRT_Error* error = api_->PJRT_Event_OnReady(&on_ready);
-  if (error != nullptr) delete static_cast<std::shared_ptr<EventWait>*>(on_ready.user_arg);
+  PJRT_Error* refused = api_->PJRT_Event_OnReady(&on_ready);
   auto destroy = MakeArgs<PJRT_Event_Destroy_Args>();
   destroy.event = event;
-  if (error != nullptr) {
-    Check(api_->PJRT_Event_Destroy(&destroy), "PJRT_Event_Destroy");
-    Check(error, std::string(what) + " (PJRT_Event_OnReady)");
+  if (refused != nullptr) {
+    delete static_cast<std::shared_ptr<EventWait>*>(on_ready.user_arg);
+    PJRT_Error* destroy_error = api_->PJRT_Event_Destroy(&destroy);
+    if (destroy_error != nullptr) {
+      auto free_error = MakeArgs<PJRT_Error_Destroy_Args>();
+      free_error.error = destroy_error;
+      api_->PJRT_Error_Destroy(&free_error);
+    }
+    Check(refused, std::string(what) + " (PJRT_Event_OnReady)");
   }
   PJRT_Error* event_error = nullptr;
   {
     std::unique_lock lock(wait->mutex);
     if (!wait->done.wait_for(lock, timeout, [&] { return wait->ready; })) {
+      // The plugin still calls the callback later: it frees the error then, and keep_alive
+      // (memory the plugin may still write) lives until it does.
+      wait->abandoned = true;
       lock.unlock();
-      // The plugin still calls the callback later; `wait` lives until then.
       Check(api_->PJRT_Event_Destroy(&destroy), "PJRT_Event_Destroy");
       throw Error(CHORUS_TIMEOUT, std::string(what) + ": PJRT plugin " + choice_.path +
                                       " did not complete it within " +
@@ -470,7 +492,9 @@ PjrtBuffer PjrtClient::FromHost(const PjrtDevice& device, PJRT_Buffer_Type type,
   args.type = type;
   args.dims = &count;
   args.num_dims = 1;
-  args.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes;
+  // The plugin copies the bytes during the call: after a time-out below, the caller may free
+  // `data` while a plugin that reads it later would not know.
+  args.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
   args.device = device.handle;
   library_->Check(library_->api().PJRT_Client_BufferFromHostBuffer(&args),
                   "PJRT_Client_BufferFromHostBuffer");
@@ -491,14 +515,20 @@ void PjrtClient::ToHost(const PjrtBuffer& buffer, void* dst, size_t size,
                                              " bytes to a host buffer of " + std::to_string(size) +
                                              " bytes");
   }
+  if (size == 0) return;
+  // The plugin writes into memory of chorus's own, copied to `dst` once the event is ready: after
+  // a time-out the caller may free `dst`, and the plugin may still write later.
+  auto staging = std::make_shared<std::vector<unsigned char>>(size);
   auto args = MakeArgs<PJRT_Buffer_ToHostBuffer_Args>();
   args.src = buffer.handle();
-  args.dst = dst;
+  args.dst = staging->data();
   args.dst_size = size;
   library_->Check(library_->api().PJRT_Buffer_ToHostBuffer(&args), "PJRT_Buffer_ToHostBuffer");
   if (args.event != nullptr) {
-    library_->Await(args.event, timeout, "copying " + std::to_string(size) + " bytes to the host");
+    library_->Await(args.event, timeout, "copying " + std::to_string(size) + " bytes to the host",
+                    staging);
   }
+  std::memcpy(dst, staging->data(), size);
 }
 
 }  // namespace chorus::tpu

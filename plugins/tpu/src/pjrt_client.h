@@ -65,9 +65,10 @@ class PjrtLibrary {
   // frees the error. A null error returns.
   void Check(pjrt::PJRT_Error* error, std::string_view what) const;
   // Waits up to `timeout` for `event`, destroys it, and throws as Check for its error; TIMEOUT
-  // (naming `what`) when it is not ready by then.
-  void Await(pjrt::PJRT_Event* event, std::chrono::milliseconds timeout,
-             std::string_view what) const;
+  // (naming `what`) when it is not ready by then. `keep_alive` is held until the plugin reports
+  // the event, even past a time-out: memory the plugin may still write.
+  void Await(pjrt::PJRT_Event* event, std::chrono::milliseconds timeout, std::string_view what,
+             std::shared_ptr<void> keep_alive = nullptr) const;
 
  private:
   PjrtLibrary(PjrtPluginChoice choice, const pjrt::PJRT_Api* api)
@@ -121,11 +122,13 @@ class PjrtClient {
   // The devices this process drives, in the plugin's order.
   const std::vector<PjrtDevice>& addressable_devices() const { return devices_; }
 
-  // Copies `count` elements of `type` at `data` into a new buffer on `device` (1-D), waiting up
-  // to `timeout` for the plugin to be done with the host bytes.
+  // Copies `count` elements of `type` at `data` into a new buffer on `device` (1-D); the plugin
+  // copies them during the call, and chorus waits up to `timeout` for it to say so.
   PjrtBuffer FromHost(const PjrtDevice& device, pjrt::PJRT_Buffer_Type type, const void* data,
                       int64_t count, std::chrono::milliseconds timeout) const;
-  // Copies the whole of `buffer` into `dst` (`size` bytes, exactly the buffer's size).
+  // Copies the whole of `buffer` into `dst` (`size` bytes, exactly the buffer's size), through
+  // memory of chorus's own, so that a plugin that answers after the time-out writes nothing of
+  // the caller's.
   void ToHost(const PjrtBuffer& buffer, void* dst, size_t size,
               std::chrono::milliseconds timeout) const;
 

@@ -219,5 +219,24 @@ TEST(PjrtClient, ADeviceErrorDuringACopyIsTheCallersError) {
   EXPECT_THAT(error.what(), HasSubstr("device error while copying to the host"));
 }
 
+TEST(PjrtClient, ACopyThatNeverCompletesInTimeIsATimeOutAndItsLateWriteIsHarmless) {
+  std::vector<float> back(3);
+  {
+    PjrtClient client(PjrtLibrary::Open({FaultPath(7), "CHORUS_PJRT_PLUGIN"}), {});
+    const float data[3] = {1, 2, 3};
+    PjrtBuffer buffer =
+        client.FromHost(client.addressable_devices()[0], pjrt::PJRT_Buffer_Type_F32, data, 3, 10s);
+    const auto start = std::chrono::steady_clock::now();
+    const Error error = Thrown([&] { client.ToHost(buffer, back.data(), 12, 200ms); });
+    EXPECT_EQ(error.status(), CHORUS_TIMEOUT);
+    EXPECT_THAT(error.what(), HasSubstr("copying 12 bytes to the host"));
+    EXPECT_THAT(error.what(), HasSubstr("did not complete it within 200 ms"));
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms);
+    back.clear();
+    back.shrink_to_fit();  // the caller frees its memory; the plugin writes 2 s later regardless
+  }                        // destroying the client waits for the plugin's late copy
+  EXPECT_TRUE(back.empty());
+}
+
 }  // namespace
 }  // namespace chorus::tpu

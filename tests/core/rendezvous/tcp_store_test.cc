@@ -1,7 +1,7 @@
 // What only the TCP store does: connecting before the leader serves, a lost leader, lost clients,
 // malformed and silent peers, the job secret, and the health request.
-#include "store_test_support.h"
 #include "scoped_variable.h"
+#include "store_test_support.h"
 
 namespace chorus {
 namespace {

@@ -253,7 +253,8 @@ void Endpoint::OpenFabric(const chorus::ofi::EndpointOptions& options) {
   serialize_matching_ = std::string_view(info_->fabric_attr->prov_name) == "shm";
   wakeup_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wakeup_fd_ < 0) Fail(CHORUS_INTERNAL, "ofi: eventfd failed: ", std::strerror(errno));
-  chorus::ofi::Check(fi_fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric");
+  chorus::ofi::Check(chorus::ofi::Fabric().fabric(info_->fabric_attr, &fabric_, nullptr),
+                     "fi_fabric");
   chorus::ofi::Check(fi_domain(fabric_, info_.get(), &domain_, nullptr), "fi_domain");
   fi_av_attr av_attr{};
   av_attr.type =

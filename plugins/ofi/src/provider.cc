@@ -18,7 +18,7 @@ constexpr const char* kDefaultProvider = "tcp;ofi_rxm";
 
 // Hints for what the endpoint needs; `provider` empty leaves the provider open.
 InfoPtr Hints(const std::string& provider, bool directed) {
-  InfoPtr hints(fi_allocinfo());
+  InfoPtr hints(Fabric().dupinfo(nullptr));  // fi_allocinfo()
   if (!hints) sdk::Fail(CHORUS_OUT_OF_MEMORY, "ofi: fi_allocinfo failed");
   hints->ep_attr->type = FI_EP_RDM;
   hints->caps = FI_TAGGED | FI_MSG | FI_SEND | FI_RECV | (directed ? FI_DIRECTED_RECV : 0);
@@ -36,7 +36,7 @@ InfoPtr Hints(const std::string& provider, bool directed) {
 
 InfoPtr GetInfo(const fi_info& hints, const char* node, uint64_t flags, int* code) {
   fi_info* found = nullptr;
-  *code = fi_getinfo(kFabricVersion, node, nullptr, flags, &hints, &found);
+  *code = Fabric().getinfo(kFabricVersion, node, nullptr, flags, &hints, &found);
   return InfoPtr(*code == 0 ? found : nullptr);
 }
 
@@ -65,7 +65,8 @@ std::string ServingProviders() {
 }  // namespace
 
 std::string FabricError(int code) {
-  return std::string(fi_strerror(code < 0 ? -code : code)) + " (" + std::to_string(code) + ")";
+  return std::string(Fabric().strerror(code < 0 ? -code : code)) + " (" + std::to_string(code) +
+         ")";
 }
 
 std::string ChooseProvider(const std::string& option) {

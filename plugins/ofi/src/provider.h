@@ -9,13 +9,15 @@
 #include <memory>
 #include <string>
 
+#include "fabric_library.h"
+
 namespace chorus::ofi {
 
 // "No data available (-61)": fi_strerror's words for a libfabric return code.
 std::string FabricError(int code);
 
 struct InfoDeleter {
-  void operator()(fi_info* info) const { fi_freeinfo(info); }
+  void operator()(fi_info* info) const { Fabric().freeinfo(info); }
 };
 using InfoPtr = std::unique_ptr<fi_info, InfoDeleter>;
 

@@ -1,10 +1,12 @@
 // What the conformance kit does not check of the ofi transport: its options (bad values, an
 // unknown provider), the tag layout (a tag that does not fit), chunked messages and pieces of
 // ofi_rxm's eager limit (and ranks that would split alike refusing ones that do not), and a peer
-// process killed with SIGKILL (a real second process, on 127.0.0.1), with the time to detect it.
-// Each test runs once with tcp;ofi_rxm and once with shm (the option provider).
+// process killed with SIGKILL (a real second process, on 127.0.0.1), with the time to detect it;
+// and that loading the plugin does not load libfabric. Each test runs once with tcp;ofi_rxm and
+// once with shm (the option provider).
 #include <chorus/chorus.h>
 #include <chorus/conformance/rank_threads.h>
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
@@ -64,6 +66,33 @@ std::pair<chorus_status, std::string> CreateOne(const Options& options) {
 }
 
 class OfiTest : public testing::TestWithParam<std::string> {};
+
+// The exit status of this program run with `argv_text` (argv[0] is replaced by this program).
+int RunThisProgram(std::vector<std::string> argv_text) {
+  argv_text.insert(argv_text.begin(), "/proc/self/exe");
+  std::vector<char*> argv;
+  for (std::string& a : argv_text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t child = 0;
+  if (posix_spawn(&child, "/proc/self/exe", nullptr, nullptr, argv.data(), environ) != 0) {
+    return -1;
+  }
+  int wstatus = 0;
+  waitpid(child, &wstatus, 0);
+  return WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
+}
+
+// The core loads every plugin in every process; libfabric's PSM providers spend ~0.2 s in their
+// library constructors, so the plugin loads libfabric only for its first endpoint. In a fresh
+// process (this program with --load-check): not loaded after loading the plugin, loaded after a
+// one-rank endpoint.
+TEST(OfiLoading, LibfabricIsLoadedByTheFirstEndpointNotByLoadingThePlugin) {
+  const int code = RunThisProgram({"--load-check"});
+  EXPECT_NE(code, 2) << "loading the plugin loaded libfabric";
+  EXPECT_NE(code, 3) << "a one-rank tcp;ofi_rxm endpoint failed";
+  EXPECT_NE(code, 4) << "libfabric was not loaded after the plugin made an endpoint";
+  EXPECT_EQ(code, 0);
+}
 
 TEST(OfiOptions, BadValuesAreInvalidArgumentsNamingTheOption) {
   for (const Options& options :
@@ -403,10 +432,27 @@ int RunPeer(const std::string& port, const std::string& provider) {
   return 1;
 }
 
+// The child of LibfabricIsLoadedByTheFirstEndpointNotByLoadingThePlugin: 0 when libfabric is
+// loaded by the first endpoint and not before, else the step that went wrong (2, 3, 4).
+int RunLoadCheck() {
+  const auto loaded = [] { return dlopen("libfabric.so.1", RTLD_NOW | RTLD_NOLOAD) != nullptr; };
+  Plugin();
+  if (loaded()) return 2;
+  const auto [status, message] = CreateOne({{"provider", "tcp;ofi_rxm"}});
+  if (status != CHORUS_OK) {
+    std::cerr << message << "\n";
+    return 3;
+  }
+  return loaded() ? 0 : 4;
+}
+
 }  // namespace
 }  // namespace chorus::ofi_test
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::strcmp(argv[1], "--load-check") == 0) {
+    return chorus::ofi_test::RunLoadCheck();
+  }
   if (argc == 4 && std::strcmp(argv[1], "--peer") == 0) {
     return chorus::ofi_test::RunPeer(argv[2], argv[3]);
   }

@@ -24,27 +24,6 @@ function(chorus_optimize_when_sanitized target)
   endif()
 endfunction()
 
-# CHORUS_UNITY_BUILD_TESTS: every target defined in a tests/ folder at or below <dir> is built
-# as a unity build. The ASan preset sets it: the libraries, plugins and tools a user builds are
-# still compiled one file at a time there (a file that lacks an include fails), while the test
-# files, which repeat gtest's and the SDK's headers, compile in half the time.
-function(chorus_unity_build_tests dir)
-  get_property(subdirectories DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
-  foreach(subdirectory IN LISTS subdirectories)
-    chorus_unity_build_tests(${subdirectory})
-  endforeach()
-  file(RELATIVE_PATH relative ${PROJECT_SOURCE_DIR} ${dir})
-  if(relative MATCHES "(^|/)tests(/|$)")
-    get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
-    foreach(target IN LISTS targets)
-      get_target_property(type ${target} TYPE)
-      if(type MATCHES "^(EXECUTABLE|STATIC_LIBRARY|SHARED_LIBRARY|MODULE_LIBRARY|OBJECT_LIBRARY)$")
-        set_property(TARGET ${target} PROPERTY UNITY_BUILD ON)
-      endif()
-    endforeach()
-  endif()
-endfunction()
-
 if(CHORUS_SANITIZE)
   if(NOT CHORUS_SANITIZE MATCHES "^(address|undefined|thread)(,(address|undefined|thread))*$")
     message(FATAL_ERROR "CHORUS_SANITIZE='${CHORUS_SANITIZE}': use 'address,undefined' or 'thread'")

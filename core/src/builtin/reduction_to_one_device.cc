@@ -1,6 +1,7 @@
 // ReductionToOneDevice, as tf.distribute defines it: copy every value to one device
 // (reduce_to_device, default the first destination's), reduce there, copy the result to every
 // destination. Always available; written against the device enumerator's kernels like a plugin.
+#include <bit>
 #include <chorus/plugin_sdk.hpp>
 #include <cstring>
 #include <memory>
@@ -118,34 +119,66 @@ HostReduce ToHostReduce(const chorus_reduce_args& a) {
 }
 
 // tf.distribute's recipe through the enumerator's kernels: copy to the target, reduce pairwise,
-// copy back. `a` has passed CheckReduce.
+// copy back. The inputs are summed in the pairwise tree of the host path (HostAllReduce),
+// ((in0 + in1) + (in2 + in3)) + ..., so that every device kind gives the same bits: partial sums
+// of consecutive runs of inputs kept as a binary counter, a partial d (when not an input already
+// on the target) in sums[d], an input from another device staged in staged[d] while it waits on
+// the stack and in `incoming` when it is summed at once. `a` has passed CheckReduce.
 void ReduceThroughKernels(const Ops& ops, const chorus_reduce_args& a, chorus_stream* stream) {
   const size_t bytes = a.count * chorus_dtype_size(a.dtype);
   const uint32_t target = TargetDevice(ops, a.outputs);
-  Scratch total(ops, target, bytes);
-  Scratch incoming(ops, target, a.num_inputs > 1 ? bytes : 0);
-  const chorus_buffer total_buffer{target, total.data()};
-  CopyBytes(ops, total_buffer, a.inputs[0], bytes, stream);
-  for (size_t i = 1; i < a.num_inputs; ++i) {
-    const void* operand = a.inputs[i].data;
-    if (a.inputs[i].device != target) {
-      CopyBytes(ops, chorus_buffer{target, incoming.data()}, a.inputs[i], bytes, stream);
-      operand = incoming.data();
-    }
+  const size_t levels = static_cast<size_t>(std::bit_width(a.num_inputs));
+  std::vector<std::unique_ptr<Scratch>> sums(levels), staged(levels);
+  std::unique_ptr<Scratch> incoming;
+  auto on_target = [&](std::unique_ptr<Scratch>& scratch) {
+    if (scratch == nullptr) scratch = std::make_unique<Scratch>(ops, target, bytes);
+    return scratch->data();
+  };
+  auto reduce = [&](void* dst, const void* x, const void* y) {
     chorus_reduce_kernel_args reduce{};
     reduce.struct_size = sizeof(reduce);
     reduce.device = target;
-    reduce.dst = total.data();
-    reduce.a = total.data();
-    reduce.b = operand;
+    reduce.dst = dst;
+    reduce.a = x;
+    reduce.b = y;
     reduce.count = a.count;
     reduce.dtype = a.dtype;
     reduce.op = a.op;
     reduce.stream = stream;
     Check(ops, ops.api->reduce(ops.devices, &reduce), "reduce kernel");
+  };
+  struct Partial {
+    const void* data;
+    unsigned level;  // 2^level inputs summed
+  };
+  std::vector<Partial> stack;
+  for (size_t i = 0; i < a.num_inputs; ++i) {
+    Partial current{a.inputs[i].data, 0};
+    if (a.inputs[i].device != target) {
+      const bool summed_at_once = !stack.empty() && stack.back().level == 0;
+      void* where = summed_at_once ? on_target(incoming) : on_target(staged[stack.size()]);
+      CopyBytes(ops, chorus_buffer{target, where}, a.inputs[i], bytes, stream);
+      current.data = where;
+    }
+    while (!stack.empty() && stack.back().level == current.level) {
+      void* into = on_target(sums[stack.size() - 1]);
+      reduce(into, stack.back().data, current.data);
+      stack.pop_back();
+      current = {into, current.level + 1};
+    }
+    stack.push_back(current);
   }
-  for (size_t i = 0; i < a.num_outputs; ++i)
-    CopyBytes(ops, a.outputs[i], total_buffer, bytes, stream);
+  // What is left, from the last (smallest) run back to the first.
+  Partial sum = stack.back();
+  stack.pop_back();
+  while (!stack.empty()) {
+    void* into = on_target(sums[stack.size() - 1]);
+    reduce(into, stack.back().data, sum.data);
+    stack.pop_back();
+    sum = {into, 0};
+  }
+  const chorus_buffer total{target, const_cast<void*>(sum.data)};
+  for (size_t i = 0; i < a.num_outputs; ++i) CopyBytes(ops, a.outputs[i], total, bytes, stream);
 }
 
 // The reduces of one batch (or a single reduce): all in one fused host pass when the memory is

@@ -18,7 +18,7 @@ scripts/install-deps.sh
 # test command, and by a plain `cmake --build --preset release`).
 targets=(chorus-info chorus-launch chorus-plugin-vet chorus-bench mpi-allreduce-baseline
          fashion_mnist chorus-shm chorus-gloo chorus-mpi chorus-ucx chorus-ofi chorus-algorithms
-         chorus-hierarchical)
+         chorus-hierarchical chorus-tpu chorus-pjrt-reference)
 echo "== build: ${targets[*]}"
 mkdir -p build/release
 cmake --preset release > build/release/configure.log 2>&1 ||
@@ -38,7 +38,8 @@ echo "== chorus-info --workers 4 --hosts 2: what AUTO picks for 2 hosts of 2 wor
 
 echo
 echo "== training: the tutorial's CNN on Fashion-MNIST by chorus::Fit, one epoch each under"
-echo "   OneDevice (batch 16 and 64), Mirrored(4) and MultiWorkerMirrored(2 workers x 2), beside"
+echo "   OneDevice (batch 16 and 64), Mirrored(4), MultiWorkerMirrored(2 workers x 2) and"
+echo "   TPUStrategy over chorus's reference PJRT plugin (4 devices), beside"
 echo "   TensorFlow's first epoch (scripts/fashion_mnist_table.sh 10 prints the 10-epoch table)"
 scripts/fashion_mnist_table.sh 1 2>/dev/null
 

@@ -7,6 +7,7 @@
 #include <chorus/cluster_resolver/cluster_resolver.h>
 #include <chorus/distribute/multi_worker_mirrored_strategy.h>
 #include <chorus/distribute/strategies.h>
+#include <chorus/distribute/tpu_strategy.h>
 #include <chorus/runtime/registry.h>
 #include <chorus/training/callbacks.h>
 #include <chorus/training/checkpoint_manager.h>
@@ -38,8 +39,9 @@ namespace {
 
 using fashion_mnist::TrainAndTest;
 
-const std::vector<std::string> kStrategies = {"one_device", "mirrored", "central_storage",
-                                              "multi_worker_mirrored", "parameter_server"};
+const std::vector<std::string> kStrategies = {"one_device",       "mirrored",
+                                              "central_storage",  "multi_worker_mirrored",
+                                              "parameter_server", "tpu"};
 
 // Where Debian's dataset-fashion-mnist package puts the files.
 constexpr const char* kDebianDataDir = "/usr/share/datasets/fashion-mnist";
@@ -118,9 +120,11 @@ std::vector<chorus::Device> Devices(int replicas) {
 
 std::unique_ptr<chorus::Strategy> MakeStrategy(const Flags& flags) {
   if (flags.strategy != "mirrored" && flags.strategy != "multi_worker_mirrored" &&
-      !flags.cross_device_ops.empty()) {
-    Fail("--cross-device-ops applies to --strategy mirrored and multi_worker_mirrored only, not " +
-         flags.strategy);
+      flags.strategy != "tpu" && !flags.cross_device_ops.empty()) {
+    Fail(
+        "--cross-device-ops applies to --strategy mirrored, multi_worker_mirrored and tpu only, "
+        "not " +
+        flags.strategy);
   }
   if (flags.strategy == "one_device") {
     if (flags.replicas > 1) Fail("--strategy one_device has one replica; drop --replicas");
@@ -137,6 +141,13 @@ std::unique_ptr<chorus::Strategy> MakeStrategy(const Flags& flags) {
   }
   if (flags.strategy == "central_storage") {
     return std::make_unique<chorus::CentralStorageStrategy>(Devices(flags.replicas));
+  }
+  if (flags.strategy == "tpu") {
+    // The replicas are the TPU system's devices: the PJRT plugin's (CHORUS_PJRT_PLUGIN, ...).
+    if (flags.replicas > 0)
+      Fail("--strategy tpu replicates over the PJRT devices; drop --replicas");
+    return std::make_unique<chorus::TPUStrategy>(chorus::TPUClusterResolver("local"),
+                                                 flags.cross_device_ops);
   }
   Fail("unknown --strategy '" + flags.strategy + "'; valid: " + Join(kStrategies));
 }
@@ -583,8 +594,9 @@ int main(int argc, char** argv) {
                "use --backup-dir even though another job (another seed, model or cluster) owns "
                "it: this job becomes its owner and resumes from the backup there");
   app.add_option("--strategy", flags.strategy,
-                 "one_device, mirrored, central_storage, multi_worker_mirrored or "
-                 "parameter_server (the last two under chorus-launch or TF_CONFIG)")
+                 "one_device, mirrored, central_storage, multi_worker_mirrored, "
+                 "parameter_server (these two under chorus-launch or TF_CONFIG) or tpu (the "
+                 "devices of the PJRT plugin CHORUS_PJRT_PLUGIN names)")
       ->capture_default_str();
   app.add_option("--replicas", flags.replicas,
                  "virtual cpu devices (replicas); 0 = the default devices (CHORUS_CPU_DEVICES)")

@@ -3,14 +3,18 @@
 # generated data: the default model (the CNN when built with oneDNN) through chorus::Fit under
 # Mirrored over 4 virtual cpu replicas, a checkpoint per epoch, the restore without a strategy.
 # Passes when the example exits 0, prints the tutorial's line for each epoch, writes the model's
-# weights, and the restored model is better than chance.
-#   run_fashion_mnist.sh <fashion_mnist executable> <scratch dir>
+# weights, and the restored model is better than chance. Arguments after the scratch folder
+# replace the strategy's ("--strategy tpu" for the PJRT devices).
+#   run_fashion_mnist.sh <fashion_mnist executable> <scratch dir> [strategy arguments...]
 set -euo pipefail
 exe=$1
 scratch=$2
+shift 2
+strategy=("$@")
+[[ ${#strategy[@]} -gt 0 ]] || strategy=(--strategy mirrored --replicas 4)
 rm -rf "$scratch" && mkdir -p "$scratch"
 out=$scratch/output.txt
-"$exe" --synthetic --strategy mirrored --replicas 4 --epochs 2 --train-examples 1280 \
+"$exe" --synthetic "${strategy[@]}" --epochs 2 --train-examples 1280 \
   --test-examples 256 --checkpoint-dir "$scratch/ckpt" --save-weights "$scratch/weights.bin" \
   | tee "$out"
 

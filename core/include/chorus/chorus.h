@@ -21,6 +21,7 @@
 #include <chorus/distribute/replica_context.h>
 #include <chorus/distribute/strategies.h>
 #include <chorus/distribute/strategy.h>
+#include <chorus/distribute/tpu_strategy.h>
 #include <chorus/distribute/values.h>
 #include <chorus/distribute/variable.h>
 #include <chorus/rendezvous/job_credential.h>

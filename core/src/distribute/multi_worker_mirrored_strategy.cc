@@ -12,6 +12,7 @@
 #include "base/logging.h"
 #include "base/socket_util.h"
 #include "distribute/default_devices.h"
+#include "distribute/replicated_placement.h"
 
 namespace chorus {
 namespace {
@@ -195,8 +196,7 @@ MultiWorkerMirroredStrategy::~MultiWorkerMirroredStrategy() {
 
 VariableKind MultiWorkerMirroredStrategy::PlacementFor(
     VariableSynchronization synchronization) const {
-  return synchronization == VariableSynchronization::kOnRead ? VariableKind::kSyncOnRead
-                                                             : VariableKind::kMirrored;
+  return internal::ReplicatedPlacement(synchronization);
 }
 
 }  // namespace chorus

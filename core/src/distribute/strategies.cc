@@ -2,16 +2,13 @@
 #include <chorus/distribute/strategies.h>
 
 #include "distribute/default_devices.h"
+#include "distribute/replicated_placement.h"
 
 namespace chorus {
 namespace {
 
 using internal::OrDefaultDevices;
-
-VariableKind ReplicatedPlacement(VariableSynchronization synchronization) {
-  return synchronization == VariableSynchronization::kOnRead ? VariableKind::kSyncOnRead
-                                                             : VariableKind::kMirrored;
-}
+using internal::ReplicatedPlacement;
 
 }  // namespace
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "gpu_count_for_tests.h"
+#include "replicated_step_check.h"
 
 namespace chorus {
 namespace {
@@ -317,36 +318,9 @@ TEST(NcclGpu, OneGpuTwiceIsRefusedWithAMessage) {
 TEST(NcclGpu, MirroredStrategyOnTheGpusPicksNcclAndTrains) {
   SKIP_WITHOUT_GPU();
   MirroredStrategy strategy;
-  const int n = GpuCount();
-  ASSERT_EQ(strategy.num_replicas_in_sync(), n);
-  for (const Device& device : strategy.devices()) {
-    EXPECT_EQ(device.enumerator->platform(), "cuda");
-  }
+  ASSERT_EQ(strategy.num_replicas_in_sync(), GpuCount());
   EXPECT_EQ(strategy.cross_device_ops().name(), "nccl");
-  const float sum = static_cast<float>(n) * static_cast<float>(n + 1) / 2;
-  Variable w;
-  {
-    auto scope = strategy.scope();
-    VariableSpec spec;
-    spec.name = "w";
-    w = Variable::Create(spec, {3}, {1, 2, 3});
-  }
-  SGD sgd(0.5f);
-  strategy.run([&](ReplicaContext& ctx) {
-    const float id = static_cast<float>(ctx.replica_id_in_sync_group() + 1);
-    const Tensor mine = Tensor::FromVector(ctx.device(), {1001}, std::vector<float>(1001, id));
-    const Tensor total = ctx.all_reduce(CHORUS_REDUCE_SUM, mine);
-    EXPECT_EQ(total.device(), ctx.device());
-    EXPECT_EQ(total.ToVector(), std::vector<float>(1001, sum));
-    // Gradient (id, id, id) on each replica: the step subtracts 0.5 * sum from every weight.
-    sgd.apply_gradients({{Tensor::FromVector(ctx.device(), {3}, {id, id, id}), w}});
-  });
-  ASSERT_EQ(w.components().size(), static_cast<size_t>(n));
-  for (const Tensor& copy : w.components()) {
-    EXPECT_EQ(copy.device().enumerator->platform(), "cuda");
-    EXPECT_EQ(copy.ToVector(),
-              (std::vector<float>{1 - 0.5f * sum, 2 - 0.5f * sum, 3 - 0.5f * sum}));
-  }
+  test::CheckAllReduceAndSgdStep(strategy, "cuda");
 }
 
 TEST(NcclGpu, CollectiveAllReduceWithOneRank) {

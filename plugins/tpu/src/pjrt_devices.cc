@@ -120,8 +120,11 @@ chorus_status Create(const chorus_device_context_create_args* args, chorus_devic
                            " " + device.kind + ", PJRT id " + std::to_string(device.id) + ")");
       ctx->kinds.push_back(kind);
     }
+    const PjrtLibrary& library = *ctx->client->library();
     sdk::Log(CHORUS_LOG_INFO, "pjrt: " + std::to_string(ctx->names.size()) + " " + platform +
-                                  " devices from " + choice.path + " (" + choice.source + ")");
+                                  " devices from " + choice.path + " (" + choice.source +
+                                  "), PJRT C API " + std::to_string(library.major_version()) + "." +
+                                  std::to_string(library.minor_version()));
     *out = ctx.release();
   });
 }

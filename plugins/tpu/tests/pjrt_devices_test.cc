@@ -206,5 +206,50 @@ TEST(PjrtDevices, TheCoresCrossDeviceOpsAllReduceOverThePjrtDevices) {
   }
 }
 
+// The core's reduction_to_one_device sums through an enumerator's kernels in the pairwise tree
+// of its fused host path, ((in0 + in1) + (in2 + in3)) + ..., so the PJRT devices and the cpu
+// devices give the same bits for any number of replicas.
+TEST(PjrtDevices, TheCoresCrossDeviceOpsSumInTheOrderOfTheHostPath) {
+  constexpr size_t kCount = 4099;
+  for (int n = 1; n <= 7; ++n) {
+    SCOPED_TRACE(std::to_string(n) + " replicas");
+    std::vector<std::vector<float>> inputs(static_cast<size_t>(n), std::vector<float>(kCount));
+    for (size_t r = 0; r < inputs.size(); ++r) {
+      for (size_t k = 0; k < kCount; ++k) {
+        // Magnitudes far apart, so that a different association changes the sum's last bits.
+        inputs[r][k] = static_cast<float>((k * 7919 + r * 104729) % 1000003) *
+                       (r % 2 == 0 ? 1e-7f : 3.3f) * (k % 3 == 0 ? -1.0f : 1.0f);
+      }
+    }
+    auto pjrt = ReferenceDevices(n);
+    auto cpu =
+        DeviceEnumerator::Create(TpuRegistry().FindPlugin("core"), {{"count", std::to_string(n)}});
+    std::vector<std::vector<float>> results;
+    for (const auto& devices : {pjrt, cpu}) {
+      std::vector<Device> replicas;
+      for (uint32_t i = 0; i < devices->count(); ++i) replicas.push_back({devices, i});
+      auto ops = CrossDeviceOps::Create(TpuRegistry(), "reduction_to_one_device", replicas);
+      ReduceSpec spec;
+      spec.dtype = CHORUS_F32;
+      spec.count = kCount;
+      std::vector<void*> buffers;
+      for (uint32_t i = 0; i < devices->count(); ++i) {
+        void* p = devices->Allocate(i, kCount * sizeof(float));
+        devices->Copy(i, p, CHORUS_HOST_DEVICE, inputs[i].data(), kCount * sizeof(float));
+        buffers.push_back(p);
+        spec.inputs.push_back({i, p});
+        spec.outputs.push_back({i, p});
+      }
+      ops->Reduce(CHORUS_REDUCE_SUM, spec);
+      std::vector<float> out(kCount);
+      devices->Copy(CHORUS_HOST_DEVICE, out.data(), 0, buffers[0], kCount * sizeof(float));
+      results.push_back(out);
+      for (uint32_t i = 0; i < devices->count(); ++i) devices->Deallocate(i, buffers[i]);
+    }
+    EXPECT_TRUE(std::memcmp(results[0].data(), results[1].data(), kCount * sizeof(float)) == 0)
+        << "the PJRT devices' sum differs from the cpu devices' in some bit";
+  }
+}
+
 }  // namespace
 }  // namespace chorus::tpu

@@ -24,6 +24,27 @@ function(chorus_optimize_when_sanitized target)
   endif()
 endfunction()
 
+# chorus_test_compile_options(<dir> <options>): adds <options> to every target defined in a tests/
+# folder at or below <dir>. The release preset compiles the test code at -Og: a test's own code
+# (gtest's macros, the cases) compiled in about half the time of -O2, while the libraries,
+# plugins and tools the tests drive stay at -O2.
+function(chorus_test_compile_options dir options)
+  get_property(subdirectories DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+  foreach(subdirectory IN LISTS subdirectories)
+    chorus_test_compile_options(${subdirectory} "${options}")
+  endforeach()
+  file(RELATIVE_PATH relative ${PROJECT_SOURCE_DIR} ${dir})
+  if(relative MATCHES "(^|/)tests(/|$)")
+    get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+    foreach(target IN LISTS targets)
+      get_target_property(type ${target} TYPE)
+      if(type MATCHES "^(EXECUTABLE|STATIC_LIBRARY|SHARED_LIBRARY|MODULE_LIBRARY|OBJECT_LIBRARY)$")
+        target_compile_options(${target} PRIVATE ${options})
+      endif()
+    endforeach()
+  endif()
+endfunction()
+
 if(CHORUS_SANITIZE)
   if(NOT CHORUS_SANITIZE MATCHES "^(address|undefined|thread)(,(address|undefined|thread))*$")
     message(FATAL_ERROR "CHORUS_SANITIZE='${CHORUS_SANITIZE}': use 'address,undefined' or 'thread'")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: install what is missing, then build and run CTest three ways:
-#   1. release build (GCC, unity build), every test: the full sweeps and the training runs;
+#   1. release build (GCC, unity build; the tests' own code at -Og), every test: the full sweeps
+#      and the training runs;
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build (Clang, unity build), every
 #      interface and every plugin, without the runs that repeat code already under ASan at more
 #      sizes, backends or steps (the `asan` test preset's exclude filter); the conformance kit

@@ -58,6 +58,7 @@ struct Flags {
   std::string backup_dir;
   std::string strategy = "mirrored";
   int replicas = 0;
+  std::string devices = "cpu";
   std::string cross_device_ops;
   int64_t global_batch = 0;
   int64_t gradient_shards = 0;
@@ -107,12 +108,19 @@ TrainAndTest LoadData(const Flags& flags) {
       flags.test_examples > 0 ? flags.test_examples : fashion_mnist::kFashionMnistTestSize);
 }
 
-// --replicas virtual cpu devices, or the registry's default devices (CHORUS_CPU_DEVICES).
-std::vector<chorus::Device> Devices(int replicas) {
+// --devices pjrt: the PJRT plugin's devices (the TPU system's); else --replicas virtual cpu
+// devices, or the registry's default devices (CHORUS_CPU_DEVICES).
+std::vector<chorus::Device> Devices(const Flags& flags) {
+  if (flags.devices == "pjrt") {
+    if (flags.replicas > 0)
+      Fail("--devices pjrt replicates over the PJRT devices; drop --replicas");
+    return chorus::InitializeTpuSystem(chorus::TPUClusterResolver("local")).devices;
+  }
+  if (flags.devices != "cpu") Fail("unknown --devices '" + flags.devices + "'; valid: cpu, pjrt");
   chorus::Registry& registry = chorus::Registry::Global();
-  if (replicas <= 0) return registry.DefaultDevices();
+  if (flags.replicas <= 0) return registry.DefaultDevices();
   auto cpu = chorus::DeviceEnumerator::Create(registry.FindPlugin(chorus::kBuiltinPluginName),
-                                              {{"count", std::to_string(replicas)}});
+                                              {{"count", std::to_string(flags.replicas)}});
   std::vector<chorus::Device> devices;
   for (uint32_t i = 0; i < cpu->count(); ++i) devices.push_back({cpu, i});
   return devices;
@@ -128,19 +136,18 @@ std::unique_ptr<chorus::Strategy> MakeStrategy(const Flags& flags) {
   }
   if (flags.strategy == "one_device") {
     if (flags.replicas > 1) Fail("--strategy one_device has one replica; drop --replicas");
-    return std::make_unique<chorus::OneDeviceStrategy>(Devices(flags.replicas).front());
+    return std::make_unique<chorus::OneDeviceStrategy>(Devices(flags).front());
   }
   if (flags.strategy == "mirrored") {
-    return std::make_unique<chorus::MirroredStrategy>(Devices(flags.replicas),
-                                                      flags.cross_device_ops);
+    return std::make_unique<chorus::MirroredStrategy>(Devices(flags), flags.cross_device_ops);
   }
   if (flags.strategy == "multi_worker_mirrored") {
     // The cluster comes from TF_CONFIG (chorus-launch sets it), torchrun, Open MPI or Slurm.
     return std::make_unique<chorus::MultiWorkerMirroredStrategy>(
-        nullptr, chorus::CommunicationOptions{}, Devices(flags.replicas), flags.cross_device_ops);
+        nullptr, chorus::CommunicationOptions{}, Devices(flags), flags.cross_device_ops);
   }
   if (flags.strategy == "central_storage") {
-    return std::make_unique<chorus::CentralStorageStrategy>(Devices(flags.replicas));
+    return std::make_unique<chorus::CentralStorageStrategy>(Devices(flags));
   }
   if (flags.strategy == "tpu") {
     // The replicas are the TPU system's devices: the PJRT plugin's (CHORUS_PJRT_PLUGIN, ...).
@@ -193,9 +200,10 @@ fashion_mnist::TrainerOptions OptionsFrom(const Flags& flags) {
 // The parameter-server chief: the tutorial's loop with the training steps on the workers.
 void FitWithParameterServers(const Flags& flags, const TrainAndTest& data) {
 #ifdef CHORUS_FASHION_MNIST_WITH_PARAMETER_SERVER
-  if (!flags.save_weights.empty() || flags.replicas > 0 || !flags.cross_device_ops.empty()) {
+  if (!flags.save_weights.empty() || flags.replicas > 0 || !flags.cross_device_ops.empty() ||
+      flags.devices != "cpu") {
     Fail(
-        "--save-weights, --replicas and --cross-device-ops do not apply to --strategy "
+        "--save-weights, --replicas, --devices and --cross-device-ops do not apply to --strategy "
         "parameter_server");
   }
   const fashion_mnist::TrainerOptions options = OptionsFrom(flags);
@@ -601,6 +609,11 @@ int main(int argc, char** argv) {
   app.add_option("--replicas", flags.replicas,
                  "virtual cpu devices (replicas); 0 = the default devices (CHORUS_CPU_DEVICES)")
       ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
+  app.add_option("--devices", flags.devices,
+                 "the replicas' devices under one_device, mirrored, central_storage and "
+                 "multi_worker_mirrored: cpu (--replicas), or pjrt (the devices of the PJRT "
+                 "plugin CHORUS_PJRT_PLUGIN names, as --strategy tpu uses them)")
       ->capture_default_str();
   app.add_option("--cross-device-ops", flags.cross_device_ops,
                  "MirroredStrategy's cross-device ops (default: CHORUS_CROSS_DEVICE_OPS, else "

@@ -209,7 +209,27 @@ void PrintHeader(const Registry& registry, const Report& report, std::ostream& o
             << "  memory " << Bytes(info.memory_bytes);
         if (info.numa_node >= 0) out << "  numa " << info.numa_node;
         if (!info.pci_bus_id.empty()) out << "  pci " << info.pci_bus_id;
+        if (info.coords[0] >= 0) {
+          out << "  coords (";
+          for (size_t c = 0; c < info.coords.size() && info.coords[c] >= 0; ++c) {
+            out << (c > 0 ? "," : "") << info.coords[c];
+          }
+          out << ")";
+        }
         out << "\n";
+      }
+      // What AUTO would reduce with across this platform's devices, when they are not the
+      // default devices (those are under "Selected by the current variables").
+      if (enumerator->count() > 1 && enumerator != registry.CpuDevices()) {
+        std::vector<Device> devices;
+        for (uint32_t i = 0; i < enumerator->count(); ++i) devices.push_back({enumerator, i});
+        try {
+          const auto selection = SelectCrossDeviceOps(registry, "", devices);
+          Wrap(out, "    cross-device ops over them: " + selection.name + "  ",
+               "(" + selection.source + ")", 6);
+        } catch (const Error& e) {
+          Wrap(out, "    cross-device ops over them: ", std::string("none: ") + e.what(), 6);
+        }
       }
     }
   } catch (const Error& e) {

@@ -56,6 +56,7 @@ std::vector<char> Read(const chorus_device_context& ctx, const Place& place, siz
   if (buffer != nullptr && !whole.empty()) {
     ctx.client->ToHost(*buffer, whole.data(), whole.size(), ctx.timeout);
   }
+  if (place.offset == 0 && bytes == whole.size()) return whole;
   return std::vector<char>(whole.begin() + static_cast<std::ptrdiff_t>(place.offset),
                            whole.begin() + static_cast<std::ptrdiff_t>(place.offset + bytes));
 }

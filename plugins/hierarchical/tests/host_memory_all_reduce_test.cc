@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -82,7 +83,11 @@ INSTANTIATE_TEST_SUITE_P(
     Sizes, HostMemoryAllReduce,
     ::testing::Combine(::testing::Values(size_t{2}, size_t{3}, size_t{4}, size_t{5}),
                        ::testing::Values(size_t{1}, size_t{8191}, size_t{3} * 1024 * 1024 + 5),
-                       ::testing::Bool()));
+                       ::testing::Bool()),
+    [](const ::testing::TestParamInfo<HostMemoryAllReduce::ParamType>& info) {
+      return "replicas" + std::to_string(std::get<0>(info.param)) + "_count" +
+             std::to_string(std::get<1>(info.param)) + (std::get<2>(info.param) ? "_in_place" : "");
+    });
 
 }  // namespace
 }  // namespace chorus

@@ -454,6 +454,16 @@ struct PJRT_Buffer_IsDeleted_Args {
 };
 using PJRT_Buffer_IsDeleted_Fn = PJRT_Error*(PJRT_Buffer_IsDeleted_Args*);
 
+// Copies a buffer to another device of the same client, without the host.
+struct PJRT_Buffer_CopyToDevice_Args {
+  size_t struct_size;
+  void* extension_start;
+  PJRT_Buffer* buffer;
+  PJRT_Device* dst_device;
+  PJRT_Buffer* dst_buffer;  // out; the caller destroys it
+};
+using PJRT_Buffer_CopyToDevice_Fn = PJRT_Error*(PJRT_Buffer_CopyToDevice_Args*);
+
 struct PJRT_Buffer_ToHostBuffer_Args {
   size_t struct_size;
   void* extension_start;
@@ -472,6 +482,69 @@ struct PJRT_Buffer_ReadyEvent_Args {
   PJRT_Event* event;  // out
 };
 using PJRT_Buffer_ReadyEvent_Fn = PJRT_Error*(PJRT_Buffer_ReadyEvent_Args*);
+
+// ----- Executables. A loaded executable (what Compile returns) runs on the devices of its device
+// assignment; the caller destroys it, and every PJRT_Executable it asks for.
+struct PJRT_Executable;
+
+struct PJRT_Executable_Destroy_Args {
+  size_t struct_size;
+  void* extension_start;
+  PJRT_Executable* executable;
+};
+using PJRT_Executable_Destroy_Fn = PJRT_Error*(PJRT_Executable_Destroy_Args*);
+
+struct PJRT_Executable_NumOutputs_Args {
+  size_t struct_size;
+  void* extension_start;
+  PJRT_Executable* executable;
+  size_t num_outputs;  // out: outputs per device
+};
+using PJRT_Executable_NumOutputs_Fn = PJRT_Error*(PJRT_Executable_NumOutputs_Args*);
+
+struct PJRT_LoadedExecutable_Destroy_Args {
+  size_t struct_size;
+  void* extension_start;
+  PJRT_LoadedExecutable* executable;
+};
+using PJRT_LoadedExecutable_Destroy_Fn = PJRT_Error*(PJRT_LoadedExecutable_Destroy_Args*);
+
+struct PJRT_LoadedExecutable_GetExecutable_Args {
+  size_t struct_size;
+  void* extension_start;
+  PJRT_LoadedExecutable* loaded_executable;
+  PJRT_Executable* executable;  // out; the caller destroys it
+};
+using PJRT_LoadedExecutable_GetExecutable_Fn =
+    PJRT_Error*(PJRT_LoadedExecutable_GetExecutable_Args*);
+
+struct PJRT_ExecuteOptions {
+  size_t struct_size;
+  void* extension_start;
+  void** send_callbacks;  // host send/recv callbacks: chorus's programs have none
+  void** recv_callbacks;
+  size_t num_send_ops;
+  size_t num_recv_ops;
+  int launch_id;
+  const int64_t* non_donatable_input_indices;  // lives for the call
+  size_t num_non_donatable_input_indices;
+};
+
+struct PJRT_LoadedExecutable_Execute_Args {
+  size_t struct_size;
+  void* extension_start;
+  PJRT_LoadedExecutable* executable;
+  PJRT_ExecuteOptions* options;               // lives for the call
+  PJRT_Buffer* const* const* argument_lists;  // [num_devices][num_args], lives for the call
+  size_t num_devices;
+  size_t num_args;
+  // [num_devices][num_outputs], allocated by the caller; the plugin fills in buffers the caller
+  // destroys.
+  PJRT_Buffer** const* output_lists;
+  PJRT_Event** device_complete_events;  // [num_devices] or nullptr; the caller destroys them
+  PJRT_Device* execute_device;          // nullptr: the devices of the compile-time assignment
+};
+using PJRT_LoadedExecutable_Execute_Fn = PJRT_Error*(PJRT_LoadedExecutable_Execute_Args*);
 
 // The function table GetPjrtApi returns, up to the last slot chorus calls.
 struct PJRT_Api {
@@ -526,23 +599,23 @@ struct PJRT_Api {
   PjrtUnusedSlot PJRT_Memory_ToString;
   PjrtUnusedSlot PJRT_Memory_AddressableByDevices;
 
-  PjrtUnusedSlot PJRT_Executable_Destroy;
+  PJRT_Executable_Destroy_Fn* PJRT_Executable_Destroy;
   PjrtUnusedSlot PJRT_Executable_Name;
   PjrtUnusedSlot PJRT_Executable_NumReplicas;
   PjrtUnusedSlot PJRT_Executable_NumPartitions;
-  PjrtUnusedSlot PJRT_Executable_NumOutputs;
+  PJRT_Executable_NumOutputs_Fn* PJRT_Executable_NumOutputs;
   PjrtUnusedSlot PJRT_Executable_SizeOfGeneratedCodeInBytes;
   PjrtUnusedSlot PJRT_Executable_GetCostAnalysis;
   PjrtUnusedSlot PJRT_Executable_OutputMemoryKinds;
   PjrtUnusedSlot PJRT_Executable_OptimizedProgram;
   PjrtUnusedSlot PJRT_Executable_Serialize;
 
-  PjrtUnusedSlot PJRT_LoadedExecutable_Destroy;
-  PjrtUnusedSlot PJRT_LoadedExecutable_GetExecutable;
+  PJRT_LoadedExecutable_Destroy_Fn* PJRT_LoadedExecutable_Destroy;
+  PJRT_LoadedExecutable_GetExecutable_Fn* PJRT_LoadedExecutable_GetExecutable;
   PjrtUnusedSlot PJRT_LoadedExecutable_AddressableDevices;
   PjrtUnusedSlot PJRT_LoadedExecutable_Delete;
   PjrtUnusedSlot PJRT_LoadedExecutable_IsDeleted;
-  PjrtUnusedSlot PJRT_LoadedExecutable_Execute;
+  PJRT_LoadedExecutable_Execute_Fn* PJRT_LoadedExecutable_Execute;
   PjrtUnusedSlot PJRT_Executable_DeserializeAndLoad;
   PjrtUnusedSlot PJRT_LoadedExecutable_Fingerprint;
 
@@ -557,7 +630,7 @@ struct PJRT_Api {
   PjrtUnusedSlot PJRT_Buffer_Memory;
   PJRT_Buffer_Delete_Fn* PJRT_Buffer_Delete;
   PJRT_Buffer_IsDeleted_Fn* PJRT_Buffer_IsDeleted;
-  PjrtUnusedSlot PJRT_Buffer_CopyToDevice;
+  PJRT_Buffer_CopyToDevice_Fn* PJRT_Buffer_CopyToDevice;
   PJRT_Buffer_ToHostBuffer_Fn* PJRT_Buffer_ToHostBuffer;
   PjrtUnusedSlot PJRT_Buffer_IsOnCpu;
   PJRT_Buffer_ReadyEvent_Fn* PJRT_Buffer_ReadyEvent;
@@ -580,7 +653,10 @@ static_assert(offsetof(PJRT_Api, PJRT_Error_Destroy) == 40);
 static_assert(offsetof(PJRT_Api, PJRT_Client_Create) == 40 + 8 * 10);
 static_assert(offsetof(PJRT_Api, PJRT_Client_BufferFromHostBuffer) == 40 + 8 * 22);
 static_assert(offsetof(PJRT_Api, PJRT_Device_GetDescription) == 40 + 8 * 29);
+static_assert(offsetof(PJRT_Api, PJRT_Executable_Destroy) == 40 + 8 * 40);
+static_assert(offsetof(PJRT_Api, PJRT_LoadedExecutable_Execute) == 40 + 8 * 55);
 static_assert(offsetof(PJRT_Api, PJRT_Buffer_Destroy) == 40 + 8 * 58);
+static_assert(offsetof(PJRT_Api, PJRT_Buffer_CopyToDevice) == 40 + 8 * 69);
 static_assert(offsetof(PJRT_Api, PJRT_Buffer_ReadyEvent) == 40 + 8 * 72);
 static_assert(offsetof(PJRT_NamedValue, type) == 32 && offsetof(PJRT_NamedValue, value_size) == 48);
 

@@ -3,7 +3,7 @@
 // chorus's own, not XLA: it holds N host "devices", immutable buffers, and events completed on a
 // worker thread, and it keeps the ABI's rules as real plugins do (argument structs smaller than
 // the size it was built with are refused; a handle used after it was destroyed is an error, not a
-// crash). It compiles no programs yet: PJRT_Client_Compile answers UNIMPLEMENTED, saying so.
+// crash).
 //
 // Client options (PJRT_NamedValue): "device_count" (int64, 1..64, default 4) and
 // "visible_devices" (int64 list of device ids to keep). Any other name is refused, naming it.
@@ -13,7 +13,14 @@
 // nullptr), 3 (reports API major 1), 4 (reports minor 1 with a table that ends before the
 // buffer slots), 5 (PJRT_Client_Create fails), 6 (every device-to-host copy completes with a
 // device error), 7 (every device-to-host copy completes 2 s late).
+//
+// Programs: PJRT_Client_Compile takes the StableHLO subset chorus's tpu plugin emits
+// (stablehlo_subset.h) in format "mlir", with a CompileOptionsProto whose num_replicas matches
+// the module's; a program runs on the client's first num_replicas devices, or a one-replica
+// program on the execute_device it is given. The library also
+// exports chorus_reference_pjrt_compile_count(), the programs compiled so far, for tests.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -27,6 +34,7 @@
 #include <vector>
 
 #include "pjrt_abi.h"
+#include "stablehlo_subset.h"
 
 #ifndef CHORUS_REFERENCE_PJRT_FAULT
 #define CHORUS_REFERENCE_PJRT_FAULT 0
@@ -85,6 +93,12 @@ class LiveHandles {
   std::mutex mutex_;
   std::unordered_set<const void*> handles_;
 };
+
+// Programs compiled by this process's clients, for tests that check a cache compiles once.
+std::atomic<uint64_t>& CompileCount() {
+  static std::atomic<uint64_t> count{0};
+  return count;
+}
 
 LiveHandles& Live() {
   static auto* live = new LiveHandles;  // never destroyed: events may complete during exit
@@ -183,6 +197,8 @@ using reference_plugin::kPlatformName;
 using reference_plugin::kPlatformVersion;
 using reference_plugin::Live;
 using reference_plugin::MakeError;
+using reference_plugin::NumReplicasOfCompileOptions;
+using reference_plugin::SubsetProgram;
 
 struct PJRT_Event {
   std::shared_ptr<EventState> state;
@@ -203,6 +219,15 @@ struct PJRT_Client {
   std::vector<std::unique_ptr<PJRT_Device>> devices;
   std::vector<PJRT_Device*> device_list;
   reference_plugin::WorkQueue queue;  // last member: its thread stops before the devices go
+};
+
+struct PJRT_LoadedExecutable {
+  PJRT_Client* client = nullptr;
+  std::shared_ptr<const reference_plugin::SubsetProgram> program;
+};
+
+struct PJRT_Executable {
+  std::shared_ptr<const reference_plugin::SubsetProgram> program;
 };
 
 struct PJRT_Buffer {
@@ -479,7 +504,41 @@ PJRT_Error* ClientAddressableDevices(PJRT_Client_AddressableDevices_Args* args) 
 PJRT_Error* ClientCompile(PJRT_Client_Compile_Args* args) {
   CHECK_ARGS(PJRT_Client_Compile_Args, executable);
   CHECK_HANDLE(args->client, "PJRT_Client_Compile: client");
-  return MakeError(PJRT_Error_Code_UNIMPLEMENTED, "compiling programs is not implemented");
+  if (args->program == nullptr || args->program->code == nullptr) {
+    return MakeError(PJRT_Error_Code_INVALID_ARGUMENT, "PJRT_Client_Compile: no program");
+  }
+  const std::string format(args->program->format, args->program->format_size);
+  if (format != "mlir") {
+    return MakeError(PJRT_Error_Code_UNIMPLEMENTED,
+                     "PJRT_Client_Compile: program format '" + format + "'; only 'mlir'");
+  }
+  std::shared_ptr<const SubsetProgram> program;
+  int replicas = 1;
+  try {
+    program = SubsetProgram::Parse(std::string_view(args->program->code, args->program->code_size));
+    replicas = NumReplicasOfCompileOptions(
+        std::string_view(args->compile_options, args->compile_options_size));
+  } catch (const std::exception& e) {
+    return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
+                     std::string("PJRT_Client_Compile: ") + e.what());
+  }
+  if (replicas != program->num_replicas()) {
+    return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
+                     "PJRT_Client_Compile: the compile options say " + std::to_string(replicas) +
+                         " replicas, the program's module " +
+                         std::to_string(program->num_replicas()));
+  }
+  if (replicas < 1 || static_cast<size_t>(replicas) > args->client->device_list.size()) {
+    return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
+                     "PJRT_Client_Compile: " + std::to_string(replicas) +
+                         " replicas on a client of " +
+                         std::to_string(args->client->device_list.size()) + " devices");
+  }
+  auto* executable = new PJRT_LoadedExecutable{args->client, std::move(program)};
+  Live().Add(executable);
+  args->executable = executable;
+  reference_plugin::CompileCount().fetch_add(1);
+  return nullptr;
 }
 
 PJRT_Error* ClientBufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer_Args* args) {
@@ -578,6 +637,134 @@ PJRT_Error* DeviceLocalHardwareId(PJRT_Device_LocalHardwareId_Args* args) {
   return nullptr;
 }
 
+// ----- Executables: a program runs on the first num_replicas devices, synchronously, during
+// PJRT_LoadedExecutable_Execute; its events are ready when the call returns.
+PJRT_Error* ExecutableDestroy(PJRT_Executable_Destroy_Args* args) {
+  CHECK_ARGS(PJRT_Executable_Destroy_Args, executable);
+  if (args->executable == nullptr) return nullptr;
+  CHECK_HANDLE(args->executable, "PJRT_Executable_Destroy: executable");
+  Live().Remove(args->executable);
+  delete args->executable;
+  return nullptr;
+}
+
+PJRT_Error* ExecutableNumOutputs(PJRT_Executable_NumOutputs_Args* args) {
+  CHECK_ARGS(PJRT_Executable_NumOutputs_Args, num_outputs);
+  CHECK_HANDLE(args->executable, "PJRT_Executable_NumOutputs: executable");
+  args->num_outputs = args->executable->program->result_types().size();
+  return nullptr;
+}
+
+PJRT_Error* LoadedExecutableDestroy(PJRT_LoadedExecutable_Destroy_Args* args) {
+  CHECK_ARGS(PJRT_LoadedExecutable_Destroy_Args, executable);
+  if (args->executable == nullptr) return nullptr;
+  CHECK_HANDLE(args->executable, "PJRT_LoadedExecutable_Destroy: executable");
+  Live().Remove(args->executable);
+  delete args->executable;
+  return nullptr;
+}
+
+PJRT_Error* LoadedExecutableGetExecutable(PJRT_LoadedExecutable_GetExecutable_Args* args) {
+  CHECK_ARGS(PJRT_LoadedExecutable_GetExecutable_Args, executable);
+  CHECK_HANDLE(args->loaded_executable, "PJRT_LoadedExecutable_GetExecutable: loaded_executable");
+  auto* executable = new PJRT_Executable{args->loaded_executable->program};
+  Live().Add(executable);
+  args->executable = executable;
+  return nullptr;
+}
+
+PJRT_Error* LoadedExecutableExecute(PJRT_LoadedExecutable_Execute_Args* args) {
+  CHECK_ARGS(PJRT_LoadedExecutable_Execute_Args, execute_device);
+  CHECK_HANDLE(args->executable, "PJRT_LoadedExecutable_Execute: executable");
+  const PJRT_LoadedExecutable& executable = *args->executable;
+  const SubsetProgram& program = *executable.program;
+  if (!Live().Contains(executable.client)) {
+    return MakeError(PJRT_Error_Code_FAILED_PRECONDITION,
+                     "PJRT_LoadedExecutable_Execute: the executable's client was destroyed");
+  }
+  // execute_device: a one-replica program run on that device (as a portable executable is).
+  if (args->execute_device != nullptr) {
+    CHECK_HANDLE(args->execute_device, "PJRT_LoadedExecutable_Execute: execute_device");
+    if (program.num_replicas() != 1) {
+      return MakeError(PJRT_Error_Code_UNIMPLEMENTED,
+                       "PJRT_LoadedExecutable_Execute: execute_device for a program of " +
+                           std::to_string(program.num_replicas()) + " replicas");
+    }
+  }
+  auto device_of = [&](size_t replica) {
+    return args->execute_device != nullptr ? args->execute_device
+                                           : executable.client->device_list[replica];
+  };
+  const auto replicas = static_cast<size_t>(program.num_replicas());
+  if (args->num_devices != replicas || args->num_args != program.argument_types().size()) {
+    return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
+                     "PJRT_LoadedExecutable_Execute: " + std::to_string(args->num_devices) +
+                         " devices of " + std::to_string(args->num_args) +
+                         " arguments; the program runs on " + std::to_string(replicas) +
+                         " devices with " + std::to_string(program.argument_types().size()));
+  }
+  if (args->argument_lists == nullptr || args->output_lists == nullptr) {
+    return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
+                     "PJRT_LoadedExecutable_Execute: argument_lists or output_lists is null");
+  }
+  std::unordered_set<int64_t> not_donated;
+  if (args->options != nullptr && args->options->non_donatable_input_indices != nullptr) {
+    for (size_t i = 0; i < args->options->num_non_donatable_input_indices; ++i) {
+      not_donated.insert(args->options->non_donatable_input_indices[i]);
+    }
+  }
+  std::vector<std::vector<reference_plugin::HostTensor>> arguments(replicas);
+  for (size_t r = 0; r < replicas; ++r) {
+    PJRT_Device* device = device_of(r);
+    for (size_t a = 0; a < args->num_args; ++a) {
+      PJRT_Buffer* buffer = args->argument_lists[r][a];
+      const std::string what = "PJRT_LoadedExecutable_Execute: argument " + std::to_string(a) +
+                               " of device " + std::to_string(r);
+      CHECK_HANDLE(buffer, what);
+      if (!buffer->bytes) {
+        return MakeError(PJRT_Error_Code_FAILED_PRECONDITION, what + " was deleted (donated?)");
+      }
+      if (buffer->device != device) {
+        return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
+                         what + " is on device " + std::to_string(buffer->device->description.id) +
+                             ", not on the replica's device " +
+                             std::to_string(device->description.id));
+      }
+      arguments[r].push_back({{}, buffer->bytes});
+    }
+  }
+  std::vector<std::vector<reference_plugin::HostTensor>> results;
+  try {
+    results = program.Run(arguments);
+  } catch (const std::exception& e) {
+    return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
+                     std::string("PJRT_LoadedExecutable_Execute: ") + e.what());
+  }
+  for (size_t r = 0; r < replicas; ++r) {
+    for (size_t j = 0; j < results[r].size(); ++j) {
+      auto* buffer = new PJRT_Buffer;
+      buffer->client = executable.client;
+      buffer->device = device_of(r);
+      buffer->type = PJRT_Buffer_Type_U8;
+      buffer->dims = results[r][j].type.dims;
+      buffer->bytes = results[r][j].bytes;
+      buffer->ready = ReadyState();
+      Live().Add(buffer);
+      args->output_lists[r][j] = buffer;
+    }
+    if (args->device_complete_events != nullptr) {
+      args->device_complete_events[r] = NewEvent(ReadyState());
+    }
+    // A donated argument's buffer now belongs to the result: the caller's handle is deleted.
+    for (size_t a = 0; a < args->num_args; ++a) {
+      if (program.aliasing()[a] >= 0 && not_donated.count(static_cast<int64_t>(a)) == 0) {
+        args->argument_lists[r][a]->bytes.reset();
+      }
+    }
+  }
+  return nullptr;
+}
+
 // ----- Buffers.
 PJRT_Error* BufferDestroy(PJRT_Buffer_Destroy_Args* args) {
   CHECK_ARGS(PJRT_Buffer_Destroy_Args, buffer);
@@ -631,6 +818,22 @@ PJRT_Error* BufferIsDeleted(PJRT_Buffer_IsDeleted_Args* args) {
   CHECK_ARGS(PJRT_Buffer_IsDeleted_Args, is_deleted);
   CHECK_HANDLE(args->buffer, "PJRT_Buffer_IsDeleted: buffer");
   args->is_deleted = !args->buffer->bytes;
+  return nullptr;
+}
+
+PJRT_Error* BufferCopyToDevice(PJRT_Buffer_CopyToDevice_Args* args) {
+  CHECK_ARGS(PJRT_Buffer_CopyToDevice_Args, dst_buffer);
+  CHECK_HANDLE(args->buffer, "PJRT_Buffer_CopyToDevice: buffer");
+  CHECK_HANDLE(args->dst_device, "PJRT_Buffer_CopyToDevice: dst_device");
+  if (!args->buffer->bytes) {
+    return MakeError(PJRT_Error_Code_FAILED_PRECONDITION,
+                     "PJRT_Buffer_CopyToDevice: the buffer was deleted");
+  }
+  auto* copy = new PJRT_Buffer(*args->buffer);  // the bytes are immutable: shared
+  copy->device = args->dst_device;
+  copy->ready = ReadyState();
+  Live().Add(copy);
+  args->dst_buffer = copy;
   return nullptr;
 }
 
@@ -729,6 +932,11 @@ PJRT_Api MakeApi() {
   api.PJRT_Device_GetDescription = DeviceGetDescription;
   api.PJRT_Device_IsAddressable = DeviceIsAddressable;
   api.PJRT_Device_LocalHardwareId = DeviceLocalHardwareId;
+  api.PJRT_Executable_Destroy = ExecutableDestroy;
+  api.PJRT_Executable_NumOutputs = ExecutableNumOutputs;
+  api.PJRT_LoadedExecutable_Destroy = LoadedExecutableDestroy;
+  api.PJRT_LoadedExecutable_GetExecutable = LoadedExecutableGetExecutable;
+  api.PJRT_LoadedExecutable_Execute = LoadedExecutableExecute;
   api.PJRT_Buffer_Destroy = BufferDestroy;
   api.PJRT_Buffer_ElementType = BufferElementType;
   api.PJRT_Buffer_Dimensions = BufferDimensions;
@@ -736,6 +944,7 @@ PJRT_Api MakeApi() {
   api.PJRT_Buffer_Device = BufferDevice;
   api.PJRT_Buffer_Delete = BufferDelete;
   api.PJRT_Buffer_IsDeleted = BufferIsDeleted;
+  api.PJRT_Buffer_CopyToDevice = BufferCopyToDevice;
   api.PJRT_Buffer_ToHostBuffer = BufferToHostBuffer;
   api.PJRT_Buffer_ReadyEvent = BufferReadyEvent;
   return api;
@@ -755,5 +964,12 @@ extern "C" __attribute__((visibility("default"))) const chorus::pjrt::PJRT_Api* 
   if (CHORUS_REFERENCE_PJRT_FAULT == 2) return nullptr;
   static const chorus::pjrt::PJRT_Api api = chorus::pjrt::MakeApi();
   return &api;
+}
+#endif
+
+#if CHORUS_REFERENCE_PJRT_FAULT != 1
+// For tests: how many programs this process has compiled (a cache that works compiles once).
+extern "C" __attribute__((visibility("default"))) uint64_t chorus_reference_pjrt_compile_count() {
+  return chorus::pjrt::reference_plugin::CompileCount().load();
 }
 #endif

@@ -7,8 +7,11 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <mutex>
+
+#include "stablehlo_programs.h"
 
 namespace chorus::tpu {
 namespace {
@@ -529,6 +532,111 @@ void PjrtClient::ToHost(const PjrtBuffer& buffer, void* dst, size_t size,
                     staging);
   }
   std::memcpy(dst, staging->data(), size);
+}
+
+PjrtExecutable::~PjrtExecutable() {
+  auto args = MakeArgs<PJRT_LoadedExecutable_Destroy_Args>();
+  args.executable = handle_;
+  try {
+    library_->Check(library_->api().PJRT_LoadedExecutable_Destroy(&args),
+                    "PJRT_LoadedExecutable_Destroy");
+  } catch (const Error&) {
+    // A destructor cannot report it; the plugin's message is lost with the handle.
+  }
+}
+
+PjrtBuffer PjrtClient::CopyToDevice(const PjrtBuffer& buffer, const PjrtDevice& device,
+                                    std::chrono::milliseconds timeout) const {
+  auto args = MakeArgs<PJRT_Buffer_CopyToDevice_Args>();
+  args.buffer = buffer.handle();
+  args.dst_device = device.handle;
+  library_->Check(library_->api().PJRT_Buffer_CopyToDevice(&args),
+                  "PJRT_Buffer_CopyToDevice to device " + std::to_string(device.id));
+  PjrtBuffer copy(library_, args.dst_buffer);
+  auto ready = MakeArgs<PJRT_Buffer_ReadyEvent_Args>();
+  ready.buffer = copy.handle();
+  library_->Check(library_->api().PJRT_Buffer_ReadyEvent(&ready), "PJRT_Buffer_ReadyEvent");
+  library_->Await(ready.event, timeout, "copying a buffer to device " + std::to_string(device.id));
+  return copy;
+}
+
+std::unique_ptr<PjrtExecutable> PjrtClient::Compile(const std::string& mlir, int num_replicas,
+                                                    bool portable) const {
+  const PJRT_Api& api = library_->api();
+  std::string code = mlir;  // PJRT_Program.code is not const
+  PJRT_Program program{};
+  program.struct_size = sizeof(program);
+  program.code = code.data();
+  program.code_size = code.size();
+  constexpr char kFormat[] = "mlir";
+  program.format = kFormat;
+  program.format_size = sizeof(kFormat) - 1;
+  const std::string options = CompileOptionsProto(num_replicas, portable);
+  auto compile = MakeArgs<PJRT_Client_Compile_Args>();
+  compile.client = client_;
+  compile.program = &program;
+  compile.compile_options = options.data();
+  compile.compile_options_size = options.size();
+  library_->Check(api.PJRT_Client_Compile(&compile),
+                  "PJRT_Client_Compile of a " + std::to_string(num_replicas) + "-replica program");
+  auto loaded = std::make_unique<PjrtExecutable>(library_, compile.executable, 0);
+  auto get = MakeArgs<PJRT_LoadedExecutable_GetExecutable_Args>();
+  get.loaded_executable = loaded->handle();
+  library_->Check(api.PJRT_LoadedExecutable_GetExecutable(&get),
+                  "PJRT_LoadedExecutable_GetExecutable");
+  auto outputs = MakeArgs<PJRT_Executable_NumOutputs_Args>();
+  outputs.executable = get.executable;
+  PJRT_Error* error = api.PJRT_Executable_NumOutputs(&outputs);
+  auto destroy = MakeArgs<PJRT_Executable_Destroy_Args>();
+  destroy.executable = get.executable;
+  PJRT_Error* destroy_error = api.PJRT_Executable_Destroy(&destroy);
+  library_->Check(error, "PJRT_Executable_NumOutputs");
+  library_->Check(destroy_error, "PJRT_Executable_Destroy");
+  loaded->num_outputs_ = outputs.num_outputs;
+  return loaded;
+}
+
+std::vector<std::vector<PjrtBuffer>> PjrtClient::Execute(
+    const PjrtExecutable& executable, const std::vector<std::vector<PJRT_Buffer*>>& arguments,
+    std::chrono::milliseconds timeout, const PjrtDevice* device) const {
+  const size_t devices = arguments.size();
+  const size_t num_args = devices == 0 ? 0 : arguments.front().size();
+  std::vector<PJRT_Buffer* const*> argument_lists;
+  for (const auto& list : arguments) argument_lists.push_back(list.data());
+  std::vector<std::vector<PJRT_Buffer*>> outputs(
+      devices, std::vector<PJRT_Buffer*>(executable.num_outputs(), nullptr));
+  std::vector<PJRT_Buffer**> output_lists;
+  for (auto& list : outputs) output_lists.push_back(list.data());
+  std::vector<PJRT_Event*> done(devices, nullptr);
+  PJRT_ExecuteOptions options{};
+  options.struct_size = sizeof(options);
+  auto args = MakeArgs<PJRT_LoadedExecutable_Execute_Args>();
+  args.executable = executable.handle();
+  args.options = &options;
+  args.argument_lists = argument_lists.data();
+  args.num_devices = devices;
+  args.num_args = num_args;
+  args.output_lists = output_lists.data();
+  args.device_complete_events = done.data();
+  args.execute_device = device != nullptr ? device->handle : nullptr;
+  library_->Check(library_->api().PJRT_LoadedExecutable_Execute(&args),
+                  "PJRT_LoadedExecutable_Execute on " + std::to_string(devices) + " devices");
+  std::vector<std::vector<PjrtBuffer>> results(devices);
+  for (size_t d = 0; d < devices; ++d) {
+    for (PJRT_Buffer* buffer : outputs[d]) results[d].emplace_back(library_, buffer);
+  }
+  // Every event is awaited (and so destroyed) even when an earlier one failed.
+  std::exception_ptr first_failure;
+  for (size_t d = 0; d < devices; ++d) {
+    if (done[d] == nullptr) continue;
+    try {
+      library_->Await(done[d], timeout, "running a program on device " + std::to_string(d));
+    } catch (...) {
+      if (!first_failure) first_failure = std::current_exception();
+    }
+  }
+  if (first_failure) std::rethrow_exception(first_failure);
+  return results;
 }
 
 }  // namespace chorus::tpu

@@ -106,6 +106,26 @@ class PjrtBuffer {
   pjrt::PJRT_Buffer* handle_ = nullptr;
 };
 
+// A compiled program loaded on the client's devices (PJRT_LoadedExecutable); destroyed with its
+// owner.
+class PjrtExecutable {
+ public:
+  PjrtExecutable(std::shared_ptr<PjrtLibrary> library, pjrt::PJRT_LoadedExecutable* handle,
+                 size_t num_outputs)
+      : library_(std::move(library)), handle_(handle), num_outputs_(num_outputs) {}
+  ~PjrtExecutable();
+  PjrtExecutable(const PjrtExecutable&) = delete;
+  PjrtExecutable& operator=(const PjrtExecutable&) = delete;
+  pjrt::PJRT_LoadedExecutable* handle() const { return handle_; }
+  size_t num_outputs() const { return num_outputs_; }  // per device
+
+ private:
+  friend class PjrtClient;  // sets num_outputs_ once it has asked the plugin
+  std::shared_ptr<PjrtLibrary> library_;
+  pjrt::PJRT_LoadedExecutable* handle_;
+  size_t num_outputs_;
+};
+
 class PjrtClient {
  public:
   // Creates the plugin's client with `options`; a refused option comes back as the plugin says
@@ -131,6 +151,25 @@ class PjrtClient {
   // the caller's.
   void ToHost(const PjrtBuffer& buffer, void* dst, size_t size,
               std::chrono::milliseconds timeout) const;
+
+  // Copies `buffer` to another device of this client without the host; waits up to `timeout`
+  // for the copy to be ready.
+  PjrtBuffer CopyToDevice(const PjrtBuffer& buffer, const PjrtDevice& device,
+                          std::chrono::milliseconds timeout) const;
+
+  // Compiles a StableHLO program (MLIR text) for `num_replicas` replicas (the client's default
+  // device assignment: its first `num_replicas` devices), one partition; `portable`: one replica
+  // that runs on the device Execute names.
+  std::unique_ptr<PjrtExecutable> Compile(const std::string& mlir, int num_replicas,
+                                          bool portable = false) const;
+  // Runs `executable` on every device of its assignment, or on `device` alone (a portable
+  // program): `arguments[d]` are device d's (borrowed; an argument the program donates is
+  // deleted by the run), and the result is each device's outputs. Waits up to `timeout` for
+  // every device to finish.
+  std::vector<std::vector<PjrtBuffer>> Execute(
+      const PjrtExecutable& executable,
+      const std::vector<std::vector<pjrt::PJRT_Buffer*>>& arguments,
+      std::chrono::milliseconds timeout, const PjrtDevice* device = nullptr) const;
 
  private:
   std::shared_ptr<PjrtLibrary> library_;

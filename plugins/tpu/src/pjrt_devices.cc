@@ -1,6 +1,7 @@
 #include "pjrt_devices.h"
 
 #include <chorus/plugin_sdk.hpp>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -10,21 +11,22 @@
 
 #include "handle_memory.h"
 #include "pjrt_client.h"
-
-struct chorus_device_context {
-  std::unique_ptr<chorus::tpu::PjrtClient> client;  // null when no PJRT plugin was found
-  std::vector<std::string> names;
-  std::vector<chorus_device_kind> kinds;
-  chorus::tpu::HandleMemory memory;
-  std::chrono::milliseconds timeout{60000};
-};
+#include "pjrt_device_context.h"
+#include "stablehlo_programs.h"
 
 namespace chorus::tpu {
+
+using Place = HandleMemory::Place;
+
 namespace {
 
 using sdk::Fail;
 using sdk::Guard;
-using Place = HandleMemory::Place;
+
+// Whether a resolved address is a whole allocation of `bytes`: what programs take.
+bool IsWhole(const Place& place, size_t bytes) {
+  return place.offset == 0 && place.allocation.bytes == bytes;
+}
 
 void RequireDevice(const chorus_device_context* ctx, uint32_t device, const char* what) {
   if (ctx == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "pjrt ", what, ": context is NULL");
@@ -42,44 +44,6 @@ chorus_device_kind KindOf(const std::string& platform) {
   if (platform == "cuda" || platform == "rocm" || platform == "gpu") return CHORUS_DEVICE_GPU;
   if (platform == "cpu") return CHORUS_DEVICE_CPU;
   return CHORUS_DEVICE_OTHER;
-}
-
-// The bytes of [offset, offset + bytes) of an allocation, on the host. Unwritten memory reads as
-// zeros.
-std::vector<char> Read(const chorus_device_context& ctx, const Place& place, size_t bytes) {
-  std::shared_ptr<PjrtBuffer> buffer;
-  {
-    std::lock_guard<std::mutex> lock(place.allocation.contents->mutex);
-    buffer = place.allocation.contents->buffer;
-  }
-  std::vector<char> whole(place.allocation.bytes, 0);
-  if (buffer != nullptr && !whole.empty()) {
-    ctx.client->ToHost(*buffer, whole.data(), whole.size(), ctx.timeout);
-  }
-  if (place.offset == 0 && bytes == whole.size()) return whole;
-  return std::vector<char>(whole.begin() + static_cast<std::ptrdiff_t>(place.offset),
-                           whole.begin() + static_cast<std::ptrdiff_t>(place.offset + bytes));
-}
-
-// Writes `bytes` from host memory at `data` to [offset, offset + bytes) of an allocation: a new
-// PJRT buffer replaces the old one. A write of part of an allocation reads the rest first.
-void Write(const chorus_device_context& ctx, const Place& place, const void* data, size_t bytes) {
-  HandleMemory::Contents& contents = *place.allocation.contents;
-  std::lock_guard<std::mutex> lock(contents.mutex);
-  const size_t size = place.allocation.bytes;
-  std::vector<char> whole;
-  const void* source = data;
-  if (bytes != size) {
-    whole.assign(size, 0);
-    if (contents.buffer != nullptr && size > 0) {
-      ctx.client->ToHost(*contents.buffer, whole.data(), size, ctx.timeout);
-    }
-    std::memcpy(whole.data() + place.offset, data, bytes);
-    source = whole.data();
-  }
-  const PjrtDevice& device = ctx.client->addressable_devices()[place.allocation.device];
-  contents.buffer = std::make_shared<PjrtBuffer>(ctx.client->FromHost(
-      device, pjrt::PJRT_Buffer_Type_U8, source, static_cast<int64_t>(size), ctx.timeout));
 }
 
 chorus_status Create(const chorus_device_context_create_args* args, chorus_device_context** out) {
@@ -198,22 +162,74 @@ chorus_status Copy(chorus_device_context* ctx, const chorus_copy_args* args) {
     std::optional<Place> dst, src;
     if (!dst_host) dst = ctx->memory.Find(a.dst_device, a.dst, a.bytes, "copy destination");
     if (!src_host) src = ctx->memory.Find(a.src_device, a.src, a.bytes, "copy source");
+    if (!dst_host && !src_host && a.dst_device != a.src_device && IsWhole(*dst, a.bytes) &&
+        IsWhole(*src, a.bytes)) {
+      // Device to device, without the host.
+      std::shared_ptr<PjrtBuffer> source = CurrentBuffer(*ctx, src->allocation);
+      auto copy = std::make_shared<PjrtBuffer>(ctx->client->CopyToDevice(
+          *source, ctx->client->addressable_devices()[a.dst_device], ctx->timeout));
+      std::lock_guard<std::mutex> lock(dst->allocation.contents->mutex);
+      dst->allocation.contents->buffer = std::move(copy);
+      return;
+    }
     if (dst_host) {
-      const std::vector<char> bytes = Read(*ctx, *src, a.bytes);
+      const std::vector<char> bytes = ReadBytes(*ctx, *src, a.bytes);
       std::memcpy(a.dst, bytes.data(), a.bytes);
     } else if (src_host) {
-      Write(*ctx, *dst, a.src, a.bytes);
+      WriteBytes(*ctx, *dst, a.src, a.bytes);
     } else {
-      const std::vector<char> bytes = Read(*ctx, *src, a.bytes);
-      Write(*ctx, *dst, bytes.data(), a.bytes);
+      const std::vector<char> bytes = ReadBytes(*ctx, *src, a.bytes);
+      WriteBytes(*ctx, *dst, bytes.data(), a.bytes);
     }
   });
 }
 
 size_t Bytes(size_t count, chorus_dtype dtype) { return count * chorus_dtype_size(dtype); }
 
-// The kernels below run on the host between a read and a write of the device buffers: chorus's
-// reference PJRT plugin compiles no programs, and the same code serves every plugin.
+// Runs a one-device program (cached by its text) on `device` with the allocations' current
+// buffers as its arguments, and makes its result `dst`'s contents.
+void RunKernel(chorus_device_context& ctx, uint32_t device, const std::string& mlir,
+               const std::vector<HandleMemory::Allocation>& arguments,
+               const HandleMemory::Allocation& dst) {
+  std::shared_ptr<const PjrtExecutable> executable = ctx.programs.Get(*ctx.client, mlir, 1, true);
+  std::vector<std::shared_ptr<PjrtBuffer>> held;
+  std::vector<pjrt::PJRT_Buffer*> handles;
+  for (const HandleMemory::Allocation& argument : arguments) {
+    held.push_back(CurrentBuffer(ctx, argument));
+    handles.push_back(held.back()->handle());
+  }
+  std::vector<std::vector<PjrtBuffer>> results = ctx.client->Execute(
+      *executable, {handles}, ctx.timeout, &ctx.client->addressable_devices()[device]);
+  std::lock_guard<std::mutex> lock(dst.contents->mutex);
+  dst.contents->buffer = std::make_shared<PjrtBuffer>(std::move(results.at(0).at(0)));
+}
+
+// The largest integer divisor a dtype's constant holds exactly (and, for integers, holds at all).
+uint64_t LargestExactDivisor(chorus_dtype dtype) {
+  switch (dtype) {
+    case CHORUS_F32:
+      return uint64_t{1} << 24;
+    case CHORUS_F64:
+    case CHORUS_I64:
+      return uint64_t{1} << 53;
+    case CHORUS_F16:
+      return 2048;
+    case CHORUS_BF16:
+      return 256;
+    case CHORUS_I32:
+      return INT32_MAX;
+    case CHORUS_U8:
+      return UINT8_MAX;
+    case CHORUS_I8:
+      return INT8_MAX;
+    default:
+      return 0;
+  }
+}
+
+// The kernels run as compiled programs on whole allocations (ReduceKernelProgram,
+// DivideKernelProgram), and on the host between a read and a write of the device buffers for a
+// part of an allocation.
 chorus_status Reduce(chorus_device_context* ctx, const chorus_reduce_kernel_args* args) {
   return Guard([&] {
     const auto& a = sdk::RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_reduce_kernel_args, stream),
@@ -228,12 +244,17 @@ chorus_status Reduce(chorus_device_context* ctx, const chorus_reduce_kernel_args
     }
     const size_t bytes = Bytes(a.count, a.dtype);
     const Place dst = ctx->memory.Find(a.device, a.dst, bytes, "reduce destination");
-    std::vector<char> left =
-        Read(*ctx, ctx->memory.Find(a.device, a.a, bytes, "reduce input a"), bytes);
-    const std::vector<char> right =
-        Read(*ctx, ctx->memory.Find(a.device, a.b, bytes, "reduce input b"), bytes);
+    const Place x = ctx->memory.Find(a.device, a.a, bytes, "reduce input a");
+    const Place y = ctx->memory.Find(a.device, a.b, bytes, "reduce input b");
+    if (IsWhole(dst, bytes) && IsWhole(x, bytes) && IsWhole(y, bytes)) {
+      RunKernel(*ctx, a.device, ReduceKernelProgram(a.dtype, a.op, a.count),
+                {x.allocation, y.allocation}, dst.allocation);
+      return;
+    }
+    std::vector<char> left = ReadBytes(*ctx, x, bytes);
+    const std::vector<char> right = ReadBytes(*ctx, y, bytes);
     sdk::ReduceOnHost(left.data(), left.data(), right.data(), a.count, a.dtype, a.op);
-    Write(*ctx, dst, left.data(), bytes);
+    WriteBytes(*ctx, dst, left.data(), bytes);
   });
 }
 
@@ -256,7 +277,12 @@ chorus_status Divide(chorus_device_context* ctx, const chorus_divide_args* args)
     if (a.data == nullptr) Fail(CHORUS_INVALID_ARGUMENT, "pjrt divide: data is NULL");
     const size_t bytes = Bytes(a.count, a.dtype);
     const Place place = ctx->memory.Find(a.device, a.data, bytes, "divide");
-    std::vector<char> values = Read(*ctx, place, bytes);
+    if (IsWhole(place, bytes) && a.divisor <= LargestExactDivisor(a.dtype)) {
+      RunKernel(*ctx, a.device, DivideKernelProgram(a.dtype, a.count, a.divisor),
+                {place.allocation}, place.allocation);
+      return;
+    }
+    std::vector<char> values = ReadBytes(*ctx, place, bytes);
     switch (a.dtype) {
       case CHORUS_I32:
         DivideIntegers<int32_t>(values.data(), a.count, a.divisor);
@@ -277,7 +303,7 @@ chorus_status Divide(chorus_device_context* ctx, const chorus_divide_args* args)
               sdk::LoadElement(values.data(), i, a.dtype) / static_cast<double>(a.divisor));
         }
     }
-    Write(*ctx, place, values.data(), bytes);
+    WriteBytes(*ctx, place, values.data(), bytes);
   });
 }
 
@@ -287,6 +313,55 @@ chorus_status Synchronize(chorus_device_context* ctx, uint32_t device, chorus_st
 }
 
 }  // namespace
+
+std::vector<char> ReadBytes(const chorus_device_context& ctx, const Place& place, size_t bytes) {
+  std::shared_ptr<PjrtBuffer> buffer;
+  {
+    std::lock_guard<std::mutex> lock(place.allocation.contents->mutex);
+    buffer = place.allocation.contents->buffer;
+  }
+  std::vector<char> whole(place.allocation.bytes, 0);
+  if (buffer != nullptr && !whole.empty()) {
+    ctx.client->ToHost(*buffer, whole.data(), whole.size(), ctx.timeout);
+  }
+  if (place.offset == 0 && bytes == whole.size()) return whole;
+  return std::vector<char>(whole.begin() + static_cast<std::ptrdiff_t>(place.offset),
+                           whole.begin() + static_cast<std::ptrdiff_t>(place.offset + bytes));
+}
+
+void WriteBytes(const chorus_device_context& ctx, const Place& place, const void* data,
+                size_t bytes) {
+  HandleMemory::Contents& contents = *place.allocation.contents;
+  std::lock_guard<std::mutex> lock(contents.mutex);
+  const size_t size = place.allocation.bytes;
+  std::vector<char> whole;
+  const void* source = data;
+  if (bytes != size) {
+    whole.assign(size, 0);
+    if (contents.buffer != nullptr && size > 0) {
+      ctx.client->ToHost(*contents.buffer, whole.data(), size, ctx.timeout);
+    }
+    std::memcpy(whole.data() + place.offset, data, bytes);
+    source = whole.data();
+  }
+  const PjrtDevice& device = ctx.client->addressable_devices()[place.allocation.device];
+  contents.buffer = std::make_shared<PjrtBuffer>(ctx.client->FromHost(
+      device, pjrt::PJRT_Buffer_Type_U8, source, static_cast<int64_t>(size), ctx.timeout));
+}
+
+std::shared_ptr<PjrtBuffer> CurrentBuffer(const chorus_device_context& ctx,
+                                          const HandleMemory::Allocation& allocation) {
+  HandleMemory::Contents& contents = *allocation.contents;
+  std::lock_guard<std::mutex> lock(contents.mutex);
+  if (contents.buffer == nullptr) {
+    const std::vector<char> zeros(allocation.bytes, 0);
+    const PjrtDevice& device = ctx.client->addressable_devices()[allocation.device];
+    contents.buffer = std::make_shared<PjrtBuffer>(
+        ctx.client->FromHost(device, pjrt::PJRT_Buffer_Type_U8, zeros.data(),
+                             static_cast<int64_t>(zeros.size()), ctx.timeout));
+  }
+  return contents.buffer;
+}
 
 const chorus_device_enumerator_api* PjrtDevicesTable() {
   static const chorus_device_enumerator_api table = [] {

@@ -1,6 +1,7 @@
 // Loading a PJRT plugin and driving its client, over chorus's reference PJRT plugin and its fault
 // variants: which library the variables choose, the options, every fault a named error, devices
-// with coordinates, and buffers round-tripped through the device for every dtype chorus has.
+// with coordinates, buffers round-tripped through the device for every dtype chorus has, and the
+// StableHLO programs chorus writes, compiled and run.
 #include "pjrt_client.h"
 
 #include <dlfcn.h>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "scoped_variable.h"
+#include "stablehlo_programs.h"
 
 namespace chorus::tpu {
 namespace {
@@ -236,6 +238,87 @@ TEST(PjrtClient, ACopyThatNeverCompletesInTimeIsATimeOutAndItsLateWriteIsHarmles
   // The late copy went to chorus's staging memory: the caller's, which it may have freed after
   // the time-out, is untouched.
   EXPECT_EQ(back, (std::vector<float>{-1.0f, -1.0f, -1.0f}));
+}
+
+// The exact text of the smallest all-reduce, so that a change to what real PJRT plugins are given
+// shows in review: StableHLO's generic form, the bytes reinterpreted as f32 without moving them.
+TEST(StablehloPrograms, AnAllReduceProgramIsStableHloText) {
+  AllReducePart part{CHORUS_F32, CHORUS_REDUCE_SUM, 3, {1, 0}, true};
+  EXPECT_EQ(AllReduceProgram({part}, 2),
+            "module @chorus_all_reduce attributes {mhlo.num_replicas = 2 : i32, "
+            "mhlo.num_partitions = 1 : i32} {\n"
+            "  func.func public @main(%arg0: tensor<12xui8> {tf.aliasing_output = 0 : i32}) -> "
+            "(tensor<12xui8>) {\n"
+            "    %packed0 = \"stablehlo.reshape\"(%arg0) : (tensor<12xui8>) -> tensor<3x4xui8>\n"
+            "    %in0 = \"stablehlo.bitcast_convert\"(%packed0) : (tensor<3x4xui8>) -> "
+            "tensor<3xf32>\n"
+            "    %sum0 = \"stablehlo.all_reduce\"(%in0) ({\n"
+            "    ^bb0(%lhs0: tensor<f32>, %rhs0: tensor<f32>):\n"
+            "      %combined0 = \"stablehlo.add\"(%lhs0, %rhs0) : (tensor<f32>, tensor<f32>) -> "
+            "tensor<f32>\n"
+            "      \"stablehlo.return\"(%combined0) : (tensor<f32>) -> ()\n"
+            "    }) {replica_groups = dense<[[1, 0]]> : tensor<1x2xi64>} : (tensor<3xf32>) -> "
+            "tensor<3xf32>\n"
+            "    %unpacked0 = \"stablehlo.bitcast_convert\"(%sum0) : (tensor<3xf32>) -> "
+            "tensor<3x4xui8>\n"
+            "    %out0 = \"stablehlo.reshape\"(%unpacked0) : (tensor<3x4xui8>) -> "
+            "tensor<12xui8>\n"
+            "    \"func.return\"(%out0) : (tensor<12xui8>) -> ()\n"
+            "  }\n"
+            "}\n");
+}
+
+TEST(StablehloPrograms, CompileOptionsCarryTheReplicas) {
+  // executable_build_options (field 3) { device_ordinal: -1, num_replicas: 4, num_partitions: 1 }
+  const std::string expected =
+      std::string("\x1a\x0f\x08") + std::string(9, '\xff') + "\x01" + "\x20\x04\x28\x01";
+  EXPECT_EQ(CompileOptionsProto(4), expected);
+}
+
+// Arguments one per device, results one per device: the reference plugin sums in the replica
+// group's order and donates an argument the program aliases.
+TEST(PjrtClient, CompilesAndRunsAnAllReduceAcrossDevices) {
+  PjrtClient client(Reference(), {});
+  const std::vector<float> a = {1, 2, 3}, b = {10, 20, 30};
+  AllReducePart part{CHORUS_F32, CHORUS_REDUCE_SUM, 3, {0, 1}, false};
+  std::unique_ptr<PjrtExecutable> executable = client.Compile(AllReduceProgram({part}, 2), 2);
+  ASSERT_EQ(executable->num_outputs(), 1u);
+  PjrtBuffer x = client.FromHost(client.addressable_devices()[0], pjrt::PJRT_Buffer_Type_U8,
+                                 a.data(), 12, 10s);
+  PjrtBuffer y = client.FromHost(client.addressable_devices()[1], pjrt::PJRT_Buffer_Type_U8,
+                                 b.data(), 12, 10s);
+  std::vector<std::vector<PjrtBuffer>> results =
+      client.Execute(*executable, {{x.handle()}, {y.handle()}}, 10s);
+  ASSERT_EQ(results.size(), 2u);
+  for (const auto& device : results) {
+    std::vector<float> sum(3);
+    client.ToHost(device.at(0), sum.data(), 12, 10s);
+    EXPECT_EQ(sum, (std::vector<float>{11, 22, 33}));
+  }
+  std::vector<float> still(3);
+  client.ToHost(x, still.data(), 12, 10s);
+  EXPECT_EQ(still, a) << "an argument the program does not alias is kept";
+
+  part.donate = true;
+  executable = client.Compile(AllReduceProgram({part}, 2), 2);
+  results = client.Execute(*executable, {{x.handle()}, {y.handle()}}, 10s);
+  EXPECT_THAT(Thrown([&] { client.ToHost(x, still.data(), 12, 10s); }).what(), HasSubstr("deleted"))
+      << "a donated argument is the result's now";
+}
+
+TEST(PjrtClient, AProgramOutsideTheReferenceSubsetIsRefusedNamingTheLine) {
+  PjrtClient client(Reference(), {});
+  const std::string program =
+      "module @m attributes {mhlo.num_replicas = 1 : i32, mhlo.num_partitions = 1 : i32} {\n"
+      "  func.func public @main(%arg0: tensor<4xf32>) -> (tensor<4xf32>) {\n"
+      "    %0 = \"stablehlo.sine\"(%arg0) : (tensor<4xf32>) -> tensor<4xf32>\n"
+      "    \"func.return\"(%0) : (tensor<4xf32>) -> ()\n  }\n}\n";
+  const Error error = Thrown([&] { client.Compile(program, 1); });
+  EXPECT_EQ(error.status(), CHORUS_INVALID_ARGUMENT);
+  EXPECT_THAT(error.what(), HasSubstr("line 3"));
+  EXPECT_THAT(error.what(), HasSubstr("stablehlo.sine is not in the subset"));
+  const Error mismatch = Thrown([&] { client.Compile(BroadcastProgram(4, {0, 1}, 2), 3); });
+  EXPECT_THAT(mismatch.what(), HasSubstr("the compile options say 3 replicas"));
 }
 
 }  // namespace

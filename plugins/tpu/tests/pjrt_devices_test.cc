@@ -13,6 +13,7 @@
 #include <numeric>
 #include <vector>
 
+#include "reference_devices.h"
 #include "scoped_variable.h"
 
 namespace chorus::tpu {
@@ -20,18 +21,8 @@ namespace {
 
 using testing::HasSubstr;
 
-Registry& TpuRegistry() {
-  static Registry registry(LoaderOptions{{}, std::string(CHORUS_TPU_PLUGIN_PATH)});
-  return registry;
-}
-
-// The pjrt enumerator over the reference plugin with `device_count` devices.
-std::shared_ptr<DeviceEnumerator> ReferenceDevices(int device_count = 3) {
-  test::ScopedVariable plugin("CHORUS_PJRT_PLUGIN", "reference");
-  const std::string count = "device_count=" + std::to_string(device_count);
-  test::ScopedVariable options("CHORUS_PJRT_OPTIONS", count.c_str());
-  return DeviceEnumerator::Create(TpuRegistry().FindPlugin("tpu"));
-}
+using test::ReferenceDevices;
+using test::TpuRegistry;
 
 std::vector<unsigned char> Pattern(size_t bytes, unsigned seed) {
   std::vector<unsigned char> out(bytes);
@@ -51,8 +42,8 @@ TEST(PjrtDevices, TheReferencePluginsDevicesAreListedWithThePlatformAndKind) {
 }
 
 TEST(PjrtDevices, WithoutAPjrtPluginThereAreNoDevices) {
-  test::ScopedVariable plugin("CHORUS_PJRT_PLUGIN", nullptr);
-  test::ScopedVariable tpu_path("TPU_LIBRARY_PATH", nullptr);
+  chorus::test::ScopedVariable plugin("CHORUS_PJRT_PLUGIN", nullptr);
+  chorus::test::ScopedVariable tpu_path("TPU_LIBRARY_PATH", nullptr);
   // As the enumerator looks for it: where the loader finds it, loaded or not.
   if (void* libtpu = dlopen("libtpu.so", RTLD_LAZY | RTLD_LOCAL)) {
     dlclose(libtpu);
@@ -63,7 +54,7 @@ TEST(PjrtDevices, WithoutAPjrtPluginThereAreNoDevices) {
 }
 
 TEST(PjrtDevices, ANamedPluginThatIsMissingFailsCreateNamingIt) {
-  test::ScopedVariable plugin("CHORUS_PJRT_PLUGIN", "/nonexistent/libpjrt.so");
+  chorus::test::ScopedVariable plugin("CHORUS_PJRT_PLUGIN", "/nonexistent/libpjrt.so");
   try {
     DeviceEnumerator::Create(TpuRegistry().FindPlugin("tpu"));
     FAIL() << "create succeeded";

@@ -175,14 +175,19 @@ TEST_F(ReferencePjrt, CopiesCompleteOnItsWorkerThreadThroughOnReady) {
 }
 
 TEST_F(ReferencePjrt, WhatItDoesNotDoIsUnimplementedSayingWhat) {
+  std::string hlo = "HloModule m";
   PJRT_Program program{};
   program.struct_size = sizeof(program);
+  program.code = hlo.data();
+  program.code_size = hlo.size();
+  program.format = "hlo";
+  program.format_size = 3;
   auto compile = Sized<PJRT_Client_Compile_Args>();
   compile.client = client_;
   compile.program = &program;
   const auto [code, message] = Take(Api().PJRT_Client_Compile(&compile));
   EXPECT_EQ(code, PJRT_Error_Code_UNIMPLEMENTED);
-  EXPECT_THAT(message, HasSubstr("compiling programs is not implemented"));
+  EXPECT_THAT(message, HasSubstr("program format 'hlo'; only 'mlir'"));
 
   int64_t count = 2;
   const int32_t data[2] = {1, 2};

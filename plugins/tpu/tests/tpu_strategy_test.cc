@@ -49,7 +49,7 @@ TEST(TPUStrategy, ReplicasAreThePjrtDevicesAndAllReduceAndTrainAsMirrored) {
   TPUStrategy strategy(TPUClusterResolver("local"));
   EXPECT_EQ(strategy.name(), "TPUStrategy");
   ASSERT_EQ(strategy.num_replicas_in_sync(), kDevices);
-  EXPECT_EQ(strategy.cross_device_ops().name(), "reduction_to_one_device");
+  EXPECT_EQ(strategy.cross_device_ops().name(), "tpu");
   test::CheckAllReduceAndSgdStep(strategy, std::string(kPjrtPlatform));
 }
 

@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -60,6 +61,8 @@ struct Flags {
   int replicas = 0;
   std::string devices = "cpu";
   std::string cross_device_ops;
+  std::string
+      tpu;  // --strategy tpu: the TPU system; empty: TPUClusterResolver's variables or local
   int64_t global_batch = 0;
   int64_t gradient_shards = 0;
   int epochs = 10;
@@ -153,8 +156,18 @@ std::unique_ptr<chorus::Strategy> MakeStrategy(const Flags& flags) {
     // The replicas are the TPU system's devices: the PJRT plugin's (CHORUS_PJRT_PLUGIN, ...).
     if (flags.replicas > 0)
       Fail("--strategy tpu replicates over the PJRT devices; drop --replicas");
-    return std::make_unique<chorus::TPUStrategy>(chorus::TPUClusterResolver("local"),
-                                                 flags.cross_device_ops);
+    // --tpu, else TensorFlow's variables (TPU_WORKER_HOSTNAMES and TPU_WORKER_ID on each host of
+    // a slice, TPU_NAME, KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS), else this host alone.
+    std::string tpu = flags.tpu;
+    if (tpu.empty()) {
+      const bool from_variables = std::getenv("TPU_WORKER_HOSTNAMES") != nullptr ||
+                                  std::getenv("TPU_NAME") != nullptr ||
+                                  std::getenv("KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS") != nullptr;
+      if (!from_variables) tpu = "local";
+    }
+    return std::make_unique<chorus::TPUStrategy>(
+        tpu.empty() ? chorus::TPUClusterResolver() : chorus::TPUClusterResolver(tpu),
+        flags.cross_device_ops);
   }
   Fail("unknown --strategy '" + flags.strategy + "'; valid: " + Join(kStrategies));
 }
@@ -615,6 +628,10 @@ int main(int argc, char** argv) {
                  "multi_worker_mirrored: cpu (--replicas), or pjrt (the devices of the PJRT "
                  "plugin CHORUS_PJRT_PLUGIN names, as --strategy tpu uses them)")
       ->capture_default_str();
+  app.add_option("--tpu", flags.tpu,
+                 "--strategy tpu's TPU system: local, or grpc://host:port,... (default: "
+                 "TPU_WORKER_HOSTNAMES with TPU_WORKER_ID, TPU_NAME or "
+                 "KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS when set, else local)");
   app.add_option("--cross-device-ops", flags.cross_device_ops,
                  "MirroredStrategy's cross-device ops (default: CHORUS_CROSS_DEVICE_OPS, else "
                  "the default rule)");

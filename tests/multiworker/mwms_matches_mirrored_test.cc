@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "chorus-launch/ports.h"
+
 namespace {
 
 std::vector<float> ReadFloats(const std::string& path) {
@@ -33,6 +35,24 @@ std::vector<float> ReadFloats(const std::string& path) {
 }
 
 int RunCommand(const std::string& command) { return std::system(command.c_str()); }
+
+// Trains Mirrored(4) on cpu devices with `common`'s flags in `dir` and expects its weights to be
+// the very bits of those at `weights` (what `who` trained).
+void ExpectTheWeightsOfMirroredWithFour(const std::filesystem::path& dir, const std::string& common,
+                                        const std::filesystem::path& weights,
+                                        const std::string& who) {
+  const std::string mirrored =
+      std::string(CHORUS_FASHION_MNIST) + " --strategy mirrored --replicas 4" + common +
+      " --checkpoint-dir " + (dir / "ckpt_mirrored").string() + " --save-weights " +
+      (dir / "mirrored.bin").string() + " > " + (dir / "mirrored.log").string() + " 2>&1";
+  ASSERT_EQ(RunCommand(mirrored), 0) << std::ifstream(dir / "mirrored.log").rdbuf();
+  const std::vector<float> a = ReadFloats(weights.string());
+  const std::vector<float> b = ReadFloats((dir / "mirrored.bin").string());
+  ASSERT_EQ(a.size(), 101770u);
+  ASSERT_EQ(b.size(), a.size());
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
+      << who << " and Mirrored(4) on cpu devices ended with different weights";
+}
 
 TEST(MultiWorkerMirrored, TwoWorkersOfTwoDevicesMatchMirroredWithFour) {
   const std::filesystem::path dir =
@@ -98,20 +118,50 @@ TEST(MultiWorkerMirrored, TwoWorkersOfTwoPjrtDevicesTrainToTheBitsOfMirroredWith
       (dir / "ckpt_mwms").string() + " --save-weights " + (dir / "mwms.bin").string() + " > " +
       (dir / "mwms.log").string() + " 2>&1";
   ASSERT_EQ(RunCommand(mwms), 0) << std::ifstream(dir / "mwms.log").rdbuf();
-  const std::string mirrored =
-      std::string(CHORUS_FASHION_MNIST) + " --strategy mirrored --replicas 4" + common +
-      " --checkpoint-dir " + (dir / "ckpt_mirrored").string() + " --save-weights " +
-      (dir / "mirrored.bin").string() + " > " + (dir / "mirrored.log").string() + " 2>&1";
-  ASSERT_EQ(RunCommand(mirrored), 0) << std::ifstream(dir / "mirrored.log").rdbuf();
-  const std::vector<float> a = ReadFloats((dir / "mwms.bin").string());
-  const std::vector<float> b = ReadFloats((dir / "mirrored.bin").string());
-  ASSERT_EQ(a.size(), 101770u);
-  ASSERT_EQ(b.size(), a.size());
-  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
-      << "2 workers x 2 PJRT devices and Mirrored(4) on cpu devices ended with different weights";
+  ExpectTheWeightsOfMirroredWithFour(dir, common, dir / "mwms.bin", "2 workers x 2 PJRT devices");
   std::ifstream log(dir / "mwms.log");
   const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("PJRT:1 (reference"), std::string::npos) << text;
+  EXPECT_NE(text.find("worker 0 of 2"), std::string::npos) << text;
+  std::filesystem::remove_all(dir);
+}
+
+// TPUStrategy over a TPU system of two hosts, one process each with two reference PJRT devices,
+// as a TPU VM's slice describes itself (TPU_WORKER_HOSTNAMES, TPU_WORKER_ID): within a host the
+// tpu plugin's compiled programs sum the replicas, across hosts the collective AUTO picks; the
+// weights are those of Mirrored(4).
+TEST(TPUStrategy, TwoHostsOfTwoPjrtDevicesTrainToTheBitsOfMirroredWithFour) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("chorus_tpu_hosts_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::vector<int> ports = chorus::launch::PickFreePorts(2);
+  const std::string common =
+      " --synthetic --model mlp --progress lines --epochs 1 --steps 20 --global-batch 64"
+      " --train-examples 1280 --test-examples 128 --seed 3";
+  const std::string host =
+      "CHORUS_PJRT_PLUGIN=reference CHORUS_PJRT_OPTIONS=device_count=2 "
+      "CHORUS_TIMEOUT_SECONDS=120 TPU_WORKER_HOSTNAMES=127.0.0.1:" +
+      std::to_string(ports[0]) + ",127.0.0.1:" + std::to_string(ports[1]) + " ";
+  auto worker = [&](int id) {
+    return host + "TPU_WORKER_ID=" + std::to_string(id) + " " + CHORUS_FASHION_MNIST +
+           " --strategy tpu" + common + " --checkpoint-dir " +
+           (dir / ("ckpt_" + std::to_string(id))).string() + " --save-weights " +
+           (dir / "tpu.bin").string() + " > " +
+           (dir / ("tpu_" + std::to_string(id) + ".log")).string() + " 2>&1";
+  };
+  // Host 1 in the background, host 0 (the leader) in front; the exit status is both's.
+  const std::string both = "(" + worker(1) + ") & other=$!; " + worker(0) +
+                           "; first=$?; wait $other; exit $((first | $?))";
+  const int status = RunCommand("bash -c '" + both + "'");
+  ASSERT_EQ(status, 0) << std::ifstream(dir / "tpu_0.log").rdbuf() << "\n--- host 1:\n"
+                       << std::ifstream(dir / "tpu_1.log").rdbuf();
+  ExpectTheWeightsOfMirroredWithFour(dir, common, dir / "tpu.bin",
+                                     "TPUStrategy on 2 hosts x 2 PJRT devices");
+  std::ifstream log(dir / "tpu_0.log");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("Strategy: TPUStrategy, replicas: 4"), std::string::npos) << text;
+  EXPECT_NE(text.find("cross-device ops: tpu"), std::string::npos) << text;
   EXPECT_NE(text.find("worker 0 of 2"), std::string::npos) << text;
   std::filesystem::remove_all(dir);
 }

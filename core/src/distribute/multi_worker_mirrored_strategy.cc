@@ -63,7 +63,8 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
   const int workers = resolver_->num_workers();
   const int id = resolver_->id_in_cluster();  // throws for a ps or evaluator task
   is_leader_ = resolver_->is_leader();
-  if (workers == 1) return;
+  // One worker, or none listed: a resolver of this host alone (TPUClusterResolver("local")).
+  if (workers <= 1) return;
 
   const milliseconds timeout = TimeoutOf(communication_options());
   const auto [host, port] = SplitAddress(resolver_->leader_address());

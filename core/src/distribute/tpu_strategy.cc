@@ -3,9 +3,8 @@
 #include <chorus/runtime/registry.h>
 
 #include <algorithm>
+#include <memory>
 #include <utility>
-
-#include "distribute/replicated_placement.h"
 
 namespace chorus {
 namespace {
@@ -34,17 +33,9 @@ std::vector<Device> TpuSystemDevices() {
 }  // namespace
 
 Topology InitializeTpuSystem(const TPUClusterResolver& resolver) {
-  size_t workers = 0;
+  int workers = 1;
   for (const auto& [job, tasks] : resolver.cluster_spec()) {
-    if (job == resolver.job_name()) workers = tasks.size();
-  }
-  if (workers > 1) {
-    throw Error(CHORUS_UNSUPPORTED,
-                "InitializeTpuSystem: the TPU system of '" + resolver.tpu() + "' has " +
-                    std::to_string(workers) +
-                    " workers; chorus's TPUStrategy drives one host's devices for now (use "
-                    "TPUClusterResolver(\"local\") in one process per host, or "
-                    "MultiWorkerMirroredStrategy over the PJRT devices across hosts)");
+    if (job == resolver.job_name()) workers = std::max(1, static_cast<int>(tasks.size()));
   }
   Topology topology;
   topology.devices = TpuSystemDevices();
@@ -71,21 +62,23 @@ Topology InitializeTpuSystem(const TPUClusterResolver& resolver) {
     }
     topology.device_coordinates.push_back(std::move(coordinates));
   }
-  topology.num_tasks = 1;
+  topology.num_tasks = workers;
   topology.num_tpus_per_task = static_cast<int>(topology.devices.size());
   return topology;
 }
 
 TPUStrategy::TPUStrategy(const TPUClusterResolver& resolver, std::string_view cross_device_ops,
                          const CommunicationOptions& options)
-    : TPUStrategy(InitializeTpuSystem(resolver), cross_device_ops, options) {}
+    : TPUStrategy(resolver, InitializeTpuSystem(resolver), cross_device_ops, options) {}
 
 TPUStrategy::TPUStrategy(Topology topology, std::string_view cross_device_ops,
                          const CommunicationOptions& options)
-    : Strategy(topology.devices, cross_device_ops, options), topology_(std::move(topology)) {}
+    : TPUStrategy(TPUClusterResolver("local"), std::move(topology), cross_device_ops, options) {}
 
-VariableKind TPUStrategy::PlacementFor(VariableSynchronization synchronization) const {
-  return internal::ReplicatedPlacement(synchronization);
-}
+TPUStrategy::TPUStrategy(const TPUClusterResolver& resolver, Topology topology,
+                         std::string_view cross_device_ops, const CommunicationOptions& options)
+    : MultiWorkerMirroredStrategy(std::make_shared<TPUClusterResolver>(resolver), options,
+                                  topology.devices, cross_device_ops),
+      topology_(std::move(topology)) {}
 
 }  // namespace chorus

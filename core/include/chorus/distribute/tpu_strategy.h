@@ -6,6 +6,7 @@
 #define CHORUS_TPU_STRATEGY_H_
 
 #include <chorus/cluster_resolver/tpu_cluster_resolver.h>
+#include <chorus/distribute/multi_worker_mirrored_strategy.h>
 #include <chorus/distribute/strategy.h>
 
 #include <string>
@@ -32,24 +33,30 @@ struct Topology {
 // Finds the TPU system of `resolver` in this process: the devices of the first enumerator whose
 // devices are TPUs, else those of the "pjrt" enumerator (a PJRT plugin for another accelerator,
 // or chorus's reference plugin). Throws Error(NOT_FOUND) when there are none, saying which
-// variables choose a PJRT plugin; Error(UNSUPPORTED) for a resolver of more than one TPU worker
-// (one process per host with its own devices: not implemented yet).
+// variables choose a PJRT plugin. With a resolver of several workers (one process per host),
+// `devices` are this host's and `num_tasks` the workers.
 Topology InitializeTpuSystem(const TPUClusterResolver& resolver);
 
-// One replica per device of InitializeTpuSystem(resolver), variables mirrored on every device,
-// gradients summed by the cross-device ops (the argument, else CHORUS_CROSS_DEVICE_OPS, else
-// tf.distribute's default rule over those devices).
-class TPUStrategy : public Strategy {
+// One replica per device of InitializeTpuSystem(resolver) on every worker of the resolver's
+// cluster, variables mirrored on every device. Within a host the gradients are summed by the
+// cross-device ops (the argument, else CHORUS_CROSS_DEVICE_OPS, else AUTO: the tpu plugin's
+// compiled programs on PJRT devices), across hosts by the collective `options` or
+// CHORUS_COMMUNICATION choose, as MultiWorkerMirroredStrategy does: worker 0 serves the
+// rendezvous at its address in the resolver's cluster, every worker needs as many devices.
+class TPUStrategy : public MultiWorkerMirroredStrategy {
  public:
   explicit TPUStrategy(const TPUClusterResolver& resolver, std::string_view cross_device_ops = "",
                        const CommunicationOptions& options = {});
+  // This host's devices alone.
   explicit TPUStrategy(Topology topology, std::string_view cross_device_ops = "",
                        const CommunicationOptions& options = {});
+
   std::string name() const override { return "TPUStrategy"; }
-  VariableKind PlacementFor(VariableSynchronization synchronization) const override;
   const Topology& topology() const { return topology_; }
 
  private:
+  TPUStrategy(const TPUClusterResolver& resolver, Topology topology,
+              std::string_view cross_device_ops, const CommunicationOptions& options);
   Topology topology_;
 };
 

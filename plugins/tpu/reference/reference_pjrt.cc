@@ -504,8 +504,10 @@ PJRT_Error* ClientAddressableDevices(PJRT_Client_AddressableDevices_Args* args) 
 PJRT_Error* ClientCompile(PJRT_Client_Compile_Args* args) {
   CHECK_ARGS(PJRT_Client_Compile_Args, executable);
   CHECK_HANDLE(args->client, "PJRT_Client_Compile: client");
-  if (args->program == nullptr || args->program->code == nullptr) {
-    return MakeError(PJRT_Error_Code_INVALID_ARGUMENT, "PJRT_Client_Compile: no program");
+  if (args->program == nullptr || args->program->code == nullptr ||
+      args->program->format == nullptr) {
+    return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
+                     "PJRT_Client_Compile: no program, or a program without its format");
   }
   const std::string format(args->program->format, args->program->format_size);
   if (format != "mlir") {

@@ -3,7 +3,7 @@
 #
 # For a GoogleTest binary whose cases each take a fraction of a second. With CHORUS_TEST_PER_SUITE
 # OFF (the default) it is gtest_discover_tests(): one CTest test per case. With it ON (the
-# sanitizer presets) it registers one CTest test per suite, named "<prefix><Suite>.*" and running
+# presets) it registers one CTest test per suite, named "<prefix><Suite>.*" and running
 # `<target> --gtest_filter=<Suite>.*`: under ASan a process's start and exit (relocating and
 # loading every plugin) cost about 0.25 s, ten times what most of these cases take, so a suite in
 # one process saves most of a sanitizer run's unit-test time. TEST_FILTER (a gtest filter) must
@@ -40,17 +40,19 @@ function(chorus_discover_tests target)
   set(case_timeout "")
   set(properties "")
   list(LENGTH arg_PROPERTIES count)
-  math(EXPR last "${count} - 1")
-  foreach(i RANGE 0 ${last} 2)
-    math(EXPR j "${i} + 1")
-    list(GET arg_PROPERTIES ${i} name)
-    list(GET arg_PROPERTIES ${j} value)
-    if(name STREQUAL "TIMEOUT")
-      set(case_timeout ${value})
-    else()
-      string(APPEND properties " ${name} [==[${value}]==]")
-    endif()
-  endforeach()
+  if(count GREATER 0)
+    math(EXPR last "${count} - 1")
+    foreach(i RANGE 0 ${last} 2)
+      math(EXPR j "${i} + 1")
+      list(GET arg_PROPERTIES ${i} name)
+      list(GET arg_PROPERTIES ${j} value)
+      if(name STREQUAL "TIMEOUT")
+        set(case_timeout ${value})
+      else()
+        string(APPEND properties " ${name} [==[${value}]==]")
+      endif()
+    endforeach()
+  endif()
 
   set(directory ${CMAKE_CURRENT_BINARY_DIR})
   set(tests_file ${directory}/${target}_suites.cmake)

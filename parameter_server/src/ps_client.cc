@@ -48,6 +48,14 @@ class ParallelCalls {
   void Wait() {
     std::unique_lock lock(mutex_);
     done_.wait(lock, [this] { return pending_ == 0; });
+    std::vector<std::pair<int, PsClient::CallDeadline>> cut_by_run;
+    for (const auto& call : calls_) {
+      if (call->status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+          call->deadline.by_run) {
+        cut_by_run.emplace_back(call->ps, call->deadline);
+      }
+    }
+    if (cut_by_run.size() > 1) client_.ThrowRunDeadline(cut_by_run, what_);
     for (const auto& call : calls_) {
       if (call->status.ok()) continue;
       client_.ThrowCallError(call->status, call->ps, what_, call->deadline);
@@ -125,6 +133,19 @@ PsClient::CallDeadline PsClient::Prepare(grpc::ClientContext& context) const {
   }
   PrepareCall(context, deadline.at, credential_);
   return deadline;
+}
+
+void PsClient::ThrowRunDeadline(const std::vector<std::pair<int, CallDeadline>>& unanswered,
+                                const std::string& what) const {
+  std::string who;
+  for (size_t i = 0; i < unanswered.size(); ++i) {
+    const auto& [ps, deadline] = unanswered[i];
+    who += (i == 0                       ? ""
+            : i + 1 == unanswered.size() ? " and "
+                                         : ", ") +
+           TaskName(ps) + " (after " + Seconds(deadline.at - deadline.started) + ")";
+  }
+  throw RunDeadlineExceeded(who + " had not answered " + what + " when the run's deadline came");
 }
 
 void PsClient::ThrowCallError(const grpc::Status& status, int ps, const std::string& what,

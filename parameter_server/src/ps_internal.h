@@ -17,6 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "parameter_server.grpc.pb.h"
@@ -127,6 +128,10 @@ class PsClient {
   // A failed call to ps `ps` as the errors above.
   [[noreturn]] void ThrowCallError(const grpc::Status& status, int ps, const std::string& what,
                                    const CallDeadline& deadline) const;
+  // Several calls of one step cut short by the run's deadline: RunDeadlineExceeded naming every
+  // ps that had not answered (the stopped one and any merely slow one alike).
+  [[noreturn]] void ThrowRunDeadline(const std::vector<std::pair<int, CallDeadline>>& unanswered,
+                                     const std::string& what) const;
 
   // Waits until every ps answers a ping (or `timeout`).
   void WaitForAll(Milliseconds timeout) const;

@@ -25,9 +25,4 @@ std::shared_ptr<const PjrtExecutable> ProgramCache::Get(const PjrtClient& client
   return executable;
 }
 
-uint64_t ProgramCache::compiled() const {
-  std::lock_guard lock(mutex_);
-  return compiled_;
-}
-
 }  // namespace chorus::tpu

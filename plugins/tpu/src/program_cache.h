@@ -25,12 +25,11 @@ class ProgramCache {
   // need one program compile it once.
   std::shared_ptr<const PjrtExecutable> Get(const PjrtClient& client, const std::string& mlir,
                                             int num_replicas, bool portable = false);
-  uint64_t compiled() const;
 
  private:
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<const PjrtExecutable>> programs_;
-  uint64_t compiled_ = 0;
+  uint64_t compiled_ = 0;  // for the log
 };
 
 }  // namespace chorus::tpu

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "compiled_step.h"
 #include "fashion_mnist_files.h"
 #include "fit_models.h"
 #include "synthetic_data.h"
@@ -76,6 +77,7 @@ struct Flags {
   bool checkpoint_dir_takeover = false;
   bool backup_dir_takeover = false;
   bool resume = false;
+  int steps_per_execution = 10;  // --loop compiled
 };
 
 [[noreturn]] void Fail(const std::string& message) {
@@ -248,6 +250,36 @@ void RestoreFitModelWithNoStrategy(const Flags& flags, const TrainAndTest& data,
 fashion_mnist::Evaluation EvaluateFitCheckpoint(const Flags& flags, const std::string& path,
                                                 const fashion_mnist::ImageSet& test,
                                                 int64_t batch_size);
+
+// TPUStrategy's compiled step: softmax regression as one StableHLO program per dispatch.
+void RunCompiledStep(const Flags& flags, const TrainAndTest& data, chorus::TPUStrategy& strategy) {
+  if (flags.model_given || flags.global_batch != 0 || !flags.backup_dir.empty() ||
+      !flags.save_weights.empty()) {
+    Fail(
+        "--loop compiled trains the softmax regression of softmax_regression_step.mlir (16 "
+        "examples per replica); drop --model, --global-batch, --backup-dir and --save-weights");
+  }
+  fashion_mnist::CompiledStepOptions options;
+  options.epochs = flags.epochs;
+  options.steps_per_execution = flags.steps_per_execution;
+  options.max_steps = flags.steps;
+  options.seed = flags.seed;
+  std::printf(
+      "Loop: compiled step (softmax regression in StableHLO, SGD lr %.2f), global batch %lld, "
+      "%d steps per execution\n",
+      fashion_mnist::kCompiledStepLearningRate,
+      static_cast<long long>(fashion_mnist::kCompiledStepReplicaBatch *
+                             strategy.num_replicas_in_sync()),
+      options.steps_per_execution);
+  fashion_mnist::TrainSoftmaxRegressionCompiled(
+      strategy, data, options, [](const fashion_mnist::CompiledStepEpoch& e) {
+        std::printf(
+            "Epoch %d, Loss: %.4f, Test Accuracy: %.2f (%lld steps in %.1f s, %.2f ms/step)\n",
+            e.epoch, e.train_loss, e.test_accuracy, static_cast<long long>(e.steps), e.seconds,
+            e.steps > 0 ? 1000.0 * e.seconds / static_cast<double>(e.steps) : 0.0);
+        std::fflush(stdout);
+      });
+}
 
 // The tutorial's custom training loop (trainer.h): the MLP, Adam, a checkpoint every 2 epochs.
 void RunCustomLoop(const Flags& flags, const TrainAndTest& data, chorus::Strategy& strategy) {
@@ -498,8 +530,11 @@ void RunFitWithParameterServers(const Flags& flags, const TrainAndTest& data) {
 int Run(const Flags& flags) {
   if (flags.global_batch < 0) Fail("--global-batch must be positive (or 0: 16 per replica)");
   if (flags.epochs <= 0) Fail("--epochs must be positive");
-  if (flags.loop != "fit" && flags.loop != "custom") {
-    Fail("unknown --loop '" + flags.loop + "'; valid: fit, custom");
+  if (flags.loop != "fit" && flags.loop != "custom" && flags.loop != "compiled") {
+    Fail("unknown --loop '" + flags.loop + "'; valid: fit, custom, compiled");
+  }
+  if (flags.loop == "compiled" && flags.strategy != "tpu") {
+    Fail("--loop compiled runs a StableHLO step on the TPU system's devices; add --strategy tpu");
   }
   if (flags.gradient_shards != 0 && (flags.loop != "fit" || flags.strategy == "parameter_server")) {
     Fail(
@@ -536,6 +571,8 @@ int Run(const Flags& flags) {
   PrintStrategy(*strategy);
   if (flags.loop == "custom") {
     RunCustomLoop(flags, data, *strategy);
+  } else if (flags.loop == "compiled") {
+    RunCompiledStep(flags, data, dynamic_cast<chorus::TPUStrategy&>(*strategy));
   } else {
     RunFitLoop(flags, data, *strategy);
   }
@@ -601,8 +638,9 @@ int main(int argc, char** argv) {
                  "CNN's variables, no arithmetic: what the strategy costs per step)")
       ->capture_default_str();
   app.add_option("--loop", flags.loop,
-                 "fit (chorus::Fit, Keras' model.fit) or custom (the tutorial's custom loop, "
-                 "mlp only)")
+                 "fit (chorus::Fit, Keras' model.fit), custom (the tutorial's custom loop, "
+                 "mlp only) or compiled (--strategy tpu: softmax regression as one StableHLO "
+                 "program per dispatch)")
       ->capture_default_str();
   app.add_option("--progress", flags.progress,
                  "auto (a bar on a terminal, lines otherwise), bar, lines or none")
@@ -646,6 +684,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
       ->capture_default_str();
   app.add_option("--epochs", flags.epochs, "epochs")->capture_default_str();
+  app.add_option("--steps-per-execution", flags.steps_per_execution,
+                 "--loop compiled: training steps per dispatch of the program")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   app.add_option("--steps", flags.steps,
                  "--loop fit: steps per epoch; custom and parameter_server: stop after this "
                  "many steps in all; 0 = no limit")

@@ -1,5 +1,7 @@
+#include <chorus/base/environment.h>
 #include <chorus/base/error.h>
 #include <chorus/distribute/tpu_strategy.h>
+#include <chorus/runtime/device_program.h>
 #include <chorus/runtime/registry.h>
 
 #include <algorithm>
@@ -80,5 +82,152 @@ TPUStrategy::TPUStrategy(const TPUClusterResolver& resolver, Topology topology,
     : MultiWorkerMirroredStrategy(std::make_shared<TPUClusterResolver>(resolver), options,
                                   topology.devices, cross_device_ops),
       topology_(std::move(topology)) {}
+
+CompiledStep TPUStrategy::Compile(const ReplicaProgram& program) const {
+  if (program.num_parameters < 0 || program.steps_per_execution < 1) {
+    throw Error(CHORUS_INVALID_ARGUMENT,
+                "TPUStrategy::Compile: num_parameters " + std::to_string(program.num_parameters) +
+                    " and steps_per_execution " + std::to_string(program.steps_per_execution) +
+                    ": give 0 or more parameters and 1 or more steps");
+  }
+  if (num_replicas_in_sync() != static_cast<int>(devices().size())) {
+    throw Error(CHORUS_UNSUPPORTED,
+                "TPUStrategy::Compile: a compiled step's all-reduce spans the devices of one "
+                "PJRT client, and this strategy spans " +
+                    std::to_string(topology_.num_tasks) +
+                    " hosts; run the step as a function (strategy.run(fn)), whose gradients "
+                    "chorus sums across hosts");
+  }
+  CompiledStep compiled;
+  compiled.program_ = program;
+  const auto steps = static_cast<uint32_t>(program.steps_per_execution);
+  const auto carried = static_cast<uint32_t>(program.num_parameters);
+  std::shared_ptr<const DeviceProgram> device_program =
+      DeviceProgram::Compile(devices(), "stablehlo", program.stablehlo, steps, carried);
+  const std::vector<uint64_t>& arguments = device_program->argument_bytes();
+  const std::vector<uint64_t>& results = device_program->result_bytes();
+  const size_t inputs = (arguments.size() - carried) / steps;
+  const size_t outputs = (results.size() - carried) / steps;
+  compiled.parameter_bytes_.assign(arguments.begin(), arguments.begin() + carried);
+  compiled.input_bytes_.assign(arguments.begin() + carried,
+                               arguments.begin() + static_cast<std::ptrdiff_t>(carried + inputs));
+  compiled.output_bytes_.assign(results.begin() + carried,
+                                results.begin() + static_cast<std::ptrdiff_t>(carried + outputs));
+  compiled.device_program_ = std::move(device_program);
+  return compiled;
+}
+
+std::vector<std::vector<PerReplica>> TPUStrategy::run(
+    const CompiledStep& step, const std::vector<Variable>& parameters,
+    const std::vector<std::vector<PerReplica>>& inputs) {
+  if (step.device_program_ == nullptr) {
+    throw Error(CHORUS_INVALID_ARGUMENT, "TPUStrategy::run: the step was not compiled (Compile)");
+  }
+  const std::vector<Device>& replicas = devices();
+  if (step.device_program_->replicas() != replicas) {
+    throw Error(CHORUS_INVALID_ARGUMENT,
+                "TPUStrategy::run: the step was compiled for another strategy's devices");
+  }
+  const size_t n = replicas.size();
+  const int steps = step.program().steps_per_execution;
+  if (parameters.size() != step.parameter_bytes().size()) {
+    throw Error(CHORUS_INVALID_ARGUMENT, "TPUStrategy::run: " + std::to_string(parameters.size()) +
+                                             " parameters for a step of " +
+                                             std::to_string(step.parameter_bytes().size()));
+  }
+  if (inputs.size() != static_cast<size_t>(steps)) {
+    throw Error(CHORUS_INVALID_ARGUMENT,
+                "TPUStrategy::run: inputs for " + std::to_string(inputs.size()) +
+                    " steps; the step runs " + std::to_string(steps) +
+                    " per dispatch (steps_per_execution): give each step's inputs");
+  }
+  std::vector<std::vector<void*>> arguments(n), results(n);
+  for (size_t p = 0; p < parameters.size(); ++p) {
+    const Variable& parameter = parameters[p];
+    if (!parameter.defined() || parameter.strategy() != this ||
+        parameter.components().size() != n) {
+      throw Error(CHORUS_INVALID_ARGUMENT,
+                  "TPUStrategy::run: parameter " + std::to_string(p) +
+                      (parameter.defined() ? " (" + parameter.name() + ")" : "") +
+                      " is not a variable of this strategy with one copy per replica; create it "
+                      "in strategy.scope()");
+    }
+    for (size_t r = 0; r < n; ++r) {
+      const Tensor& copy = parameter.components()[r];
+      if (copy.bytes() != step.parameter_bytes()[p]) {
+        throw Error(CHORUS_INVALID_ARGUMENT,
+                    "TPUStrategy::run: parameter " + std::to_string(p) + " (" + parameter.name() +
+                        ") has " + std::to_string(copy.bytes()) + " bytes; the program takes " +
+                        std::to_string(step.parameter_bytes()[p]));
+      }
+      arguments[r].push_back(copy.raw());
+      results[r].push_back(copy.raw());
+    }
+  }
+  // Inputs on the host (or on another device) are copied to the replicas' devices first; they
+  // are held until the run ends.
+  std::vector<Tensor> staged;
+  for (int s = 0; s < steps; ++s) {
+    const std::vector<PerReplica>& step_inputs = inputs[static_cast<size_t>(s)];
+    if (step_inputs.size() != step.input_bytes().size()) {
+      throw Error(CHORUS_INVALID_ARGUMENT, "TPUStrategy::run: step " + std::to_string(s) + " has " +
+                                               std::to_string(step_inputs.size()) +
+                                               " inputs; the program takes " +
+                                               std::to_string(step.input_bytes().size()));
+    }
+    for (size_t k = 0; k < step_inputs.size(); ++k) {
+      if (step_inputs[k].size() != n) {
+        throw Error(CHORUS_INVALID_ARGUMENT,
+                    "TPUStrategy::run: input " + std::to_string(k) + " of step " +
+                        std::to_string(s) + " has " + std::to_string(step_inputs[k].size()) +
+                        " replicas' values for " + std::to_string(n) + " replicas");
+      }
+      for (size_t r = 0; r < n; ++r) {
+        Tensor value = step_inputs[k][r];
+        if (value.bytes() != step.input_bytes()[k]) {
+          throw Error(CHORUS_INVALID_ARGUMENT,
+                      "TPUStrategy::run: input " + std::to_string(k) + " of step " +
+                          std::to_string(s) + " on replica " + std::to_string(r) + " has " +
+                          std::to_string(value.bytes()) + " bytes; the program takes " +
+                          std::to_string(step.input_bytes()[k]));
+        }
+        if (!(value.device() == replicas[r])) {
+          value = value.CopyTo(replicas[r]);
+          staged.push_back(value);
+        }
+        arguments[r].push_back(value.raw());
+      }
+    }
+  }
+  std::vector<std::vector<std::vector<Tensor>>> outputs(
+      static_cast<size_t>(steps), std::vector<std::vector<Tensor>>(step.output_bytes().size()));
+  for (int s = 0; s < steps; ++s) {
+    for (size_t j = 0; j < step.output_bytes().size(); ++j) {
+      for (size_t r = 0; r < n; ++r) {
+        const chorus_dtype dtype =
+            j < step.program().output_dtypes.size() ? step.program().output_dtypes[j] : CHORUS_U8;
+        const size_t size = chorus_dtype_size(dtype);
+        if (size == 0 || step.output_bytes()[j] % size != 0) {
+          throw Error(CHORUS_INVALID_ARGUMENT,
+                      "TPUStrategy::run: output " + std::to_string(j) + " has " +
+                          std::to_string(step.output_bytes()[j]) +
+                          " bytes, not a whole number of its output_dtypes element");
+        }
+        Tensor out = Tensor::Uninitialized(replicas[r], dtype,
+                                           {static_cast<int64_t>(step.output_bytes()[j] / size)});
+        results[r].push_back(out.raw());
+        outputs[static_cast<size_t>(s)][j].push_back(std::move(out));
+      }
+    }
+  }
+  step.device_program_->Execute(
+      arguments, results,
+      std::chrono::milliseconds(static_cast<int64_t>(DefaultTimeoutSeconds() * 1000)));
+  std::vector<std::vector<PerReplica>> per_step(static_cast<size_t>(steps));
+  for (size_t s = 0; s < outputs.size(); ++s) {
+    for (auto& values : outputs[s]) per_step[s].emplace_back(std::move(values));
+  }
+  return per_step;
+}
 
 }  // namespace chorus

@@ -248,17 +248,45 @@ void PluginLibrary::AcceptExtensions(const chorus_plugin* table) {
       break;
     }
     extension_types_.push_back(e->type);
+    if (e->type == CHORUS_EXTENSION_DEVICE_PROGRAMS) AcceptDevicePrograms(e);
   }
-  // No extension type is defined in 1.1: each is skipped, as a newer one is by an older core.
-  if (!extension_types_.empty()) {
-    std::string types;
-    for (uint32_t type : extension_types_) {
-      char hex[16];
-      std::snprintf(hex, sizeof hex, "0x%x", type);
-      types += (types.empty() ? "" : ", ") + std::string(hex);
-    }
-    notes_.push_back("extensions " + types + " are unknown to this core and skipped");
+  std::string unknown;
+  for (uint32_t type : extension_types_) {
+    if (type == CHORUS_EXTENSION_DEVICE_PROGRAMS) continue;
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "0x%x", type);
+    unknown += (unknown.empty() ? "" : ", ") + std::string(hex);
   }
+  if (!unknown.empty())
+    notes_.push_back("extensions " + unknown + " are unknown to this core and skipped");
+}
+
+void PluginLibrary::AcceptDevicePrograms(const chorus_extension* extension) {
+  constexpr size_t kRequired = CHORUS_STRUCT_SIZE(chorus_device_programs_extension, destroy);
+  if (extension->struct_size < kRequired) {
+    notes_.push_back("its device programs extension has " + std::to_string(extension->struct_size) +
+                     " bytes, fewer than the " + std::to_string(kRequired) +
+                     " of ABI 1.4; it is ignored");
+    return;
+  }
+  auto copy = std::make_unique<chorus_device_programs_extension>();
+  std::memcpy(copy.get(), extension, std::min(extension->struct_size, sizeof *copy));
+  copy->base.struct_size = sizeof *copy;
+  copy->base.next = nullptr;
+  if (copy->platform == nullptr || copy->compile == nullptr || copy->signature == nullptr ||
+      copy->execute == nullptr || copy->destroy == nullptr) {
+    notes_.push_back("its device programs extension lacks a platform or a function; it is ignored");
+    return;
+  }
+  device_programs_.push_back(std::move(copy));
+}
+
+const chorus_device_programs_extension* PluginLibrary::device_programs(
+    std::string_view platform) const {
+  for (const auto& extension : device_programs_) {
+    if (platform == extension->platform) return extension.get();
+  }
+  return nullptr;
 }
 
 PluginLibrary::~PluginLibrary() {

@@ -1,9 +1,11 @@
 // The "tpu" plugin's table: the "pjrt" device enumerator over a PJRT C API plugin's devices, and
-// the "tpu" cross-device ops, which run compiled programs on them.
+// the "tpu" cross-device ops, which run compiled programs on them, and the device programs
+// extension, which runs a user's replica step on them.
 #include <chorus/plugin.h>
 
 #include <chorus/plugin_sdk.hpp>
 
+#include "device_programs.h"
 #include "pjrt_devices.h"
 #include "tpu_cross_device_ops.h"
 
@@ -15,6 +17,7 @@ extern "C" CHORUS_PLUGIN_EXPORT const chorus_plugin* chorus_plugin_get(const cho
         "and cross-device ops compiled into programs on them");
     t.device_enumerator = chorus::tpu::PjrtDevicesTable();
     t.cross_device_ops = chorus::tpu::TpuCrossDeviceOpsTable();
+    t.extensions = &chorus::tpu::PjrtDeviceProgramsExtension()->base;
     return t;
   }();
   return &table;

@@ -123,6 +123,114 @@ struct Packing {
   std::string packed;  // u8[count, size], or `bytes` for 1-byte dtypes
 };
 
+size_t ElementBytes(const std::string& element) {
+  if (element == "f64" || element == "i64" || element == "ui64") return 8;
+  if (element == "f32" || element == "i32" || element == "ui32") return 4;
+  if (element == "f16" || element == "bf16" || element == "i16" || element == "ui16") return 2;
+  if (element == "i8" || element == "ui8") return 1;
+  throw Error(CHORUS_INVALID_ARGUMENT,
+              "tpu: a program's tensor of element type " + element +
+                  " cannot be held in chorus's device memory (f64, f32, f16, bf16, i64, i32, i16, "
+                  "i8 and their unsigned forms can)");
+}
+
+// "16x784xf32" -> {f32, [16, 784]}; "f32" -> a scalar.
+TensorType ParseTensorType(const std::string& text) {
+  TensorType type;
+  size_t start = 0;
+  for (;;) {
+    const size_t x = text.find('x', start);
+    if (x == std::string::npos || x == start) break;
+    const std::string digits = text.substr(start, x - start);
+    if (digits.find_first_not_of("0123456789") != std::string::npos) break;
+    type.dims.push_back(std::stoll(digits));
+    start = x + 1;
+  }
+  type.element = text.substr(start);
+  if (type.element.empty() || type.element.find_first_of("x?<>, ") != std::string::npos) {
+    throw Error(CHORUS_INVALID_ARGUMENT, "tpu: cannot read the tensor type tensor<" + text +
+                                             "> (a static shape and an element type, e.g. "
+                                             "tensor<16x784xf32>)");
+  }
+  return type;
+}
+
+// The tensor types in `text`, in order ("tensor<...>" each).
+std::vector<TensorType> TensorTypes(const std::string& text) {
+  std::vector<TensorType> types;
+  size_t at = 0;
+  while ((at = text.find("tensor<", at)) != std::string::npos) {
+    const size_t end = text.find('>', at);
+    if (end == std::string::npos) break;
+    types.push_back(ParseTensorType(text.substr(at + 7, end - at - 7)));
+    at = end + 1;
+  }
+  return types;
+}
+
+// The values of a whole allocation's bytes as `type` (reshape and bitcast_convert, which move no
+// data), appended to `body`; returns the name of the typed value.
+std::string UnpackAs(const TensorType& type, const std::string& bytes_value, const std::string& id,
+                     std::string& body) {
+  const size_t size = ElementBytes(type.element);
+  const size_t count = type.elements();
+  const std::string bytes = Tensor(count * size, "ui8");
+  const TensorType flat{type.element, {static_cast<int64_t>(count)}};
+  std::string value = bytes_value;
+  std::string from = bytes;
+  if (size > 1) {
+    const std::string packed =
+        "tensor<" + std::to_string(count) + "x" + std::to_string(size) + "xui8>";
+    body += Op("%packed" + id, "stablehlo.reshape", value, "", from, packed);
+    value = "%packed" + id;
+    from = packed;
+  }
+  if (type.element != "ui8") {
+    body += Op("%flat" + id, "stablehlo.bitcast_convert", value, "", from, flat.text());
+    value = "%flat" + id;
+    from = flat.text();
+  }
+  if (type.dims != flat.dims) {
+    body += Op("%typed" + id, "stablehlo.reshape", value, "", from, type.text());
+    value = "%typed" + id;
+  }
+  return value;
+}
+
+// The bytes of `value` (of `type`), appended to `body`; returns the name of the bytes.
+std::string PackFrom(const TensorType& type, const std::string& typed_value, const std::string& id,
+                     std::string& body) {
+  const size_t size = ElementBytes(type.element);
+  const size_t count = type.elements();
+  const TensorType flat{type.element, {static_cast<int64_t>(count)}};
+  std::string value = typed_value;
+  std::string from = type.text();
+  if (type.dims != flat.dims) {
+    body += Op("%rflat" + id, "stablehlo.reshape", value, "", from, flat.text());
+    value = "%rflat" + id;
+    from = flat.text();
+  }
+  const std::string packed =
+      size > 1 ? "tensor<" + std::to_string(count) + "x" + std::to_string(size) + "xui8>"
+               : Tensor(count, "ui8");
+  if (type.element != "ui8") {
+    body += Op("%rpacked" + id, "stablehlo.bitcast_convert", value, "", from, packed);
+    value = "%rpacked" + id;
+    from = packed;
+  }
+  if (size > 1) {
+    body += Op("%out" + id, "stablehlo.reshape", value, "", from, Tensor(count * size, "ui8"));
+    value = "%out" + id;
+  }
+  return value;
+}
+
+std::string TypeList(const std::vector<TensorType>& types) {
+  std::string list;
+  for (size_t i = 0; i < types.size(); ++i) list += (i == 0 ? "" : ", ") + types[i].text();
+  return list;
+}
+
 }  // namespace
 
 std::string CompileOptionsProto(int num_replicas, bool portable) {
@@ -234,6 +342,150 @@ std::string AllGatherProgram(size_t bytes, const ReplicaGroup& group, int num_re
          "all_gather_dim = 0 : i64, replica_groups = " + Groups(group), type, gathered) +
       Return({"%result"}, {gathered});
   return Module("chorus_all_gather", num_replicas, "%arg0: " + type, gathered, body);
+}
+
+size_t TensorType::elements() const {
+  size_t n = 1;
+  for (int64_t d : dims) n *= static_cast<size_t>(d);
+  return n;
+}
+
+size_t TensorType::bytes() const { return elements() * ElementBytes(element); }
+
+std::string TensorType::text() const {
+  std::string out = "tensor<";
+  for (int64_t d : dims) out += std::to_string(d) + "x";
+  return out + element + ">";
+}
+
+MainSignature ReadMainSignature(const std::string& mlir) {
+  const std::string marker = "func.func public @main(";
+  const size_t at = mlir.find(marker);
+  if (at == std::string::npos) {
+    throw Error(CHORUS_INVALID_ARGUMENT,
+                "tpu: the replica program has no `func.func public @main(`: its step must be the "
+                "module's public function @main");
+  }
+  // The arguments run to the parenthesis that closes the list (attributes hold no parentheses).
+  const size_t open = at + marker.size();
+  const size_t close = mlir.find(')', open);
+  const size_t body = mlir.find('{', close == std::string::npos ? open : close);
+  const size_t arrow = mlir.find("->", close == std::string::npos ? open : close);
+  if (close == std::string::npos || body == std::string::npos || arrow == std::string::npos ||
+      arrow > body) {
+    throw Error(CHORUS_INVALID_ARGUMENT,
+                "tpu: cannot read @main's signature: expected `@main(%x: tensor<...>, ...) -> "
+                "(tensor<...>, ...) {`");
+  }
+  MainSignature signature;
+  signature.arguments = TensorTypes(mlir.substr(open, close - open));
+  // The results' text ends before the body's brace; a result's attributes are not expected.
+  signature.results = TensorTypes(mlir.substr(arrow + 2, body - arrow - 2));
+  if (signature.results.empty()) {
+    throw Error(CHORUS_INVALID_ARGUMENT,
+                "tpu: @main returns nothing; a replica step returns at "
+                "least its carried values or an output");
+  }
+  return signature;
+}
+
+std::string ReplicaStepProgram(const std::string& user_module, const MainSignature& signature,
+                               uint32_t steps, uint32_t num_carried, int num_replicas) {
+  const size_t num_arguments = signature.arguments.size();
+  const size_t num_results = signature.results.size();
+  if (steps == 0) throw Error(CHORUS_INVALID_ARGUMENT, "tpu: a replica program of 0 steps");
+  if (num_carried > num_arguments || num_carried > num_results) {
+    throw Error(CHORUS_INVALID_ARGUMENT,
+                "tpu: " + std::to_string(num_carried) + " carried values, but @main takes " +
+                    std::to_string(num_arguments) + " arguments and returns " +
+                    std::to_string(num_results) + " results");
+  }
+  for (uint32_t i = 0; i < num_carried; ++i) {
+    if (signature.arguments[i].text() != signature.results[i].text()) {
+      throw Error(CHORUS_INVALID_ARGUMENT,
+                  "tpu: carried value " + std::to_string(i) + " is argument " +
+                      signature.arguments[i].text() + " but result " + signature.results[i].text() +
+                      "; a step must return each carried value in its argument's type");
+    }
+  }
+  for (const TensorType& type : signature.arguments) {
+    if (type.elements() == 0) {
+      throw Error(CHORUS_INVALID_ARGUMENT, "tpu: @main takes an empty tensor (" + type.text() +
+                                               "); device memory holds at least one byte");
+    }
+  }
+  // The user's functions: everything inside its module (or the whole text when it has none),
+  // with @main made private under another name.
+  std::string functions = user_module;
+  const size_t module = functions.find("module");
+  const size_t main = functions.find("func.func");
+  if (module != std::string::npos && main != std::string::npos && module < main) {
+    const size_t first_line_end = functions.find('\n', module);
+    const size_t last_brace = functions.rfind('}');
+    if (first_line_end == std::string::npos || last_brace == std::string::npos ||
+        last_brace < first_line_end) {
+      throw Error(CHORUS_INVALID_ARGUMENT,
+                  "tpu: cannot find the body of the replica program's module (expected `module "
+                  "... {` on a line of its own, the functions, then `}`)");
+    }
+    functions = functions.substr(first_line_end + 1, last_brace - first_line_end - 1);
+  }
+  const std::string main_marker = "func.func public @main(";
+  const size_t main_at = functions.find(main_marker);
+  if (main_at == std::string::npos) ReadMainSignature(functions);  // throws the error
+  functions.replace(main_at, main_marker.size(), "func.func private @chorus_replica_step(");
+
+  const size_t num_inputs = num_arguments - num_carried;
+  const size_t num_outputs = num_results - num_carried;
+  std::string arguments, results, body;
+  std::vector<std::string> values, value_types;
+  size_t argument = 0;
+  auto add_argument = [&](const TensorType& type) {
+    const std::string id = std::to_string(argument);
+    arguments +=
+        (argument == 0 ? "" : ", ") + std::string("%arg") + id + ": " + Tensor(type.bytes(), "ui8");
+    return UnpackAs(type, "%arg" + std::to_string(argument++), id, body);
+  };
+  std::vector<std::string> carried;
+  for (uint32_t i = 0; i < num_carried; ++i)
+    carried.push_back(add_argument(signature.arguments[i]));
+  std::vector<std::vector<std::string>> outputs(steps);
+  const std::string argument_types = TypeList(signature.arguments);
+  const std::string result_types = TypeList(signature.results);
+  for (uint32_t s = 0; s < steps; ++s) {
+    std::vector<std::string> operands = carried;
+    for (size_t k = 0; k < num_inputs; ++k) {
+      operands.push_back(add_argument(signature.arguments[num_carried + k]));
+    }
+    std::string list;
+    for (size_t k = 0; k < operands.size(); ++k) list += (k == 0 ? "" : ", ") + operands[k];
+    const std::string step = "%step" + std::to_string(s);
+    const bool single = num_results == 1;
+    body += "    " + step + (single ? "" : ":" + std::to_string(num_results)) +
+            " = \"func.call\"(" + list + ") {callee = @chorus_replica_step} : (" + argument_types +
+            ") -> " + (single ? result_types : "(" + result_types + ")") + "\n";
+    auto result = [&](size_t j) { return single ? step : step + "#" + std::to_string(j); };
+    for (uint32_t i = 0; i < num_carried; ++i) carried[i] = result(i);
+    for (size_t j = 0; j < num_outputs; ++j) outputs[s].push_back(result(num_carried + j));
+  }
+  size_t result_index = 0;
+  auto add_result = [&](const TensorType& type, const std::string& value) {
+    const std::string bytes = Tensor(type.bytes(), "ui8");
+    results += (result_index == 0 ? "" : ", ") + bytes;
+    values.push_back(PackFrom(type, value, std::to_string(result_index++), body));
+    value_types.push_back(bytes);
+  };
+  for (uint32_t i = 0; i < num_carried; ++i) add_result(signature.results[i], carried[i]);
+  for (uint32_t s = 0; s < steps; ++s) {
+    for (size_t j = 0; j < num_outputs; ++j) {
+      add_result(signature.results[num_carried + j], outputs[s][j]);
+    }
+  }
+  body += Return(values, value_types);
+  std::string program = Module("chorus_replica_program", num_replicas, arguments, results, body);
+  // The user's functions go inside the module, after chorus's @main.
+  program.insert(program.rfind('}'), functions + (functions.ends_with('\n') ? "" : "\n"));
+  return program;
 }
 
 }  // namespace chorus::tpu

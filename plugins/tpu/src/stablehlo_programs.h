@@ -51,6 +51,34 @@ std::string BroadcastProgram(size_t bytes, const ReplicaGroup& group, int num_re
 // Every replica's result is the group's arguments (`bytes` each) concatenated in group order.
 std::string AllGatherProgram(size_t bytes, const ReplicaGroup& group, int num_replicas);
 
+// A tensor type of a user's program: element type ("f32", "i32", ...) and dimensions.
+struct TensorType {
+  std::string element;
+  std::vector<int64_t> dims;
+  size_t elements() const;
+  size_t bytes() const;      // Throws Error(INVALID_ARGUMENT) for an element type without a size
+  std::string text() const;  // "tensor<16x784xf32>", "tensor<f32>"
+};
+
+// The signature of a module's public function @main: its argument and result types.
+struct MainSignature {
+  std::vector<TensorType> arguments;
+  std::vector<TensorType> results;
+};
+
+// Reads @main's signature from a StableHLO module (`func.func public @main(%x: tensor<...>, ...)
+// -> (tensor<...>, ...)`). Throws Error(INVALID_ARGUMENT) naming what it cannot read.
+MainSignature ReadMainSignature(const std::string& mlir);
+
+// A replica program for the device programs extension: the user's module with its @main renamed
+// @chorus_replica_step, under a new @main that takes every argument as whole allocations' bytes,
+// calls the step `steps` times (its first `num_carried` results are the next step's first
+// arguments) and returns the carried values after the last step, then every step's other
+// results, as bytes. Throws Error(INVALID_ARGUMENT) when a carried result's type is not its
+// argument's, or the module has no public @main.
+std::string ReplicaStepProgram(const std::string& user_module, const MainSignature& signature,
+                               uint32_t steps, uint32_t num_carried, int num_replicas);
+
 }  // namespace chorus::tpu
 
 #endif  // CHORUS_PLUGINS_TPU_STABLEHLO_PROGRAMS_H_

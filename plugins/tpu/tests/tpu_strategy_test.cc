@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "replicated_step_check.h"
@@ -49,6 +50,180 @@ TEST(TPUStrategy, ReplicasAreThePjrtDevicesAndAllReduceAndTrainAsMirrored) {
   ASSERT_EQ(strategy.num_replicas_in_sync(), kDevices);
   EXPECT_EQ(strategy.cross_device_ops().name(), "tpu");
   test::CheckAllReduceAndSgdStep(strategy, std::string(kPjrtPlatform));
+}
+
+// A step that all-reduces its input into a running total: @main(total, x) -> (total + sum(x),
+// sum(x)), the sum over every replica inside the program.
+std::string AccumulateProgram(int replicas) {
+  std::string group;
+  for (int r = 0; r < replicas; ++r) group += (r == 0 ? "" : ", ") + std::to_string(r);
+  const std::string groups =
+      "dense<[[" + group + "]]> : tensor<1x" + std::to_string(replicas) + "xi64>";
+  return "module @accumulate attributes {mhlo.num_replicas = " + std::to_string(replicas) +
+         " : i32, mhlo.num_partitions = 1 : i32} {\n"
+         "  func.func public @main(%total: tensor<2x3xf32>, %x: tensor<2x3xf32>) -> "
+         "(tensor<2x3xf32>, tensor<2x3xf32>) {\n"
+         "    %sum = \"stablehlo.all_reduce\"(%x) ({\n"
+         "    ^bb0(%lhs: tensor<f32>, %rhs: tensor<f32>):\n"
+         "      %added = \"stablehlo.add\"(%lhs, %rhs) : (tensor<f32>, tensor<f32>) -> "
+         "tensor<f32>\n"
+         "      \"stablehlo.return\"(%added) : (tensor<f32>) -> ()\n"
+         "    }) {replica_groups = " +
+         groups +
+         "} : (tensor<2x3xf32>) -> tensor<2x3xf32>\n"
+         "    %new_total = \"stablehlo.add\"(%total, %sum) : (tensor<2x3xf32>, tensor<2x3xf32>) "
+         "-> tensor<2x3xf32>\n"
+         "    \"func.return\"(%new_total, %sum) : (tensor<2x3xf32>, tensor<2x3xf32>) -> ()\n"
+         "  }\n"
+         "}\n";
+}
+
+std::vector<float> Filled(float value) { return std::vector<float>(6, value); }
+
+// Step s's input on replica r: every element s * 10 + r.
+std::vector<std::vector<PerReplica>> AccumulateInputs(const TPUStrategy& strategy, int steps) {
+  std::vector<std::vector<PerReplica>> inputs(static_cast<size_t>(steps));
+  for (int s = 0; s < steps; ++s) {
+    std::vector<Tensor> values;
+    for (size_t r = 0; r < strategy.devices().size(); ++r) {
+      values.push_back(Tensor::FromVector(
+          strategy.devices()[r], {2, 3}, Filled(static_cast<float>(s * 10 + static_cast<int>(r)))));
+    }
+    inputs[static_cast<size_t>(s)].push_back(PerReplica(std::move(values)));
+  }
+  return inputs;
+}
+
+Variable CreateTotal(TPUStrategy& strategy, float initial) {
+  auto scope = strategy.scope();
+  return Variable::Create({"total"}, {2, 3}, Filled(initial));
+}
+
+// Three steps per dispatch: the total carried from step to step on every replica, each step's
+// output kept, all in one program run.
+TEST(TPUStrategyCompiledStep, RunsStepsPerExecutionStepsPerDispatchWithTheAllReduceInside) {
+  TPUStrategy strategy(TPUClusterResolver("local"));
+  ReplicaProgram program;
+  program.stablehlo = AccumulateProgram(kDevices);
+  program.num_parameters = 1;
+  program.steps_per_execution = 3;
+  program.output_dtypes = {CHORUS_F32};
+  const CompiledStep step = strategy.Compile(program);
+  EXPECT_EQ(step.parameter_bytes(), (std::vector<uint64_t>{24}));
+  EXPECT_EQ(step.input_bytes(), (std::vector<uint64_t>{24}));
+  EXPECT_EQ(step.output_bytes(), (std::vector<uint64_t>{24}));
+  Variable total = CreateTotal(strategy, 1.0f);
+  const auto outputs = strategy.run(step, {total}, AccumulateInputs(strategy, 3));
+  ASSERT_EQ(outputs.size(), 3u);
+  float expected_total = 1.0f;
+  for (int s = 0; s < 3; ++s) {
+    // sum over replicas of s * 10 + r = 4 * 10 * s + (0 + 1 + 2 + 3).
+    const float sum = static_cast<float>(kDevices * 10 * s + 6);
+    expected_total += sum;
+    ASSERT_EQ(outputs[static_cast<size_t>(s)].size(), 1u);
+    for (const Tensor& value : outputs[static_cast<size_t>(s)][0].values()) {
+      EXPECT_EQ(value.dtype(), CHORUS_F32);
+      EXPECT_EQ(value.ToVector(), Filled(sum)) << "step " << s;
+    }
+  }
+  for (const Tensor& copy : total.components()) EXPECT_EQ(copy.ToVector(), Filled(expected_total));
+  // A second dispatch goes on from the carried total.
+  strategy.run(step, {total}, AccumulateInputs(strategy, 3));
+  for (const Tensor& copy : total.components()) {
+    EXPECT_EQ(copy.ToVector(), Filled(2 * expected_total - 1.0f));
+  }
+}
+
+TEST(TPUStrategyCompiledStep, InputsOnTheHostAreCopiedToTheReplicas) {
+  TPUStrategy strategy(TPUClusterResolver("local"));
+  ReplicaProgram program;
+  program.stablehlo = AccumulateProgram(kDevices);
+  program.num_parameters = 1;
+  const CompiledStep step = strategy.Compile(program);
+  Variable total = CreateTotal(strategy, 0.0f);
+  auto cpu = Registry::Global().DefaultDevices();
+  std::vector<Tensor> values;
+  for (int r = 0; r < kDevices; ++r)
+    values.push_back(Tensor::FromVector(cpu.front(), {2, 3}, Filled(1)));
+  const auto outputs = strategy.run(step, {total}, {{PerReplica(std::move(values))}});
+  // Untyped outputs come back as their bytes.
+  EXPECT_EQ(outputs[0][0][0].dtype(), CHORUS_U8);
+  EXPECT_EQ(outputs[0][0][0].num_elements(), 24);
+  for (const Tensor& copy : total.components()) EXPECT_EQ(copy.ToVector(), Filled(kDevices));
+}
+
+TEST(TPUStrategyCompiledStep, WrongParametersAndInputsAreNamed) {
+  TPUStrategy strategy(TPUClusterResolver("local"));
+  ReplicaProgram program;
+  program.stablehlo = AccumulateProgram(kDevices);
+  program.num_parameters = 1;
+  program.steps_per_execution = 2;
+  const CompiledStep step = strategy.Compile(program);
+  Variable total = CreateTotal(strategy, 0.0f);
+  auto message = [&](const std::vector<Variable>& parameters,
+                     const std::vector<std::vector<PerReplica>>& inputs) {
+    try {
+      strategy.run(step, parameters, inputs);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), CHORUS_INVALID_ARGUMENT);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(message({}, AccumulateInputs(strategy, 2)),
+              testing::HasSubstr("0 parameters for a step of 1"));
+  EXPECT_THAT(message({total}, AccumulateInputs(strategy, 1)),
+              testing::HasSubstr("inputs for 1 steps; the step runs 2 per dispatch"));
+  Variable plain = Variable::Create({"plain"}, {2, 3}, Filled(0));
+  EXPECT_THAT(message({plain}, AccumulateInputs(strategy, 2)),
+              testing::HasSubstr("is not a variable of this strategy"));
+  auto inputs = AccumulateInputs(strategy, 2);
+  std::vector<Tensor> small;
+  for (const Device& device : strategy.devices())
+    small.push_back(Tensor::FromVector(device, {2}, {1, 2}));
+  inputs[1][0] = PerReplica(std::move(small));
+  EXPECT_THAT(
+      message({total}, inputs),
+      testing::HasSubstr("input 0 of step 1 on replica 0 has 8 bytes; the program takes 24"));
+}
+
+TEST(TPUStrategyCompiledStep, AProgramThePluginCannotRunIsRefusedNamingItsLine) {
+  TPUStrategy strategy(TPUClusterResolver("local"));
+  ReplicaProgram program;
+  program.stablehlo = AccumulateProgram(kDevices);
+  const std::string add = "\"stablehlo.add\"(%total, %sum)";
+  program.stablehlo.replace(program.stablehlo.find(add), add.size(),
+                            "\"stablehlo.atan2\"(%total, %sum)");
+  program.num_parameters = 1;
+  try {
+    strategy.Compile(program);
+    FAIL() << "compiled";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), testing::HasSubstr("stablehlo.atan2"));
+    EXPECT_THAT(e.what(), testing::HasSubstr("line"));
+  }
+  program.stablehlo = "module @m {\n}\n";
+  try {
+    strategy.Compile(program);
+    FAIL() << "compiled";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), testing::HasSubstr("no `func.func public @main("));
+  }
+}
+
+TEST(TPUStrategyCompiledStep, DevicesThatRunNoProgramsAreUnsupported) {
+  Topology topology;
+  topology.devices = Registry::Global().DefaultDevices();
+  TPUStrategy strategy(std::move(topology));
+  ReplicaProgram program;
+  program.stablehlo = AccumulateProgram(1);
+  try {
+    strategy.Compile(program);
+    FAIL() << "compiled";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), CHORUS_UNSUPPORTED);
+    EXPECT_THAT(e.what(), testing::HasSubstr("do not run compiled programs"));
+  }
 }
 
 }  // namespace

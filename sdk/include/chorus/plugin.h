@@ -1,5 +1,5 @@
 /*
- * chorus plugin ABI, version 1.3 (what each minor added: sdk/CHANGELOG.md).
+ * chorus plugin ABI, version 1.4 (what each minor added: sdk/CHANGELOG.md).
  *
  * The only header a chorus plugin needs. C99, no other chorus header, no C++ type crosses it.
  *
@@ -30,10 +30,9 @@
  *  - Out-pointers (chorus_request**, the `out` of create calls) are never NULL.
  *  - Time-outs are in milliseconds; a negative value means "no time-out" and is used only where
  *    a comment allows it. Every blocking call takes one.
- *  - Fields and tables marked "1.1" ("1.2", "1.3") are absent when the other side was built against
- *    an older minor: a
- *    plugin checks CHORUS_HAS_FIELD (or the host's abi_minor) before it reads one, and the core
- *    does the same with a plugin's tables.
+ *  - Fields and tables marked "1.1" ("1.2", "1.3", "1.4") are absent when the other side was
+ *    built against an older minor: a plugin checks CHORUS_HAS_FIELD (or the host's abi_minor)
+ *    before it reads one, and the core does the same with a plugin's tables.
  */
 #ifndef CHORUS_PLUGIN_H_
 #define CHORUS_PLUGIN_H_
@@ -46,7 +45,7 @@ extern "C" {
 #endif
 
 #define CHORUS_ABI_MAJOR 1
-#define CHORUS_ABI_MINOR 3
+#define CHORUS_ABI_MINOR 4
 
 /* Name of the one symbol every plugin exports. */
 #define CHORUS_PLUGIN_ENTRY_SYMBOL "chorus_plugin_get"
@@ -762,7 +761,7 @@ struct chorus_host_collectives {
 /* Every extension struct begins with this base (as PJRT's PJRT_Extension_Base); `type` says
    which struct it is. The core walks the chain from chorus_plugin.extensions and skips every
    type it does not know, so a plugin may offer extensions that only newer cores use. Types
-   below 0x10000 are chorus's (none is defined in 1.1; a tuner and a profiler are planned);
+   below 0x10000 are chorus's (1.4 defines the first: CHORUS_EXTENSION_DEVICE_PROGRAMS, below);
    0x10000 and above are free for a vendor's private agreements. */
 typedef struct chorus_extension {
   size_t struct_size;
@@ -771,6 +770,76 @@ typedef struct chorus_extension {
 } chorus_extension;
 
 #define CHORUS_EXTENSION_VENDOR_FIRST 0x10000u
+
+/* ------------------------------------------------------------------------------------------ */
+/* Extension 1 (1.4): device programs                                                         */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Devices that run compiled programs (a PJRT plugin's TPUs, GPUs through XLA) offer them here,
+   so that a strategy can run a whole replica step, its cross-replica reductions inside, as one
+   program per dispatch (TPUStrategy's compiled step). The extension serves the device contexts
+   of the plugin's enumerator whose platform is `platform`. */
+#define CHORUS_EXTENSION_DEVICE_PROGRAMS 1u
+
+typedef struct chorus_device_program chorus_device_program; /* a compiled program */
+
+typedef struct chorus_program_compile_args {
+  size_t struct_size;
+  /* "stablehlo": MLIR text of a module whose public function @main is one replica's step;
+     its collectives (all_reduce, ...) span the replicas. Borrowed for the call. */
+  const char* format;
+  const char* code; /* borrowed for the call; code_size bytes, not NUL-terminated */
+  size_t code_size;
+  /* Replica r runs on device device_indices[r]; borrowed for the call. */
+  const uint32_t* device_indices;
+  size_t num_replicas;
+  /* One execute runs @main `steps` times (1 or more). @main's first `num_carried` arguments are
+     carried: after each step, result i (i < num_carried, of the same type) is argument i of the
+     next. Its other arguments are the step's inputs, given anew for every step; its results from
+     num_carried on are the step's outputs, kept for every step. */
+  uint32_t steps;
+  uint32_t num_carried;
+} chorus_program_compile_args;
+
+/* A replica's buffers in execute, filled by signature(). The arrays are owned by the program and
+   live until its destroy. */
+typedef struct chorus_program_signature {
+  size_t struct_size;
+  /* The carried arguments, then the inputs of step 0, of step 1, ...: the bytes of each. */
+  size_t num_arguments;
+  const uint64_t* argument_bytes;
+  /* The carried values after the last step, then the outputs of step 0, of step 1, ... */
+  size_t num_results;
+  const uint64_t* result_bytes;
+} chorus_program_signature;
+
+typedef struct chorus_program_execute_args {
+  size_t struct_size;
+  chorus_device_program* program;
+  /* Replica r's buffers: arguments[r * num_arguments + i] and results[r * num_results + j], on
+     the replica's device, each the whole of an allocation of exactly its signature's bytes.
+     A result may be the allocation of an argument (a carried parameter updated in place); the
+     arguments are read before any result is written. Borrowed for the call. */
+  void* const* arguments;
+  size_t num_arguments; /* per replica */
+  void* const* results;
+  size_t num_results; /* per replica */
+  int64_t timeout_ms; /* the longest execute may wait for the devices */
+} chorus_program_execute_args;
+
+typedef struct chorus_device_programs_extension {
+  chorus_extension base; /* type CHORUS_EXTENSION_DEVICE_PROGRAMS */
+  const char* platform;  /* the enumerator whose contexts the functions take, e.g. "pjrt"; static */
+  /* Compiles for the replicas; a program the devices cannot run is CHORUS_INVALID_ARGUMENT or
+     CHORUS_UNSUPPORTED with the compiler's words in last_error. The program lives until destroy
+     and must be destroyed before the context. */
+  chorus_status (*compile)(chorus_device_context* ctx, const chorus_program_compile_args* args,
+                           chorus_device_program** out);
+  chorus_status (*signature)(chorus_device_program* program, chorus_program_signature* out);
+  /* Runs every replica's steps; completes before it returns. */
+  chorus_status (*execute)(chorus_device_context* ctx, const chorus_program_execute_args* args);
+  void (*destroy)(chorus_device_program* program);
+} chorus_device_programs_extension;
 
 /* ------------------------------------------------------------------------------------------ */
 /* The plugin table                                                                           */

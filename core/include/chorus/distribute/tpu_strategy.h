@@ -8,7 +8,10 @@
 #include <chorus/cluster_resolver/tpu_cluster_resolver.h>
 #include <chorus/distribute/multi_worker_mirrored_strategy.h>
 #include <chorus/distribute/strategy.h>
+#include <chorus/distribute/values.h>
+#include <chorus/distribute/variable.h>
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +40,40 @@ struct Topology {
 // `devices` are this host's and `num_tasks` the workers.
 Topology InitializeTpuSystem(const TPUClusterResolver& resolver);
 
+// A replica's training step as one program, as TPUStrategy compiles a step function: StableHLO
+// (MLIR text) whose public function @main takes the step's parameters, then its inputs (a
+// replica's batch), and returns the new parameters, then its outputs (a loss, say). The
+// gradients' all-reduce is inside the program (stablehlo.all_reduce over every replica), so a
+// step needs nothing from chorus between its start and its end.
+struct ReplicaProgram {
+  std::string stablehlo;
+  int num_parameters = 0;  // @main's first arguments, and its first results of the same types
+  // Steps per dispatch, as Keras's steps_per_execution: one run() of the compiled step performs
+  // this many steps on the devices, each on its own inputs.
+  int steps_per_execution = 1;
+  // The element type of each output, so that run() returns typed tensors (a loss as F32); an
+  // output without one comes back as its bytes (U8).
+  std::vector<chorus_dtype> output_dtypes;
+};
+
+class DeviceProgram;
+
+// A ReplicaProgram compiled for a strategy's replicas (TPUStrategy::Compile).
+class CompiledStep {
+ public:
+  const ReplicaProgram& program() const { return program_; }
+  // Per replica, the bytes of each parameter and of each step input and output.
+  const std::vector<uint64_t>& parameter_bytes() const { return parameter_bytes_; }
+  const std::vector<uint64_t>& input_bytes() const { return input_bytes_; }
+  const std::vector<uint64_t>& output_bytes() const { return output_bytes_; }
+
+ private:
+  friend class TPUStrategy;
+  ReplicaProgram program_;
+  std::shared_ptr<const DeviceProgram> device_program_;
+  std::vector<uint64_t> parameter_bytes_, input_bytes_, output_bytes_;
+};
+
 // One replica per device of InitializeTpuSystem(resolver) on every worker of the resolver's
 // cluster, variables mirrored on every device. Within a host the gradients are summed by the
 // cross-device ops (the argument, else CHORUS_CROSS_DEVICE_OPS, else AUTO: the tpu plugin's
@@ -53,6 +90,23 @@ class TPUStrategy : public MultiWorkerMirroredStrategy {
 
   std::string name() const override { return "TPUStrategy"; }
   const Topology& topology() const { return topology_; }
+
+  // Compiles `program` for this strategy's replicas through the device programs of their
+  // plugin (the tpu plugin's, over any PJRT plugin). Throws Error(UNSUPPORTED) for devices that
+  // do not run programs and for a strategy over several hosts (a program's all-reduce spans one
+  // PJRT client's devices), and the compiler's error, naming the line, for a program it refuses.
+  CompiledStep Compile(const ReplicaProgram& program) const;
+
+  // One dispatch of `step`: program().steps_per_execution steps on every replica at once.
+  // `parameters` are variables created in this strategy's scope, one per program parameter (each
+  // replica's copy is read, and replaced by the copy after the last step); inputs[s][k] is input
+  // k of step s, a PerReplica whose tensors are on the replicas' devices or on the host (copied
+  // to the devices first). Returns outputs[s][j], output j of step s on every replica. Throws
+  // Error(INVALID_ARGUMENT) naming the first count, size or device that differs.
+  std::vector<std::vector<PerReplica>> run(const CompiledStep& step,
+                                           const std::vector<Variable>& parameters,
+                                           const std::vector<std::vector<PerReplica>>& inputs);
+  using MultiWorkerMirroredStrategy::run;
 
  private:
   TPUStrategy(const TPUClusterResolver& resolver, Topology topology,

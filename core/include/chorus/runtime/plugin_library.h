@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace chorus {
@@ -57,8 +58,11 @@ class PluginLibrary {
   const chorus_algorithm_api* algorithm() const;
   const chorus_transport_api* transport() const;
 
-  // The types of the extensions on its chain (1.1), in order; this core knows none of them yet.
+  // The types of the extensions on its chain (1.1), in order.
   const std::vector<uint32_t>& extension_types() const { return extension_types_; }
+  // Its device programs extension (1.4) for the enumerator of `platform`, or nullptr. A copy in
+  // the core's layout (fields past the plugin's struct_size are NULL).
+  const chorus_device_programs_extension* device_programs(std::string_view platform) const;
 
   // What the plugin provides, e.g. {"device_enumerator(cpu)",
   // "cross_device_ops(hierarchical_copy)"}, one entry per implementation.
@@ -96,6 +100,7 @@ class PluginLibrary {
   template <typename Api>
   void AcceptCapabilities(Api* table, const char* what, Copies<Api>* copies);
   void AcceptExtensions(const chorus_plugin* table);
+  void AcceptDevicePrograms(const chorus_extension* extension);
 
   struct Handle;
   std::unique_ptr<Handle> handle_;  // the loaded library; null for builtins
@@ -114,6 +119,7 @@ class PluginLibrary {
   std::vector<const chorus_algorithm_api*> algorithm_list_;
   std::vector<const chorus_transport_api*> transport_list_;
   std::vector<uint32_t> extension_types_;
+  std::vector<std::unique_ptr<chorus_device_programs_extension>> device_programs_;
   std::vector<std::string> notes_;
   bool warnings_ = false;  // a note says a table was ignored
 };

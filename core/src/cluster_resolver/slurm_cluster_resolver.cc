@@ -6,8 +6,10 @@
 #include <chorus/cluster_resolver/cluster_resolver.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <initializer_list>
 #include <limits>
+#include <utility>
 
 #include "base/socket_util.h"
 #include "cluster_resolver/cluster_resolver_internal.h"
@@ -204,9 +206,11 @@ SlurmClusterResolver::Jobs SortedJobs(SlurmClusterResolver::Jobs jobs, size_t ta
   return jobs;
 }
 
-SimpleClusterResolver SlurmFromEnvironment(SlurmClusterResolver::Jobs jobs, uint16_t port_base,
-                                           std::optional<int> tasks_per_node,
-                                           std::string rpc_layer) {
+// The resolver and the most tasks on one node.
+std::pair<SimpleClusterResolver, int> SlurmFromEnvironment(SlurmClusterResolver::Jobs jobs,
+                                                           uint16_t port_base,
+                                                           std::optional<int> tasks_per_node,
+                                                           std::string rpc_layer) {
   if (port_base == 0) Fail("SlurmClusterResolver's port base 0 is not a port; use 1..65535");
   const int max_tasks = std::numeric_limits<int>::max();
   // A step's own variables describe the tasks of this srun; the job's, the whole allocation.
@@ -271,7 +275,112 @@ SimpleClusterResolver SlurmFromEnvironment(SlurmClusterResolver::Jobs jobs, uint
     }
     first = end;
   }
-  return SimpleClusterResolver(std::move(spec), task_type, task_id, std::move(rpc_layer));
+  return {SimpleClusterResolver(std::move(spec), task_type, task_id, std::move(rpc_layer)),
+          *std::max_element(per_node.begin(), per_node.end())};
+}
+
+// --- GPUs -------------------------------------------------------------------------------------
+
+// Far more GPUs than a node has; bounds what a typo like "0-999999999" means.
+constexpr long long kMaxGpus = 1 << 20;
+
+bool IsDigits(const std::string& text, size_t max_digits = 9) {
+  return !text.empty() && text.size() <= max_digits &&
+         text.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// The value of `name` when set, "" included (GetEnv treats "" as unset, but CUDA_VISIBLE_DEVICES=""
+// means no GPU).
+std::optional<std::string> RawEnv(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? std::nullopt : std::optional<std::string>(value);
+}
+
+// "" and "NoDevFiles" (what Slurm sets for GPUs without device files) name no GPU.
+bool NamesNoGpu(const std::string& list) { return list.empty() || list == "NoDevFiles"; }
+
+// SLURM_STEP_GPUS or SLURM_JOB_GPUS, Slurm's GPU indices, e.g. "0-3,6" -> 5.
+long long CountSlurmGpuList(const char* name, const std::string& list) {
+  if (NamesNoGpu(list)) return 0;
+  long long count = 0;
+  for (const std::string& item : SplitOutsideBrackets(list)) {
+    const size_t dash = item.find('-');
+    const std::string low = item.substr(0, dash);
+    const std::string high = dash == std::string::npos ? low : item.substr(dash + 1);
+    long long first = 0;
+    long long last = 0;
+    if (!IsDigits(low) || !IsDigits(high) || !cluster_internal::ParseInteger(low, &first) ||
+        !cluster_internal::ParseInteger(high, &last) || first > last) {
+      Fail(std::string(name) + "='" + list + "' has an item '" + item +
+           "' that is not a GPU index N or a range N-M (N <= M); write it as Slurm does, e.g. "
+           "\"0-3,6\"");
+    }
+    count += last - first + 1;
+    if (count > kMaxGpus) {
+      Fail(std::string(name) + "='" + list + "' names more than " + std::to_string(kMaxGpus) +
+           " GPUs; write the GPU indices Slurm gave the step, e.g. \"0-3,6\"");
+    }
+  }
+  return count;
+}
+
+// CUDA_VISIBLE_DEVICES: GPU indices or UUIDs ("GPU-...", "MIG-..."). As CUDA, a negative index
+// ends the list ("-1" is no GPU).
+long long CountCudaVisibleDevices(const std::string& list) {
+  const char* const name = "CUDA_VISIBLE_DEVICES";
+  if (NamesNoGpu(list)) return 0;
+  long long count = 0;
+  for (const std::string& item : SplitOutsideBrackets(list)) {
+    if (item.size() > 1 && item[0] == '-' && IsDigits(item.substr(1))) break;
+    const bool uuid = (item.rfind("GPU-", 0) == 0 || item.rfind("MIG-", 0) == 0) && item.size() > 4;
+    if (!IsDigits(item) && !uuid) {
+      Fail(std::string(name) + "='" + list + "' has an item '" + item +
+           "' that is not a GPU index or UUID; write a comma list such as \"0,1\" or "
+           "\"GPU-<uuid>\", or \"\" for no GPU");
+    }
+    ++count;
+  }
+  return count;
+}
+
+// SLURM_GPUS_PER_TASK or SLURM_GPUS_ON_NODE: "N" or gres's "TYPE:N", several types joined by
+// commas, e.g. "a100:2" -> 2.
+long long CountSlurmGpuNumber(const char* name, const std::string& text) {
+  long long count = 0;
+  for (const std::string& item : SplitOutsideBrackets(text)) {
+    const size_t colon = item.rfind(':');
+    const std::string number = colon == std::string::npos ? item : item.substr(colon + 1);
+    long long value = 0;
+    if ((colon != std::string::npos && colon == 0) || !IsDigits(number) ||
+        !cluster_internal::ParseInteger(number, &value) || value > kMaxGpus) {
+      Fail(std::string(name) + "='" + text + "' is not a GPU count N or TYPE:N (N at most " +
+           std::to_string(kMaxGpus) + "); write it as Slurm does, e.g. \"2\" or \"a100:2\"");
+    }
+    count += value;
+  }
+  if (count > kMaxGpus) {
+    Fail(std::string(name) + "='" + text + "' counts more than " + std::to_string(kMaxGpus) +
+         " GPUs; write it as Slurm does, e.g. \"2\" or \"a100:2\"");
+  }
+  return count;
+}
+
+// The GPUs Slurm gave this task, in the order SlurmClusterResolver's comment gives; nullopt when
+// none of the variables is set. TensorFlow counts CUDA_VISIBLE_DEVICES (else nvidia-smi) as the
+// node's GPUs and divides them among the node's tasks, because its auto_set_gpu then narrows each
+// task's CUDA_VISIBLE_DEVICES; chorus sets no variable, so the count is what this task sees,
+// undivided.
+std::optional<long long> SlurmGpusFromEnvironment() {
+  for (const char* name : {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS"}) {
+    if (std::optional<std::string> list = RawEnv(name)) return CountSlurmGpuList(name, *list);
+  }
+  if (std::optional<std::string> list = RawEnv("CUDA_VISIBLE_DEVICES")) {
+    return CountCudaVisibleDevices(*list);
+  }
+  for (const char* name : {"SLURM_GPUS_PER_TASK", "SLURM_GPUS_ON_NODE"}) {
+    if (std::optional<std::string> text = RawEnv(name)) return CountSlurmGpuNumber(name, *text);
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -293,11 +402,58 @@ std::vector<std::string> ExpandSlurmHostList(const std::string& list) {
 }
 
 SlurmClusterResolver::SlurmClusterResolver(uint16_t port_base)
-    : SimpleClusterResolver(SlurmFromEnvironment({}, port_base, std::nullopt, "")) {}
+    : SlurmClusterResolver(SlurmFromEnvironment({}, port_base, std::nullopt, "")) {}
 
 SlurmClusterResolver::SlurmClusterResolver(Jobs jobs, uint16_t port_base,
                                            std::optional<int> tasks_per_node, std::string rpc_layer)
-    : SimpleClusterResolver(
+    : SlurmClusterResolver(
           SlurmFromEnvironment(std::move(jobs), port_base, tasks_per_node, std::move(rpc_layer))) {}
+
+SlurmClusterResolver::SlurmClusterResolver(std::pair<SimpleClusterResolver, int> resolved)
+    : SimpleClusterResolver(std::move(resolved.first)), max_tasks_per_node_(resolved.second) {}
+
+// As TensorFlow's SlurmClusterResolver (TF 2.x, not 1.x's, whose num_accelerators() answered
+// gpus_per_node): __init__ sets gpus_per_task = gpus_per_node // max(tasks per node) when only
+// gpus_per_node is given, raises when max(tasks per node) * gpus_per_task > gpus_per_node, and
+// num_accelerators() returns {"GPU": gpus_per_task}. Unlike TensorFlow, 0 GPUs is {} (as chorus
+// counts devices), and gpus_per_task alone is not checked against the node's GPUs.
+void SlurmClusterResolver::SetGpus(std::optional<int> gpus_per_node,
+                                   std::optional<int> gpus_per_task) {
+  for (const auto& [argument, count] :
+       {std::pair{"gpus_per_node", gpus_per_node}, std::pair{"gpus_per_task", gpus_per_task}}) {
+    if (count && *count < 0) {
+      Fail(std::string("SlurmClusterResolver's ") + argument + " " + std::to_string(*count) +
+           " is negative; pass how many GPUs there are, or leave it unset to read Slurm's "
+           "variables");
+    }
+  }
+  if (gpus_per_node && gpus_per_task &&
+      static_cast<long long>(*gpus_per_task) * max_tasks_per_node_ > *gpus_per_node) {
+    Fail("SlurmClusterResolver's gpus_per_task " + std::to_string(*gpus_per_task) + " on " +
+         std::to_string(max_tasks_per_node_) + " task" + (max_tasks_per_node_ == 1 ? "" : "s") +
+         " of a node needs " +
+         std::to_string(static_cast<long long>(*gpus_per_task) * max_tasks_per_node_) +
+         " GPUs, but gpus_per_node is " + std::to_string(*gpus_per_node) +
+         "; lower gpus_per_task or raise gpus_per_node");
+  }
+  if (gpus_per_task) {
+    gpus_per_task_ = gpus_per_task;
+  } else if (gpus_per_node) {
+    gpus_per_task_ = *gpus_per_node / std::max(max_tasks_per_node_, 1);
+  } else {
+    gpus_per_task_.reset();
+  }
+}
+
+std::map<std::string, int> SlurmClusterResolver::num_accelerators(
+    const std::optional<std::string>& task_type, std::optional<int> task_id) const {
+  if (has_num_accelerators()) return SimpleClusterResolver::num_accelerators(task_type, task_id);
+  std::optional<long long> gpus = gpus_per_task_;
+  if (!gpus) gpus = SlurmGpusFromEnvironment();
+  if (!gpus) return SimpleClusterResolver::num_accelerators(task_type, task_id);
+  if (task_type || task_id) master(task_type, task_id);  // throws for a task the cluster lacks
+  if (*gpus == 0) return {};
+  return {{"GPU", static_cast<int>(*gpus)}};
+}
 
 }  // namespace chorus

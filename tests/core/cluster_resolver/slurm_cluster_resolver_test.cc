@@ -1,5 +1,7 @@
-// Slurm: node lists, the job's and the step's variables, tasks per node, task overrides.
+// Slurm: node lists, the job's and the step's variables, tasks per node, task overrides, and the
+// GPUs num_accelerators() reads from Slurm.
 #include "cluster_environment.h"
+#include "scoped_variable.h"
 
 namespace chorus {
 namespace {
@@ -284,6 +286,206 @@ TEST_F(ClusterEnvironment, TaskTypeAndIdOverrides) {
             }),
             "TF_CONFIG: task index 1 is out of range: the cluster has 1 chief task (indices "
             "0..0); set the task index within it");
+}
+
+// --- GPUs: num_accelerators() ---------------------------------------------------------------
+
+using Counts = std::map<std::string, int>;
+
+// A step of 3 tasks, 2 on n1 and 1 on n2 (at most 2 tasks on a node), with every GPU variable
+// cleared for the test and put back after it.
+class SlurmGpus : public ClusterEnvironment {
+ protected:
+  void SetUp() override {
+    ClusterEnvironment::SetUp();
+    Set("SLURM_STEP_NODELIST", "n[1-2]");
+    Set("SLURM_STEP_NUM_TASKS", "3");
+    Set("SLURM_STEP_TASKS_PER_NODE", "2,1");
+    Set("SLURM_PROCID", "0");
+  }
+  // The GPUs of a resolver made now, from the variables as they are.
+  static Counts Gpus() { return SlurmClusterResolver().num_accelerators(); }
+  static std::string GpusError() {
+    return ResolverError([] { SlurmClusterResolver().num_accelerators(); });
+  }
+  // What this process's device enumerators count (the last fallback).
+  static Counts LocalDevices() {
+    return TFConfigClusterResolver::Parse(
+               R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 0}})")
+        .num_accelerators();
+  }
+
+ private:
+  test::ScopedVariable step_gpus_{"SLURM_STEP_GPUS", nullptr};
+  test::ScopedVariable job_gpus_{"SLURM_JOB_GPUS", nullptr};
+  test::ScopedVariable cuda_visible_devices_{"CUDA_VISIBLE_DEVICES", nullptr};
+  test::ScopedVariable gpus_per_task_{"SLURM_GPUS_PER_TASK", nullptr};
+  test::ScopedVariable gpus_on_node_{"SLURM_GPUS_ON_NODE", nullptr};
+};
+
+TEST_F(SlurmGpus, EachVariableAlone) {
+  Set("SLURM_STEP_GPUS", "0-3,6");
+  EXPECT_EQ(Gpus(), (Counts{{"GPU", 5}}));
+  Set("SLURM_STEP_GPUS", "2");
+  EXPECT_EQ(Gpus(), (Counts{{"GPU", 1}}));
+  unsetenv("SLURM_STEP_GPUS");
+
+  Set("SLURM_JOB_GPUS", "1,3");
+  EXPECT_EQ(Gpus(), (Counts{{"GPU", 2}}));
+  Set("SLURM_JOB_GPUS", "4-7");
+  EXPECT_EQ(Gpus(), (Counts{{"GPU", 4}}));
+  unsetenv("SLURM_JOB_GPUS");
+
+  Set("CUDA_VISIBLE_DEVICES", "0,1,2");
+  EXPECT_EQ(Gpus(), (Counts{{"GPU", 3}}));
+  Set("CUDA_VISIBLE_DEVICES", "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6,MIG-GPU-1/2/0");
+  EXPECT_EQ(Gpus(), (Counts{{"GPU", 2}}));
+  Set("CUDA_VISIBLE_DEVICES", "0,-1,2");  // as CUDA: a negative index ends the list
+  EXPECT_EQ(Gpus(), (Counts{{"GPU", 1}}));
+  unsetenv("CUDA_VISIBLE_DEVICES");
+
+  Set("SLURM_GPUS_PER_TASK", "2");
+  EXPECT_EQ(Gpus(), (Counts{{"GPU", 2}}));
+  Set("SLURM_GPUS_PER_TASK", "a100:2");
+  EXPECT_EQ(Gpus(), (Counts{{"GPU", 2}}));
+  unsetenv("SLURM_GPUS_PER_TASK");
+
+  Set("SLURM_GPUS_ON_NODE", "4");
+  EXPECT_EQ(Gpus(), (Counts{{"GPU", 4}}));
+  Set("SLURM_GPUS_ON_NODE", "gpu:h100:3");
+  EXPECT_EQ(Gpus(), (Counts{{"GPU", 3}}));
+  unsetenv("SLURM_GPUS_ON_NODE");
+
+  // None set: this process's devices, as the other resolvers count them.
+  EXPECT_EQ(Gpus(), LocalDevices());
+}
+
+TEST_F(SlurmGpus, PrecedenceOrder) {
+  Set("SLURM_STEP_GPUS", "0");
+  Set("SLURM_JOB_GPUS", "0,1");
+  Set("CUDA_VISIBLE_DEVICES", "0,1,2");
+  Set("SLURM_GPUS_PER_TASK", "4");
+  Set("SLURM_GPUS_ON_NODE", "5");
+  SlurmClusterResolver resolver;
+  EXPECT_EQ(resolver.num_accelerators(), (Counts{{"GPU", 1}}));
+  unsetenv("SLURM_STEP_GPUS");  // read on each call, not when the resolver was made
+  EXPECT_EQ(resolver.num_accelerators(), (Counts{{"GPU", 2}}));
+  unsetenv("SLURM_JOB_GPUS");
+  EXPECT_EQ(resolver.num_accelerators(), (Counts{{"GPU", 3}}));
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(resolver.num_accelerators(), (Counts{{"GPU", 4}}));
+  unsetenv("SLURM_GPUS_PER_TASK");
+  EXPECT_EQ(resolver.num_accelerators(), (Counts{{"GPU", 5}}));
+  unsetenv("SLURM_GPUS_ON_NODE");
+  EXPECT_EQ(resolver.num_accelerators(), LocalDevices());
+  // Every task is answered alike; a task the cluster lacks is an error.
+  Set("SLURM_STEP_GPUS", "0-1");
+  EXPECT_EQ(resolver.num_accelerators("worker", 2), (Counts{{"GPU", 2}}));
+  EXPECT_TRUE(Contains(ResolverError([&] { resolver.num_accelerators("worker", 3); }),
+                       "the cluster has no task worker 3"));
+}
+
+TEST_F(SlurmGpus, ZeroGpusIsEmpty) {
+  Set("SLURM_GPUS_ON_NODE", "2");
+  for (const char* none : {"", "NoDevFiles", "-1"}) {
+    Set("CUDA_VISIBLE_DEVICES", none);
+    EXPECT_EQ(Gpus(), Counts{}) << "CUDA_VISIBLE_DEVICES='" << none << "'";
+  }
+  // A set but empty SLURM_STEP_GPUS is Slurm's answer too: it wins over CUDA_VISIBLE_DEVICES.
+  Set("CUDA_VISIBLE_DEVICES", "0,1");
+  Set("SLURM_STEP_GPUS", "");
+  EXPECT_EQ(Gpus(), Counts{});
+  unsetenv("SLURM_STEP_GPUS");
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  Set("SLURM_GPUS_ON_NODE", "0");
+  EXPECT_EQ(Gpus(), Counts{});
+}
+
+TEST_F(SlurmGpus, ExplicitCountsWin) {
+  Set("SLURM_STEP_GPUS", "0-7");
+  SlurmClusterResolver resolver;
+  EXPECT_EQ(resolver.max_tasks_per_node(), 2);
+  EXPECT_EQ(resolver.num_accelerators(), (Counts{{"GPU", 8}}));
+  // As TensorFlow: gpus_per_task defaults to gpus_per_node / the most tasks on a node.
+  resolver.SetGpus(4);
+  EXPECT_EQ(resolver.num_accelerators(), (Counts{{"GPU", 2}}));
+  resolver.SetGpus(5);
+  EXPECT_EQ(resolver.num_accelerators(), (Counts{{"GPU", 2}}));
+  resolver.SetGpus(4, 1);
+  EXPECT_EQ(resolver.num_accelerators(), (Counts{{"GPU", 1}}));
+  resolver.SetGpus(std::nullopt, 3);
+  EXPECT_EQ(resolver.num_accelerators(), (Counts{{"GPU", 3}}));
+  resolver.SetGpus(1);  // 1 / 2 tasks: no GPU for a task
+  EXPECT_EQ(resolver.num_accelerators(), Counts{});
+  resolver.SetGpus(0, 0);
+  EXPECT_EQ(resolver.num_accelerators(), Counts{});
+  // The tasks_per_node argument is the layout the division uses.
+  SlurmClusterResolver one_per_node({{"worker", 2}}, 8888, 1);
+  one_per_node.SetGpus(4);
+  EXPECT_EQ(one_per_node.num_accelerators(), (Counts{{"GPU", 4}}));
+  // set_num_accelerators() wins over both.
+  resolver.SetGpus(4, 2);
+  resolver.set_num_accelerators({{"TPU", 1}});
+  EXPECT_EQ(resolver.num_accelerators(), (Counts{{"TPU", 1}}));
+  // Clearing the counts reads Slurm again.
+  SlurmClusterResolver cleared;
+  cleared.SetGpus(4, 2);
+  cleared.SetGpus(std::nullopt, std::nullopt);
+  EXPECT_EQ(cleared.num_accelerators(), (Counts{{"GPU", 8}}));
+}
+
+TEST_F(SlurmGpus, BadExplicitCountsAreRejected) {
+  SlurmClusterResolver resolver;
+  resolver.SetGpus(4, 2);
+  EXPECT_EQ(ResolverError([&] { resolver.SetGpus(4, 3); }),
+            "SlurmClusterResolver's gpus_per_task 3 on 2 tasks of a node needs 6 GPUs, but "
+            "gpus_per_node is 4; lower gpus_per_task or raise gpus_per_node");
+  EXPECT_EQ(ResolverError([&] { resolver.SetGpus(-1); }),
+            "SlurmClusterResolver's gpus_per_node -1 is negative; pass how many GPUs there are, "
+            "or leave it unset to read Slurm's variables");
+  EXPECT_EQ(ResolverError([&] { resolver.SetGpus(std::nullopt, -2); }),
+            "SlurmClusterResolver's gpus_per_task -2 is negative; pass how many GPUs there are, "
+            "or leave it unset to read Slurm's variables");
+  EXPECT_EQ(resolver.num_accelerators(), (Counts{{"GPU", 2}})) << "a rejected count keeps it";
+}
+
+TEST_F(SlurmGpus, MalformedValuesAreNamed) {
+  const std::string list_fix =
+      "' that is not a GPU index N or a range N-M (N <= M); write it as Slurm does, e.g. "
+      "\"0-3,6\"";
+  Set("SLURM_STEP_GPUS", "0-x");
+  EXPECT_EQ(GpusError(), "SLURM_STEP_GPUS='0-x' has an item '0-x" + list_fix);
+  Set("SLURM_STEP_GPUS", "0,,1");
+  EXPECT_EQ(GpusError(), "SLURM_STEP_GPUS='0,,1' has an item '" + list_fix);
+  unsetenv("SLURM_STEP_GPUS");
+  Set("SLURM_JOB_GPUS", "3-1");
+  EXPECT_EQ(GpusError(), "SLURM_JOB_GPUS='3-1' has an item '3-1" + list_fix);
+  Set("SLURM_JOB_GPUS", "0-99999999");
+  EXPECT_EQ(GpusError(),
+            "SLURM_JOB_GPUS='0-99999999' names more than 1048576 GPUs; write the GPU indices Slurm "
+            "gave the step, e.g. \"0-3,6\"");
+  unsetenv("SLURM_JOB_GPUS");
+  Set("CUDA_VISIBLE_DEVICES", "0,gpu1");
+  EXPECT_EQ(GpusError(),
+            "CUDA_VISIBLE_DEVICES='0,gpu1' has an item 'gpu1' that is not a GPU index or UUID; "
+            "write a comma list such as \"0,1\" or \"GPU-<uuid>\", or \"\" for no GPU");
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  const std::string count_fix =
+      " is not a GPU count N or TYPE:N (N at most 1048576); write it as Slurm does, e.g. \"2\" "
+      "or \"a100:2\"";
+  Set("SLURM_GPUS_PER_TASK", "a100:x");
+  EXPECT_EQ(GpusError(), "SLURM_GPUS_PER_TASK='a100:x'" + count_fix);
+  unsetenv("SLURM_GPUS_PER_TASK");
+  Set("SLURM_GPUS_ON_NODE", "");
+  EXPECT_EQ(GpusError(), "SLURM_GPUS_ON_NODE=''" + count_fix);
+  Set("SLURM_GPUS_ON_NODE", "-2");
+  EXPECT_EQ(GpusError(), "SLURM_GPUS_ON_NODE='-2'" + count_fix);
+  // The constructor reads no GPU variable: only num_accelerators() reports it.
+  EXPECT_EQ(ResolverError([] { SlurmClusterResolver resolver; }), "no error");
+  // An explicit count wins, so a bad variable is not read.
+  SlurmClusterResolver resolver;
+  resolver.SetGpus(std::nullopt, 1);
+  EXPECT_EQ(resolver.num_accelerators(), (Counts{{"GPU", 1}}));
 }
 
 }  // namespace

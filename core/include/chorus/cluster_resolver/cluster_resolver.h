@@ -55,8 +55,8 @@ class ClusterResolver {
   // this task's where none is given, by TensorFlow's device type: "GPU", "TPU", or another
   // device's platform in upper case; CPUs are not counted. chorus sees this process's devices
   // only (its device enumerators, loaded on first use), so every task is answered with them: the
-  // strategies require the tasks of a job to be alike. Throws Error(INVALID_ARGUMENT) for a task
-  // the cluster does not have.
+  // strategies require the tasks of a job to be alike. (SlurmClusterResolver answers from Slurm
+  // first.) Throws Error(INVALID_ARGUMENT) for a task the cluster does not have.
   virtual std::map<std::string, int> num_accelerators(
       const std::optional<std::string>& task_type = std::nullopt,
       std::optional<int> task_id = std::nullopt) const;
@@ -96,7 +96,8 @@ class SimpleClusterResolver : public ClusterResolver {
 
   // As TensorFlow's SimpleClusterResolver(num_accelerators=...): what num_accelerators() answers
   // (for every task). Without it, a SimpleClusterResolver answers {} as TensorFlow's does, and the
-  // resolvers built on it (TF_CONFIG, Slurm, launchers) count this process's devices.
+  // resolvers built on it (TF_CONFIG, launchers) count this process's devices (Slurm's reads
+  // Slurm's GPU variables first).
   void set_num_accelerators(std::map<std::string, int> counts) {
     num_accelerators_ = std::move(counts);
   }
@@ -108,6 +109,8 @@ class SimpleClusterResolver : public ClusterResolver {
   // Whether num_accelerators() counts this process's devices when none were set (the resolvers
   // that read a launcher's variables), rather than answering {} (SimpleClusterResolver itself).
   virtual bool counts_local_accelerators() const { return false; }
+  // Whether set_num_accelerators() was called.
+  bool has_num_accelerators() const { return num_accelerators_.has_value(); }
   // An empty cluster with no task: a single local process (TF_CONFIG "{}").
   struct SingleLocalProcess {};
   explicit SimpleClusterResolver(SingleLocalProcess);
@@ -170,6 +173,13 @@ class TFConfigClusterResolver : public SimpleClusterResolver {
 // The jobs map splits that task list: as TensorFlow, the jobs in order of their names (TF sorts
 // its dict), each taking the next `count` tasks, e.g. {{"ps", 1}, {"worker", 2}}: task 0 is
 // ps 0, tasks 1 and 2 are workers 0 and 1. The counts must add up to the step's tasks.
+//
+// num_accelerators() is {"GPU": n} for the GPUs of one task ({} when n is 0), every task alike,
+// the first of: set_num_accelerators(); SetGpus() (TensorFlow's gpus_per_task, else
+// gpus_per_node / the most tasks on a node); the GPUs in SLURM_STEP_GPUS, else SLURM_JOB_GPUS
+// (e.g. "0-3,6"), else CUDA_VISIBLE_DEVICES ("" or "NoDevFiles": none); SLURM_GPUS_PER_TASK,
+// else SLURM_GPUS_ON_NODE (e.g. "2" or "a100:2"); else this process's devices. A malformed
+// variable throws Error(INVALID_ARGUMENT) naming it.
 class SlurmClusterResolver : public SimpleClusterResolver {
  public:
   using Jobs = std::vector<std::pair<std::string, int>>;
@@ -182,8 +192,26 @@ class SlurmClusterResolver : public SimpleClusterResolver {
                        std::string rpc_layer = "grpc");
   std::string name() const override { return "SlurmClusterResolver"; }
 
+  // TensorFlow's gpus_per_node and gpus_per_task arguments: the GPUs each task has, which
+  // num_accelerators() answers in place of Slurm's variables. As TensorFlow, gpus_per_task
+  // defaults to gpus_per_node / the most tasks on one node, and the tasks of the busiest node may
+  // not need more than gpus_per_node. Throws Error(INVALID_ARGUMENT) for a negative count or
+  // more GPUs than a node has, leaving the counts unchanged; nullopt for both reads Slurm again.
+  void SetGpus(std::optional<int> gpus_per_node, std::optional<int> gpus_per_task = std::nullopt);
+  // The most tasks this step runs on one node.
+  int max_tasks_per_node() const { return max_tasks_per_node_; }
+
+  std::map<std::string, int> num_accelerators(
+      const std::optional<std::string>& task_type = std::nullopt,
+      std::optional<int> task_id = std::nullopt) const override;
+
  protected:
   bool counts_local_accelerators() const override { return true; }
+
+ private:
+  explicit SlurmClusterResolver(std::pair<SimpleClusterResolver, int> resolved);
+  int max_tasks_per_node_;
+  std::optional<int> gpus_per_task_;  // from SetGpus
 };
 
 // Expands a Slurm host list: "n[1-3,5],m07" -> {"n1","n2","n3","n5","m07"} (zero padding kept).

@@ -203,6 +203,9 @@ void PrintHeader(const Registry& registry, const Report& report, std::ostream& o
     for (const auto& enumerator : registry.DeviceEnumerators()) {
       out << "  platform " << enumerator->platform() << " (plugin " << enumerator->library().name()
           << "): " << enumerator->count() << " device(s)\n";
+      if (!enumerator->description().empty()) {
+        out << "    about: " << enumerator->description() << "\n";
+      }
       for (uint32_t i = 0; i < enumerator->count(); ++i) {
         const DeviceInfo& info = enumerator->info(i);
         out << "    [" << i << "] " << info.name << "  kind " << DeviceKindName(info.kind)
@@ -472,14 +475,20 @@ void PrintJson(const Registry& registry, const Report& report, std::ostream& out
         nlohmann::json devices = nlohmann::json::array();
         for (uint32_t i = 0; i < enumerator->count(); ++i) {
           const DeviceInfo& info = enumerator->info(i);
+          nlohmann::json coords = nlohmann::json::array();
+          for (size_t c = 0; c < info.coords.size() && info.coords[c] >= 0; ++c) {
+            coords.push_back(info.coords[c]);
+          }
           devices.push_back({{"name", info.name},
                              {"kind", DeviceKindName(info.kind)},
                              {"memory_bytes", info.memory_bytes},
                              {"numa_node", info.numa_node},
-                             {"pci_bus_id", info.pci_bus_id}});
+                             {"pci_bus_id", info.pci_bus_id},
+                             {"coords", coords}});
         }
         platforms.push_back({{"platform", enumerator->platform()},
                              {"plugin", enumerator->library().name()},
+                             {"about", enumerator->description()},
                              {"devices", devices}});
       }
     } catch (const Error& e) {

@@ -69,6 +69,19 @@ Topology InitializeTpuSystem(const TPUClusterResolver& resolver) {
   return topology;
 }
 
+void ShutdownTpuSystem() {
+  std::string platform;
+  {
+    const std::vector<Device> devices = TpuSystemDevices();
+    if (devices.empty()) {
+      throw Error(CHORUS_NOT_FOUND,
+                  "ShutdownTpuSystem: this process has no TPU system to shut down");
+    }
+    platform = devices.front().enumerator->platform();
+  }  // this function's own references go before the registry counts the others
+  Registry::Global().ReleaseDeviceEnumerator(platform);
+}
+
 TPUStrategy::TPUStrategy(const TPUClusterResolver& resolver, std::string_view cross_device_ops,
                          const CommunicationOptions& options)
     : TPUStrategy(resolver, InitializeTpuSystem(resolver), cross_device_ops, options) {}

@@ -87,6 +87,11 @@ std::shared_ptr<DeviceEnumerator> DeviceEnumerator::Create(std::shared_ptr<Plugi
     for (int k = 0; k < 4; ++k) info.coords[k] = raw_info.coords[k];
     self->infos_.push_back(std::move(info));
   }
+  if (self->api_->describe != nullptr) {
+    if (const char* description = self->api_->describe(self->context_)) {
+      self->description_ = description;
+    }
+  }
   return self;
 }
 

@@ -185,29 +185,64 @@ Registry::TransportImplementation Registry::FindTransport(std::string_view name,
 }
 
 std::shared_ptr<DeviceEnumerator> Registry::CpuDevices() const {
-  DeviceEnumerators();
-  return enumerators_.front();
+  return DeviceEnumerators().front();
 }
 
 std::vector<std::shared_ptr<DeviceEnumerator>> Registry::DeviceEnumerators() const {
-  std::call_once(enumerators_once_, [this] {
-    std::vector<std::shared_ptr<DeviceEnumerator>> created;
+  std::lock_guard<std::mutex> lock(enumerators_mutex_);
+  auto create = [](const EnumeratorSlot& slot) -> std::shared_ptr<DeviceEnumerator> {
+    try {
+      return DeviceEnumerator::Create(slot.library, *slot.api);
+    } catch (const Error& e) {
+      Log().warn("devices '{}' of plugin {} are not used: {}", slot.api->platform,
+                 slot.library->name(), e.what());
+      return nullptr;
+    }
+  };
+  if (!enumerators_created_) {
     const uint32_t cpu_count = CpuDeviceCountFromEnvironment();
-    created.push_back(
-        DeviceEnumerator::Create(plugins_.front(), {{"count", std::to_string(cpu_count)}}));
+    EnumeratorSlot cpu{
+        plugins_.front(), nullptr,
+        DeviceEnumerator::Create(plugins_.front(), {{"count", std::to_string(cpu_count)}})};
+    cpu.api = &cpu.enumerator->api();
+    enumerators_.push_back(std::move(cpu));
     for (size_t i = 1; i < plugins_.size(); ++i) {
       for (const auto* api : plugins_[i]->device_enumerators()) {
-        try {
-          created.push_back(DeviceEnumerator::Create(plugins_[i], *api));
-        } catch (const Error& e) {
-          Log().warn("devices '{}' of plugin {} are not used: {}", api->platform,
-                     plugins_[i]->name(), e.what());
-        }
+        EnumeratorSlot slot{plugins_[i], api, nullptr};
+        slot.enumerator = create(slot);
+        // An enumerator that failed stays out: what it lacked is logged once.
+        if (slot.enumerator) enumerators_.push_back(std::move(slot));
       }
     }
-    enumerators_ = std::move(created);
-  });
-  return enumerators_;
+    enumerators_created_ = true;
+  }
+  std::vector<std::shared_ptr<DeviceEnumerator>> enumerators;
+  for (EnumeratorSlot& slot : enumerators_) {
+    if (!slot.enumerator) slot.enumerator = create(slot);  // released, wanted again
+    if (slot.enumerator) enumerators.push_back(slot.enumerator);
+  }
+  return enumerators;
+}
+
+void Registry::ReleaseDeviceEnumerator(std::string_view platform) {
+  DeviceEnumerators();
+  std::lock_guard<std::mutex> lock(enumerators_mutex_);
+  for (size_t i = 1; i < enumerators_.size(); ++i) {
+    EnumeratorSlot& slot = enumerators_[i];
+    if (platform != slot.api->platform) continue;
+    if (slot.enumerator && slot.enumerator.use_count() > 1) {
+      throw Error(CHORUS_UNAVAILABLE,
+                  "the devices of platform '" + std::string(platform) + "' (plugin " +
+                      slot.library->name() + ") are still in use (" +
+                      std::to_string(slot.enumerator.use_count() - 1) +
+                      " holders: strategies, variables or tensors on them); destroy them before "
+                      "releasing the devices");
+    }
+    slot.enumerator.reset();
+    return;
+  }
+  throw Error(CHORUS_NOT_FOUND,
+              "no plugin device enumerator of platform '" + std::string(platform) + "' to release");
 }
 
 std::vector<Device> Registry::DefaultDevices() const {
@@ -219,7 +254,7 @@ std::vector<Device> Registry::DefaultDevices() const {
       const bool same = accelerators.empty() || accelerators.front().enumerator == enumerator;
       if ((kind == CHORUS_DEVICE_GPU || kind == CHORUS_DEVICE_TPU) && same) {
         accelerators.push_back({enumerator, i});
-      } else if (enumerator == enumerators_.front()) {
+      } else if (enumerator->library().builtin()) {
         cpus.push_back({enumerator, i});
       }
     }

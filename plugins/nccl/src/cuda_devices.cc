@@ -14,6 +14,7 @@ struct chorus_device_context {
   std::vector<std::string> names;
   std::vector<std::string> bus_ids;
   std::vector<uint64_t> memory;
+  std::string description;  // what describe() answers
 };
 
 namespace chorus::nccl {
@@ -70,6 +71,14 @@ chorus_status Create(const chorus_device_context_create_args* args, chorus_devic
       ctx->bus_ids.push_back(bus);
       ctx->memory.push_back(prop.totalGlobalMem);
     }
+    int driver = 0, runtime = 0;
+    if (cudaDriverGetVersion(&driver) == cudaSuccess &&
+        cudaRuntimeGetVersion(&runtime) == cudaSuccess) {
+      ctx->description = "CUDA driver " + std::to_string(driver / 1000) + "." +
+                         std::to_string(driver % 1000 / 10) + ", runtime " +
+                         std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10);
+    }
+    if (count == 0) ctx->description = "no CUDA device: " + NoDeviceReason();
     // The peer-access matrix (NVLink or PCIe P2P): plugin.h 1.0 has no field for it; logged.
     for (int a = 0; a < count; ++a) {
       std::string row = "cuda: peer access from GPU:" + std::to_string(a) + ":";
@@ -85,6 +94,10 @@ chorus_status Create(const chorus_device_context_create_args* args, chorus_devic
 }
 
 void Destroy(chorus_device_context* ctx) { delete ctx; }
+
+const char* Describe(chorus_device_context* ctx) {
+  return ctx == nullptr || ctx->description.empty() ? nullptr : ctx->description.c_str();
+}
 
 chorus_status DeviceCount(chorus_device_context* ctx, uint32_t* count) {
   return Guard([&] {
@@ -297,6 +310,7 @@ const chorus_device_enumerator_api* CudaDevicesTable() {
       .reduce = Reduce,
       .divide = Divide,
       .synchronize = Synchronize,
+      .describe = Describe,
   };
   return &table;
 }

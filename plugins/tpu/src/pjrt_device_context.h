@@ -22,6 +22,7 @@ struct chorus_device_context {
   chorus::tpu::HandleMemory memory;
   chorus::tpu::ProgramCache programs;
   std::chrono::milliseconds timeout{60000};
+  std::string description;  // what describe() answers
 };
 
 namespace chorus::tpu {

@@ -69,6 +69,7 @@ chorus_status Create(const chorus_device_context_create_args* args, chorus_devic
     } catch (const std::exception& e) {
       // No PJRT plugin on this machine: no devices, as an enumerator without hardware has.
       sdk::Log(CHORUS_LOG_DEBUG, std::string("pjrt: no devices: ") + e.what());
+      ctx->description = std::string("no PJRT plugin: ") + e.what();
       *out = ctx.release();
       return;
     }
@@ -86,15 +87,25 @@ chorus_status Create(const chorus_device_context_create_args* args, chorus_devic
       ctx->kinds.push_back(kind);
     }
     const PjrtLibrary& library = *ctx->client->library();
+    ctx->description = "PJRT plugin " + choice.path + " (from " + choice.source + "), PJRT C API " +
+                       std::to_string(library.major_version()) + "." +
+                       std::to_string(library.minor_version()) + ", platform " + platform + " " +
+                       ctx->client->platform_version() +
+                       (choice.path == ReferencePjrtPluginPath()
+                            ? "; chorus's reference PJRT plugin, a test double over host memory, "
+                              "not XLA"
+                            : "");
     sdk::Log(CHORUS_LOG_INFO, "pjrt: " + std::to_string(ctx->names.size()) + " " + platform +
-                                  " devices from " + choice.path + " (" + choice.source +
-                                  "), PJRT C API " + std::to_string(library.major_version()) + "." +
-                                  std::to_string(library.minor_version()));
+                                  " devices; " + ctx->description);
     *out = ctx.release();
   });
 }
 
 void Destroy(chorus_device_context* ctx) { delete ctx; }
+
+const char* Describe(chorus_device_context* ctx) {
+  return ctx == nullptr || ctx->description.empty() ? nullptr : ctx->description.c_str();
+}
 
 chorus_status DeviceCount(chorus_device_context* ctx, uint32_t* count) {
   return Guard([&] {
@@ -378,6 +389,7 @@ const chorus_device_enumerator_api* PjrtDevicesTable() {
     t.reduce = Reduce;
     t.divide = Divide;
     t.synchronize = Synchronize;
+    t.describe = Describe;
     return t;
   }();
   return &table;

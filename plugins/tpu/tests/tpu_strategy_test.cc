@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,32 @@ TEST(TpuSystem, ATwoHostSystemHasThisHostsDevicesAndTwoTasks) {
   EXPECT_EQ(topology.num_tasks, 2);
   EXPECT_EQ(topology.num_tpus_per_task, kDevices);
   EXPECT_EQ(topology.devices.size(), static_cast<size_t>(kDevices));
+}
+
+// ShutdownTpuSystem releases the device context (the PJRT client and its programs), but not
+// while a strategy holds its devices; the next InitializeTpuSystem makes a new one.
+TEST(TpuSystem, ShutdownReleasesThePjrtClientAndInitializeMakesANewOne) {
+  std::weak_ptr<DeviceEnumerator> first;
+  {
+    const Topology topology = InitializeTpuSystem(TPUClusterResolver("local"));
+    first = topology.devices.front().enumerator;
+  }
+  {
+    TPUStrategy strategy(TPUClusterResolver("local"));
+    try {
+      ShutdownTpuSystem();
+      FAIL() << "shut down under a live strategy";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), CHORUS_UNAVAILABLE);
+      EXPECT_THAT(e.what(), testing::HasSubstr("still in use"));
+    }
+  }
+  ShutdownTpuSystem();
+  EXPECT_TRUE(first.expired());
+  const Topology again = InitializeTpuSystem(TPUClusterResolver("local"));
+  ASSERT_EQ(again.devices.size(), static_cast<size_t>(kDevices));
+  TPUStrategy strategy(again);
+  EXPECT_EQ(strategy.cross_device_ops().name(), "tpu");
 }
 
 // As the nccl plugin's MirroredStrategy test on GPUs (replicated_step_check.h).

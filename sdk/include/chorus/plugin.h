@@ -410,6 +410,10 @@ typedef struct chorus_device_enumerator_api {
   chorus_status (*divide)(chorus_device_context* ctx, const chorus_divide_args* args);
   /* Waits until everything queued on `stream` of `device` has finished. */
   chorus_status (*synchronize)(chorus_device_context* ctx, uint32_t device, chorus_stream* stream);
+  /* 1.4: one line on what drives these devices, for chorus-info and the log (a driver and its
+     version; a PJRT plugin's path, C API version and platform). Owned by the context, valid
+     until destroy; NULL (the slot or the answer) when there is nothing to say. */
+  const char* (*describe)(chorus_device_context* ctx);
 } chorus_device_enumerator_api;
 
 /* ------------------------------------------------------------------------------------------ */

@@ -40,6 +40,13 @@ struct Topology {
 // `devices` are this host's and `num_tasks` the workers.
 Topology InitializeTpuSystem(const TPUClusterResolver& resolver);
 
+// As tf.tpu.experimental.shutdown_tpu_system: releases the TPU system's device context (for the
+// tpu plugin: the PJRT client, its buffers and its compiled programs); the next
+// InitializeTpuSystem creates a new one. Throws Error(UNAVAILABLE) while a strategy,
+// variable or tensor still holds its devices (destroy them first), and NOT_FOUND when there is
+// no TPU system.
+void ShutdownTpuSystem();
+
 // A replica's training step as one program, as TPUStrategy compiles a step function: StableHLO
 // (MLIR text) whose public function @main takes the step's parameters, then its inputs (a
 // replica's batch), and returns the new parameters, then its outputs (a loss, say). The

@@ -45,6 +45,8 @@ class DeviceEnumerator {
   DeviceEnumerator& operator=(const DeviceEnumerator&) = delete;
 
   const std::string& platform() const { return platform_; }
+  // What drives the devices, as the plugin describes it (1.4); "" when it says nothing.
+  const std::string& description() const { return description_; }
   const PluginLibrary& library() const { return *library_; }
   const chorus_device_enumerator_api& api() const { return *api_; }
   chorus_device_context* context() const { return context_; }
@@ -72,6 +74,7 @@ class DeviceEnumerator {
   const chorus_device_enumerator_api* api_ = nullptr;
   chorus_device_context* context_ = nullptr;
   std::string platform_;
+  std::string description_;
   std::vector<DeviceInfo> infos_;
 };
 

@@ -84,6 +84,11 @@ class Registry {
   // enumerator. An enumerator whose create fails is left out with a logged reason.
   std::shared_ptr<DeviceEnumerator> CpuDevices() const;
   std::vector<std::shared_ptr<DeviceEnumerator>> DeviceEnumerators() const;
+  // Destroys the device context of the plugin enumerator of `platform` (what ShutdownTpuSystem
+  // does to the PJRT client and its compiled programs); the next DeviceEnumerators() creates it
+  // anew. Throws Error(UNAVAILABLE) when something else (a strategy, a variable, a
+  // tensor on its devices) still holds it, and NOT_FOUND when no enumerator has that platform.
+  void ReleaseDeviceEnumerator(std::string_view platform);
 
   // Default devices: every accelerator (GPU/TPU) when there is one, else the cpu devices.
   std::vector<Device> DefaultDevices() const;
@@ -100,8 +105,16 @@ class Registry {
   std::vector<TransportImplementation> transports_;
   std::vector<std::shared_ptr<void>> algorithm_pairs_;  // internal::AlgorithmPair, owned
   std::vector<std::string> notes_;
-  mutable std::vector<std::shared_ptr<DeviceEnumerator>> enumerators_;
-  mutable std::once_flag enumerators_once_;
+  // One slot per enumerator (the cpu one first); a released slot's context is null until the
+  // next DeviceEnumerators() creates it again.
+  struct EnumeratorSlot {
+    std::shared_ptr<PluginLibrary> library;
+    const chorus_device_enumerator_api* api = nullptr;
+    std::shared_ptr<DeviceEnumerator> enumerator;
+  };
+  mutable std::mutex enumerators_mutex_;
+  mutable bool enumerators_created_ = false;
+  mutable std::vector<EnumeratorSlot> enumerators_;
 };
 
 }  // namespace chorus

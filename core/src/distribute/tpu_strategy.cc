@@ -69,6 +69,79 @@ Topology InitializeTpuSystem(const TPUClusterResolver& resolver) {
   return topology;
 }
 
+DeviceAssignment::DeviceAssignment(Topology topology,
+                                   const std::vector<std::vector<int>>& core_assignment)
+    : topology_(std::move(topology)) {
+  if (core_assignment.empty()) {
+    throw Error(CHORUS_INVALID_ARGUMENT, "DeviceAssignment: no replicas in the core assignment");
+  }
+  for (size_t r = 0; r < core_assignment.size(); ++r) {
+    const auto& want = core_assignment[r];
+    const auto found =
+        std::find(topology_.device_coordinates.begin(), topology_.device_coordinates.end(), want);
+    std::string coordinates;
+    for (int c : want) coordinates += (coordinates.empty() ? "" : ",") + std::to_string(c);
+    if (want.empty() || found == topology_.device_coordinates.end()) {
+      throw Error(CHORUS_INVALID_ARGUMENT,
+                  "DeviceAssignment: replica " + std::to_string(r) + " is at (" + coordinates +
+                      "), where the topology has no device (mesh " +
+                      std::to_string(topology_.mesh_shape.size()) +
+                      "-dimensional; DeviceAssignment::Build picks devices by their order)");
+    }
+    const int device = static_cast<int>(found - topology_.device_coordinates.begin());
+    if (std::find(replica_devices_.begin(), replica_devices_.end(), device) !=
+        replica_devices_.end()) {
+      throw Error(CHORUS_INVALID_ARGUMENT, "DeviceAssignment: the device at (" + coordinates +
+                                               ") is given to two replicas; a replica needs a "
+                                               "device of its own");
+    }
+    replica_devices_.push_back(device);
+  }
+}
+
+DeviceAssignment DeviceAssignment::Build(const Topology& topology, int num_replicas) {
+  const int available = static_cast<int>(topology.devices.size());
+  if (num_replicas == -1) num_replicas = available;
+  if (num_replicas < 1 || num_replicas > available) {
+    throw Error(CHORUS_INVALID_ARGUMENT,
+                "DeviceAssignment::Build: " + std::to_string(num_replicas) +
+                    " replicas on a topology of " + std::to_string(available) +
+                    " devices; give 1 to " + std::to_string(available) + " (or -1 for all)");
+  }
+  DeviceAssignment assignment;
+  assignment.topology_ = topology;
+  for (int d = 0; d < num_replicas; ++d) assignment.replica_devices_.push_back(d);
+  return assignment;
+}
+
+int DeviceAssignment::Check(int replica, int logical_core) const {
+  if (replica < 0 || replica >= num_replicas() || logical_core != 0) {
+    throw Error(CHORUS_INVALID_ARGUMENT, "DeviceAssignment: replica " + std::to_string(replica) +
+                                             ", logical core " + std::to_string(logical_core) +
+                                             " of " + std::to_string(num_replicas()) +
+                                             " replicas of one core each");
+  }
+  return replica_devices_[static_cast<size_t>(replica)];
+}
+
+const std::vector<int>& DeviceAssignment::coordinates(int replica, int logical_core) const {
+  static const std::vector<int> kNone;
+  const auto device = static_cast<size_t>(Check(replica, logical_core));
+  return device < topology_.device_coordinates.size() ? topology_.device_coordinates[device]
+                                                      : kNone;
+}
+
+int DeviceAssignment::tpu_ordinal(int replica, int logical_core) const {
+  return Check(replica, logical_core);
+}
+
+std::vector<Device> DeviceAssignment::devices() const {
+  std::vector<Device> devices;
+  for (int device : replica_devices_)
+    devices.push_back(topology_.devices.at(static_cast<size_t>(device)));
+  return devices;
+}
+
 void ShutdownTpuSystem() {
   std::string platform;
   {
@@ -85,6 +158,23 @@ void ShutdownTpuSystem() {
 TPUStrategy::TPUStrategy(const TPUClusterResolver& resolver, std::string_view cross_device_ops,
                          const CommunicationOptions& options)
     : TPUStrategy(resolver, InitializeTpuSystem(resolver), cross_device_ops, options) {}
+
+TPUStrategy::TPUStrategy(const TPUClusterResolver& resolver,
+                         const DeviceAssignment& device_assignment,
+                         std::string_view cross_device_ops, const CommunicationOptions& options)
+    : TPUStrategy(
+          resolver,
+          [&] {
+            Topology topology = device_assignment.topology();
+            topology.devices = device_assignment.devices();
+            topology.device_coordinates.clear();
+            for (int r = 0; r < device_assignment.num_replicas(); ++r) {
+              topology.device_coordinates.push_back(device_assignment.coordinates(r));
+            }
+            topology.num_tpus_per_task = device_assignment.num_replicas();
+            return topology;
+          }(),
+          cross_device_ops, options) {}
 
 TPUStrategy::TPUStrategy(Topology topology, std::string_view cross_device_ops,
                          const CommunicationOptions& options)

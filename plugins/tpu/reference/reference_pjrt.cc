@@ -16,8 +16,9 @@
 //
 // Programs: PJRT_Client_Compile takes the StableHLO subset chorus's tpu plugin emits
 // (stablehlo_subset.h) in format "mlir", with a CompileOptionsProto whose num_replicas matches
-// the module's; a program runs on the client's first num_replicas devices, or a one-replica
-// program on the execute_device it is given. The library also
+// the module's; a program runs on the devices of the options' device assignment (one partition),
+// else on the client's first num_replicas devices, or a one-replica program on the execute_device
+// it is given. The library also
 // exports chorus_reference_pjrt_compile_count(), the programs compiled so far, for tests.
 #include <algorithm>
 #include <atomic>
@@ -224,6 +225,7 @@ struct PJRT_Client {
 struct PJRT_LoadedExecutable {
   PJRT_Client* client = nullptr;
   std::shared_ptr<const reference_plugin::SubsetProgram> program;
+  std::vector<PJRT_Device*> devices;  // replica r's device: the assignment's, else client's r-th
 };
 
 struct PJRT_Executable {
@@ -516,10 +518,13 @@ PJRT_Error* ClientCompile(PJRT_Client_Compile_Args* args) {
   }
   std::shared_ptr<const SubsetProgram> program;
   int replicas = 1;
+  std::vector<int64_t> device_ids;
   try {
     program = SubsetProgram::Parse(std::string_view(args->program->code, args->program->code_size));
-    replicas = NumReplicasOfCompileOptions(
+    reference_plugin::CompileOptions options = reference_plugin::ReadCompileOptions(
         std::string_view(args->compile_options, args->compile_options_size));
+    replicas = options.num_replicas;
+    device_ids = std::move(options.device_ids);
   } catch (const std::exception& e) {
     return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
                      std::string("PJRT_Client_Compile: ") + e.what());
@@ -536,7 +541,30 @@ PJRT_Error* ClientCompile(PJRT_Client_Compile_Args* args) {
                          " replicas on a client of " +
                          std::to_string(args->client->device_list.size()) + " devices");
   }
-  auto* executable = new PJRT_LoadedExecutable{args->client, std::move(program)};
+  std::vector<PJRT_Device*> devices;
+  if (device_ids.empty()) {
+    devices.assign(args->client->device_list.begin(), args->client->device_list.begin() + replicas);
+  } else if (device_ids.size() != static_cast<size_t>(replicas)) {
+    return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
+                     "PJRT_Client_Compile: the device assignment lists " +
+                         std::to_string(device_ids.size()) + " devices for " +
+                         std::to_string(replicas) + " replicas");
+  }
+  for (int64_t id : device_ids) {
+    PJRT_Device* found = nullptr;
+    for (PJRT_Device* device : args->client->device_list) {
+      if (device->description.id == id) found = device;
+    }
+    if (found == nullptr || std::find(devices.begin(), devices.end(), found) != devices.end()) {
+      return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
+                       "PJRT_Client_Compile: the device assignment names device " +
+                           std::to_string(id) + ", which " +
+                           (found == nullptr ? "the client does not have" : "it names twice"));
+    }
+    devices.push_back(found);
+  }
+  auto* executable =
+      new PJRT_LoadedExecutable{args->client, std::move(program), std::move(devices)};
   Live().Add(executable);
   args->executable = executable;
   reference_plugin::CompileCount().fetch_add(1);
@@ -639,7 +667,8 @@ PJRT_Error* DeviceLocalHardwareId(PJRT_Device_LocalHardwareId_Args* args) {
   return nullptr;
 }
 
-// ----- Executables: a program runs on the first num_replicas devices, synchronously, during
+// ----- Executables: a program runs on its device assignment's devices (the first num_replicas
+// devices without one), synchronously, during
 // PJRT_LoadedExecutable_Execute; its events are ready when the call returns.
 PJRT_Error* ExecutableDestroy(PJRT_Executable_Destroy_Args* args) {
   CHECK_ARGS(PJRT_Executable_Destroy_Args, executable);
@@ -694,8 +723,7 @@ PJRT_Error* LoadedExecutableExecute(PJRT_LoadedExecutable_Execute_Args* args) {
     }
   }
   auto device_of = [&](size_t replica) {
-    return args->execute_device != nullptr ? args->execute_device
-                                           : executable.client->device_list[replica];
+    return args->execute_device != nullptr ? args->execute_device : executable.devices[replica];
   };
   const auto replicas = static_cast<size_t>(program.num_replicas());
   if (args->num_devices != replicas || args->num_args != program.argument_types().size()) {

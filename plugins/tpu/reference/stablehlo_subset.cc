@@ -1114,9 +1114,15 @@ std::vector<std::vector<HostTensor>> SubsetProgram::Execute(
   return results;
 }
 
-int NumReplicasOfCompileOptions(std::string_view proto) {
-  size_t at = 0;
-  auto varint = [&](std::string_view bytes, size_t& pos) {
+namespace {
+
+// The protobuf wire format, as far as the compile options need it: varints and length-delimited
+// fields (a packed repeated field is one of those).
+struct ProtoReader {
+  std::string_view bytes;
+  size_t pos = 0;
+  bool done() const { return pos >= bytes.size(); }
+  uint64_t Varint() {
     uint64_t value = 0;
     for (int shift = 0; shift < 64; shift += 7) {
       if (pos >= bytes.size()) Refuse("the compile options end inside a number");
@@ -1125,39 +1131,95 @@ int NumReplicasOfCompileOptions(std::string_view proto) {
       if ((byte & 0x80) == 0) return value;
     }
     Refuse("the compile options hold a number longer than 64 bits");
-  };
-  // Skips a field of `wire` type; only varints and length-delimited fields occur here.
-  auto skip = [&](std::string_view bytes, size_t& pos, uint64_t wire) {
+  }
+  std::string_view Delimited(const char* what) {
+    const uint64_t size = Varint();
+    if (size > bytes.size() - pos) Refuse(std::string(what) + " runs past the end");
+    const std::string_view field = bytes.substr(pos, size);
+    pos += size;
+    return field;
+  }
+  void Skip(uint64_t wire) {
     if (wire == 0) {
-      varint(bytes, pos);
+      Varint();
     } else if (wire == 2) {
-      pos += varint(bytes, pos);
+      Delimited("a field");
     } else {
       Refuse("the compile options hold a field of wire type " + std::to_string(wire));
     }
-  };
-  int replicas = 1;
-  while (at < proto.size()) {
-    const uint64_t key = varint(proto, at);
-    if (key == ((3 << 3) | 2)) {
-      const size_t size = varint(proto, at);
-      if (at + size > proto.size()) Refuse("executable_build_options runs past the end");
-      const std::string_view build = proto.substr(at, size);
-      size_t pos = 0;
-      while (pos < build.size()) {
-        const uint64_t field = varint(build, pos);
-        if (field == (4 << 3)) {
-          replicas = static_cast<int>(varint(build, pos));
+  }
+};
+
+// xla.DeviceAssignmentProto: replica_count (1), computation_count (2), computation_devices (3)
+// { replica_device_ids (1), packed or not }.
+std::vector<int64_t> ReadDeviceAssignment(std::string_view bytes) {
+  ProtoReader reader{bytes};
+  int64_t replica_count = 0, computation_count = 0;
+  std::vector<std::vector<int64_t>> computations;
+  while (!reader.done()) {
+    const uint64_t key = reader.Varint();
+    if (key == (1 << 3)) {
+      replica_count = static_cast<int64_t>(reader.Varint());
+    } else if (key == (2 << 3)) {
+      computation_count = static_cast<int64_t>(reader.Varint());
+    } else if (key == ((3 << 3) | 2)) {
+      ProtoReader device{reader.Delimited("a computation's devices")};
+      std::vector<int64_t> ids;
+      while (!device.done()) {
+        const uint64_t field = device.Varint();
+        if (field == (1 << 3)) {
+          ids.push_back(static_cast<int64_t>(device.Varint()));
+        } else if (field == ((1 << 3) | 2)) {
+          ProtoReader packed{device.Delimited("replica_device_ids")};
+          while (!packed.done()) ids.push_back(static_cast<int64_t>(packed.Varint()));
         } else {
-          skip(build, pos, field & 7);
+          device.Skip(field & 7);
         }
       }
-      at += size;
+      computations.push_back(std::move(ids));
     } else {
-      skip(proto, at, key & 7);
+      reader.Skip(key & 7);
     }
   }
-  return replicas;
+  if (computation_count != 1 || computations.size() != 1) {
+    Refuse("the device assignment has " + std::to_string(computations.size()) +
+           " computations; the reference plugin runs one partition");
+  }
+  if (static_cast<int64_t>(computations.front().size()) != replica_count) {
+    Refuse("the device assignment lists " + std::to_string(computations.front().size()) +
+           " devices for " + std::to_string(replica_count) + " replicas");
+  }
+  return computations.front();
+}
+
+}  // namespace
+
+CompileOptions ReadCompileOptions(std::string_view proto) {
+  CompileOptions options;
+  ProtoReader reader{proto};
+  while (!reader.done()) {
+    const uint64_t key = reader.Varint();
+    if (key != ((3 << 3) | 2)) {
+      reader.Skip(key & 7);
+      continue;
+    }
+    ProtoReader build{reader.Delimited("executable_build_options")};
+    while (!build.done()) {
+      const uint64_t field = build.Varint();
+      if (field == (4 << 3)) {
+        options.num_replicas = static_cast<int>(build.Varint());
+      } else if (field == ((9 << 3) | 2)) {
+        options.device_ids = ReadDeviceAssignment(build.Delimited("device_assignment"));
+      } else {
+        build.Skip(field & 7);
+      }
+    }
+  }
+  return options;
+}
+
+int NumReplicasOfCompileOptions(std::string_view proto) {
+  return ReadCompileOptions(proto).num_replicas;
 }
 
 }  // namespace chorus::pjrt::reference_plugin

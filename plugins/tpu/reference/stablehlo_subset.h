@@ -117,8 +117,15 @@ class SubsetProgram {
   size_t main_ = 0;
 };
 
-// num_replicas from a serialized xla.CompileOptionsProto (executable_build_options.num_replicas),
-// 1 when absent. Throws std::invalid_argument for bytes it cannot read.
+// What the reference plugin reads of a serialized xla.CompileOptionsProto: its
+// executable_build_options' num_replicas (1 when absent) and device_assignment (one partition:
+// replica r on the device of id device_ids[r]; empty when absent). Throws std::invalid_argument
+// for bytes it cannot read and for an assignment of several partitions.
+struct CompileOptions {
+  int num_replicas = 1;
+  std::vector<int64_t> device_ids;
+};
+CompileOptions ReadCompileOptions(std::string_view proto);
 int NumReplicasOfCompileOptions(std::string_view proto);
 
 }  // namespace chorus::pjrt::reference_plugin

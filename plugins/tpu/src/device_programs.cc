@@ -1,5 +1,6 @@
 #include "device_programs.h"
 
+#include <algorithm>
 #include <chorus/plugin_sdk.hpp>
 #include <memory>
 #include <string>
@@ -39,14 +40,18 @@ chorus_status Compile(chorus_device_context* ctx, const chorus_program_compile_a
     if (a.device_indices == nullptr || a.num_replicas == 0) {
       Fail(CHORUS_INVALID_ARGUMENT, "tpu compile: no replicas");
     }
-    // A program runs on the client's default device assignment: replica r on device r.
+    // Replica r runs on device_indices[r]: the compile options' device assignment.
     const size_t available = ctx->client->addressable_devices().size();
-    for (size_t r = 0; r < a.num_replicas; ++r) {
-      if (a.device_indices[r] != r) {
-        Fail(CHORUS_UNSUPPORTED, "tpu compile: replica ", r, " is on device ", a.device_indices[r],
-             "; a program's replicas must be the PJRT client's first ", a.num_replicas,
-             " devices in order (", available,
-             " devices; a device assignment in the compile options is not supported yet)");
+    std::vector<uint32_t> devices(a.device_indices, a.device_indices + a.num_replicas);
+    for (size_t r = 0; r < devices.size(); ++r) {
+      if (devices[r] >= available) {
+        Fail(CHORUS_INVALID_ARGUMENT, "tpu compile: replica ", r, " is on device ", devices[r],
+             ", which does not exist (", available, " PJRT devices)");
+      }
+      if (std::find(devices.begin(), devices.begin() + static_cast<std::ptrdiff_t>(r),
+                    devices[r]) != devices.begin() + static_cast<std::ptrdiff_t>(r)) {
+        Fail(CHORUS_INVALID_ARGUMENT, "tpu compile: device ", devices[r],
+             " is given twice; a program runs one replica per device");
       }
     }
     const std::string code(a.code, a.code_size);
@@ -55,8 +60,9 @@ chorus_status Compile(chorus_device_context* ctx, const chorus_program_compile_a
                                                    static_cast<int>(a.num_replicas));
     auto compiled = std::make_unique<chorus_device_program>();
     compiled->executable =
-        ctx->programs.Get(*ctx->client, program, static_cast<int>(a.num_replicas));
-    compiled->devices.assign(a.device_indices, a.device_indices + a.num_replicas);
+        ctx->programs.Get(*ctx->client, program, static_cast<int>(a.num_replicas), false,
+                          DeviceAssignment(*ctx, devices));
+    compiled->devices = std::move(devices);
     const size_t inputs = signature.arguments.size() - a.num_carried;
     const size_t outputs = signature.results.size() - a.num_carried;
     for (uint32_t i = 0; i < a.num_carried; ++i) {

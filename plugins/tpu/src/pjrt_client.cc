@@ -561,7 +561,8 @@ PjrtBuffer PjrtClient::CopyToDevice(const PjrtBuffer& buffer, const PjrtDevice& 
 }
 
 std::unique_ptr<PjrtExecutable> PjrtClient::Compile(const std::string& mlir, int num_replicas,
-                                                    bool portable) const {
+                                                    bool portable,
+                                                    const std::vector<int64_t>& device_ids) const {
   const PJRT_Api& api = library_->api();
   std::string code = mlir;  // PJRT_Program.code is not const
   PJRT_Program program{};
@@ -571,7 +572,7 @@ std::unique_ptr<PjrtExecutable> PjrtClient::Compile(const std::string& mlir, int
   constexpr char kFormat[] = "mlir";
   program.format = kFormat;
   program.format_size = sizeof(kFormat) - 1;
-  const std::string options = CompileOptionsProto(num_replicas, portable);
+  const std::string options = CompileOptionsProto(num_replicas, portable, device_ids);
   auto compile = MakeArgs<PJRT_Client_Compile_Args>();
   compile.client = client_;
   compile.program = &program;

@@ -157,15 +157,17 @@ class PjrtClient {
   PjrtBuffer CopyToDevice(const PjrtBuffer& buffer, const PjrtDevice& device,
                           std::chrono::milliseconds timeout) const;
 
-  // Compiles a StableHLO program (MLIR text) for `num_replicas` replicas (the client's default
-  // device assignment: its first `num_replicas` devices), one partition; `portable`: one replica
-  // that runs on the device Execute names.
+  // Compiles a StableHLO program (MLIR text) for `num_replicas` replicas, one partition: replica
+  // r on the device of PJRT id device_ids[r], or without device_ids the client's default device
+  // assignment (its first `num_replicas` devices); `portable`: one replica that runs on the
+  // device Execute names.
   std::unique_ptr<PjrtExecutable> Compile(const std::string& mlir, int num_replicas,
-                                          bool portable = false) const;
+                                          bool portable = false,
+                                          const std::vector<int64_t>& device_ids = {}) const;
   // Runs `executable` on every device of its assignment, or on `device` alone (a portable
-  // program): `arguments[d]` are device d's (borrowed; an argument the program donates is
-  // deleted by the run), and the result is each device's outputs. Waits up to `timeout` for
-  // every device to finish.
+  // program): `arguments[d]` are replica d's (on the assignment's d-th device) (borrowed; an
+  // argument the program donates is deleted by the run), and the result is each device's outputs.
+  // Waits up to `timeout` for every device to finish.
   std::vector<std::vector<PjrtBuffer>> Execute(
       const PjrtExecutable& executable,
       const std::vector<std::vector<pjrt::PJRT_Buffer*>>& arguments,

@@ -37,6 +37,11 @@ std::vector<char> ReadBytes(const chorus_device_context& ctx, const HandleMemory
 void WriteBytes(const chorus_device_context& ctx, const HandleMemory::Place& place,
                 const void* data, size_t bytes);
 
+// The PJRT device ids of `devices` (chorus device indices), for a program whose replica r runs on
+// devices[r]; empty when devices[r] == r for every r, the client's default device assignment.
+std::vector<int64_t> DeviceAssignment(const chorus_device_context& ctx,
+                                      const std::vector<uint32_t>& devices);
+
 // The allocation's current buffer, made (zeros) if it was never written.
 std::shared_ptr<PjrtBuffer> CurrentBuffer(const chorus_device_context& ctx,
                                           const HandleMemory::Allocation& allocation);

@@ -374,6 +374,16 @@ std::shared_ptr<PjrtBuffer> CurrentBuffer(const chorus_device_context& ctx,
   return contents.buffer;
 }
 
+std::vector<int64_t> DeviceAssignment(const chorus_device_context& ctx,
+                                      const std::vector<uint32_t>& devices) {
+  bool identity = true;
+  for (size_t r = 0; r < devices.size(); ++r) identity = identity && devices[r] == r;
+  if (identity) return {};
+  std::vector<int64_t> ids;
+  for (uint32_t device : devices) ids.push_back(ctx.client->addressable_devices().at(device).id);
+  return ids;
+}
+
 const chorus_device_enumerator_api* PjrtDevicesTable() {
   static const chorus_device_enumerator_api table = [] {
     chorus_device_enumerator_api t{};

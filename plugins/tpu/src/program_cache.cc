@@ -6,8 +6,11 @@ namespace chorus::tpu {
 
 std::shared_ptr<const PjrtExecutable> ProgramCache::Get(const PjrtClient& client,
                                                         const std::string& mlir, int num_replicas,
-                                                        bool portable) {
-  const std::string key = std::to_string(num_replicas) + (portable ? " portable\n" : "\n") + mlir;
+                                                        bool portable,
+                                                        const std::vector<int64_t>& device_ids) {
+  std::string key = std::to_string(num_replicas) + (portable ? " portable" : "") + " on";
+  for (int64_t id : device_ids) key += " " + std::to_string(id);
+  key += "\n" + mlir;
   std::lock_guard lock(mutex_);
   auto found = programs_.find(key);
   if (found != programs_.end()) return found->second;
@@ -16,7 +19,8 @@ std::shared_ptr<const PjrtExecutable> ProgramCache::Get(const PjrtClient& client
              "tpu: the program cache holds " + std::to_string(kCapacity) + " programs; emptied");
     programs_.clear();
   }
-  std::shared_ptr<const PjrtExecutable> executable = client.Compile(mlir, num_replicas, portable);
+  std::shared_ptr<const PjrtExecutable> executable =
+      client.Compile(mlir, num_replicas, portable, device_ids);
   ++compiled_;
   sdk::Log(CHORUS_LOG_DEBUG, "tpu: compiled program " + std::to_string(compiled_) + " (" +
                                  std::to_string(num_replicas) + " replicas, " +

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "pjrt_client.h"
 
@@ -21,10 +22,12 @@ class ProgramCache {
   static constexpr size_t kCapacity = 1024;
 
   // The executable of `mlir` for `num_replicas` replicas (`portable`: one replica run on any
-  // device), compiled by `client` on first use. Compiles hold the cache's lock: two threads that
-  // need one program compile it once.
+  // device; `device_ids`: replica r on PJRT device device_ids[r], else the client's first
+  // devices), compiled by `client` on first use. Compiles hold the cache's lock: two threads
+  // that need one program compile it once.
   std::shared_ptr<const PjrtExecutable> Get(const PjrtClient& client, const std::string& mlir,
-                                            int num_replicas, bool portable = false);
+                                            int num_replicas, bool portable = false,
+                                            const std::vector<int64_t>& device_ids = {});
 
  private:
   std::mutex mutex_;

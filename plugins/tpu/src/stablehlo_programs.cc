@@ -233,11 +233,29 @@ std::string TypeList(const std::vector<TensorType>& types) {
 
 }  // namespace
 
-std::string CompileOptionsProto(int num_replicas, bool portable) {
+std::string CompileOptionsProto(int num_replicas, bool portable,
+                                const std::vector<int64_t>& device_ids) {
   std::string build;
   AppendInt64Field(build, 1, -1);            // device_ordinal: none (a replicated program)
   AppendInt64Field(build, 4, num_replicas);  // num_replicas
   AppendInt64Field(build, 5, 1);             // num_partitions
+  if (!device_ids.empty()) {
+    std::string ids;  // replica_device_ids, packed (proto3's encoding of a repeated int64)
+    for (int64_t id : device_ids) AppendVarint(ids, static_cast<uint64_t>(id));
+    std::string computation;
+    AppendVarint(computation, (1 << 3) | 2);
+    AppendVarint(computation, ids.size());
+    computation += ids;
+    std::string assignment;
+    AppendInt64Field(assignment, 1, static_cast<int64_t>(device_ids.size()));  // replica_count
+    AppendInt64Field(assignment, 2, 1);                                        // computation_count
+    AppendVarint(assignment, (3 << 3) | 2);  // computation_devices
+    AppendVarint(assignment, computation.size());
+    assignment += computation;
+    AppendVarint(build, (9 << 3) | 2);  // device_assignment
+    AppendVarint(build, assignment.size());
+    build += assignment;
+  }
   std::string options;
   AppendVarint(options, (3 << 3) | 2);  // executable_build_options, length-delimited
   AppendVarint(options, build.size());

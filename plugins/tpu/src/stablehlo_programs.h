@@ -21,7 +21,11 @@ namespace chorus::tpu {
 // num_replicas, num_partitions: 1 }, and compile_portable_executable for a one-device program
 // that runs on whichever device it is given; hand-encoded (no protobuf dependency for four
 // integers).
-std::string CompileOptionsProto(int num_replicas, bool portable = false);
+// With `device_ids` (PJRT device ids, one per replica), also executable_build_options'
+// device_assignment (field 9: xla.DeviceAssignmentProto {replica_count, computation_count 1,
+// computation_devices {replica_device_ids}}), so that replica r runs on device_ids[r].
+std::string CompileOptionsProto(int num_replicas, bool portable = false,
+                                const std::vector<int64_t>& device_ids = {});
 
 // The StableHLO element type of a dtype: "f32", "bf16", "i32", "ui8", ...
 const char* StablehloElementType(chorus_dtype dtype);

@@ -16,8 +16,9 @@
 struct chorus_cross_device_ops {
   chorus_device_context* devices = nullptr;  // the pjrt enumerator's, borrowed
   std::vector<uint32_t> replicas;            // the replicas' devices, in create's order
-  // The replicas are the client's first N devices: programs can run on them.
-  bool programs = false;
+  // Replica r of a program runs on replicas[r]: the PJRT ids of the compile options' device
+  // assignment, empty where replicas[r] == r (the client's default assignment).
+  std::vector<int64_t> device_ids;
 };
 
 namespace chorus::tpu {
@@ -86,13 +87,11 @@ std::optional<Allocation> Whole(const chorus_cross_device_ops& ops, const chorus
   return place.allocation;
 }
 
-// A buffer's replica: its device, when the programs can run on the replicas' devices.
+// A buffer's replica in the programs: the position of its device among the replicas'.
 std::optional<int> ReplicaOf(const chorus_cross_device_ops& ops, uint32_t device) {
-  if (!ops.programs) return std::nullopt;
-  if (std::find(ops.replicas.begin(), ops.replicas.end(), device) == ops.replicas.end()) {
-    return std::nullopt;
-  }
-  return static_cast<int>(device);
+  const auto found = std::find(ops.replicas.begin(), ops.replicas.end(), device);
+  if (found == ops.replicas.end()) return std::nullopt;
+  return static_cast<int>(found - ops.replicas.begin());
 }
 
 int NumReplicas(const chorus_cross_device_ops& ops) {
@@ -113,7 +112,7 @@ std::optional<Placement> Place(const chorus_cross_device_ops& ops, const chorus_
                                size_t num_inputs, size_t input_bytes, const chorus_buffer* outputs,
                                size_t num_outputs, size_t output_bytes) {
   const int n = NumReplicas(ops);
-  if (!ops.programs || num_inputs != static_cast<size_t>(n)) return std::nullopt;
+  if (num_inputs != static_cast<size_t>(n)) return std::nullopt;
   Placement placement;
   std::vector<std::optional<Allocation>> by_replica(static_cast<size_t>(n));
   for (size_t i = 0; i < num_inputs; ++i) {
@@ -143,7 +142,8 @@ void RunProgram(chorus_cross_device_ops& ops, const std::string& mlir,
                 const std::vector<std::vector<std::optional<Allocation>>>& outputs) {
   chorus_device_context& ctx = *ops.devices;
   const int n = NumReplicas(ops);
-  std::shared_ptr<const PjrtExecutable> executable = ctx.programs.Get(*ctx.client, mlir, n);
+  std::shared_ptr<const PjrtExecutable> executable =
+      ctx.programs.Get(*ctx.client, mlir, n, false, ops.device_ids);
   std::vector<std::vector<std::shared_ptr<PjrtBuffer>>> held(static_cast<size_t>(n));
   std::vector<std::vector<pjrt::PJRT_Buffer*>> handles(static_cast<size_t>(n));
   for (size_t r = 0; r < static_cast<size_t>(n); ++r) {
@@ -228,7 +228,7 @@ void RunReduces(chorus_cross_device_ops& ops,
   std::vector<AllReducePart> parts;
   std::vector<std::vector<Allocation>> arguments;
   std::vector<std::vector<std::optional<Allocation>>> outputs;
-  bool program = ops.programs;
+  bool program = true;
   for (const chorus_reduce_args* a : reduces) {
     if (!program || a->count == 0) continue;
     const size_t bytes = Bytes(a->count, a->dtype, "reduce");
@@ -318,14 +318,7 @@ chorus_status Create(const chorus_cross_device_ops_create_args* args,
       }
       ops->replicas.push_back(device);
     }
-    ops->programs =
-        *std::max_element(ops->replicas.begin(), ops->replicas.end()) < ops->replicas.size();
-    if (!ops->programs) {
-      sdk::Log(CHORUS_LOG_INFO,
-               "tpu cross-device ops: the replicas are not the PJRT client's first " +
-                   std::to_string(ops->replicas.size()) +
-                   " devices, where its programs run; every operation runs on the host");
-    }
+    ops->device_ids = DeviceAssignment(*ops->devices, ops->replicas);
     *out = ops.release();
   });
 }

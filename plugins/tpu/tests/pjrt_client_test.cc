@@ -273,6 +273,13 @@ TEST(StablehloPrograms, CompileOptionsCarryTheReplicas) {
   const std::string expected =
       std::string("\x1a\x0f\x08") + std::string(9, '\xff') + "\x01" + "\x20\x04\x28\x01";
   EXPECT_EQ(CompileOptionsProto(4), expected);
+  // With a device assignment: executable_build_options' field 9, xla.DeviceAssignmentProto
+  // { replica_count: 2, computation_count: 1, computation_devices { replica_device_ids: [3, 1]
+  // (packed) } }.
+  const std::string assigned = std::string("\x1a\x1b\x08") + std::string(9, '\xff') + "\x01" +
+                               "\x20\x02\x28\x01" + "\x4a\x0a\x08\x02\x10\x01\x1a\x04" +
+                               "\x0a\x02\x03\x01";
+  EXPECT_EQ(CompileOptionsProto(2, false, {3, 1}), assigned);
 }
 
 // Arguments one per device, results one per device: the reference plugin sums in the replica

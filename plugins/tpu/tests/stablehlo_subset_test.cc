@@ -22,7 +22,9 @@
 namespace chorus_stablehlo_subset_test {
 namespace {
 
+using chorus::pjrt::reference_plugin::CompileOptions;
 using chorus::pjrt::reference_plugin::HostTensor;
+using chorus::pjrt::reference_plugin::ReadCompileOptions;
 using chorus::pjrt::reference_plugin::SubsetProgram;
 using chorus::pjrt::reference_plugin::TensorType;
 using ::testing::HasSubstr;
@@ -824,4 +826,20 @@ TEST(StablehloSubset, ChorusAllReduceProgramsRunAsBefore) {
 }
 
 }  // namespace
+// The compile options the tpu plugin writes with a device assignment (pjrt_client_test checks
+// the same bytes): replicas 2 on PJRT devices 3 and 1, read back.
+TEST(StablehloSubset, CompileOptionsGiveTheReplicasAndTheirDeviceAssignment) {
+  const std::string assigned = std::string("\x1a\x1b\x08") + std::string(9, '\xff') + "\x01" +
+                               "\x20\x02\x28\x01" + "\x4a\x0a\x08\x02\x10\x01\x1a\x04" +
+                               "\x0a\x02\x03\x01";
+  const CompileOptions options = ReadCompileOptions(assigned);
+  EXPECT_EQ(options.num_replicas, 2);
+  EXPECT_EQ(options.device_ids, (std::vector<int64_t>{3, 1}));
+  // Unpacked ids read the same; no assignment is an empty list.
+  const std::string unpacked =
+      std::string("\x1a\x0e\x20\x02\x4a\x0a\x08\x02\x10\x01") + "\x1a\x04\x08\x03\x08\x01";
+  EXPECT_EQ(ReadCompileOptions(unpacked).device_ids, (std::vector<int64_t>{3, 1}));
+  EXPECT_TRUE(ReadCompileOptions(std::string("\x1a\x02\x20\x04")).device_ids.empty());
+}
+
 }  // namespace chorus_stablehlo_subset_test

@@ -256,27 +256,32 @@ TEST(TpuCrossDeviceOps, AllGatherOfEqualPartsIsAProgramAndOfUnequalPartsRunsOnTh
 
 // Parts of allocations, and replicas that are not the client's first devices, run on the host:
 // the same results, no program.
-TEST(TpuCrossDeviceOps, SlicesAndOtherDevicesRunOnTheHostWithTheSameResults) {
+// Replicas on other devices than the client's first run as a program with a device assignment
+// in its compile options; slices of allocations run on the host; both with the host path's bits.
+TEST(TpuCrossDeviceOps, OtherDevicesRunAsAssignedProgramsAndSlicesOnTheHost) {
   constexpr size_t kCount = 333;
   auto devices = ReferenceDevices(3);
   std::vector<std::vector<unsigned char>> inputs;
   for (size_t r = 0; r < 2; ++r) inputs.push_back(Values(CHORUS_F32, kCount, r));
   const auto expected = HostPath(inputs, CHORUS_F32, CHORUS_REDUCE_SUM, kCount);
-  {
-    // Devices 1 and 2 of 3.
-    auto ops = CrossDeviceOps::Create(TpuRegistry(), "tpu", {{devices, 1}, {devices, 2}});
+  // Devices 1 and 2 of 3, then the same two in the other order (replica 0 on device 2).
+  for (const std::vector<uint32_t>& order : {std::vector<uint32_t>{1, 2}, {2, 1}}) {
+    auto ops =
+        CrossDeviceOps::Create(TpuRegistry(), "tpu", {{devices, order[0]}, {devices, order[1]}});
     Replicas buffers(devices, kCount * 4);
-    buffers.Write(1, inputs[0]);
-    buffers.Write(2, inputs[1]);
+    buffers.Write(order[0], inputs[0]);
+    buffers.Write(order[1], inputs[1]);
     ReduceSpec spec{CHORUS_F32,
                     kCount,
-                    {{1, buffers.buffers[1]}, {2, buffers.buffers[2]}},
-                    {{1, buffers.buffers[1]}, {2, buffers.buffers[2]}}};
+                    {{order[0], buffers.buffers[order[0]]}, {order[1], buffers.buffers[order[1]]}},
+                    {{order[0], buffers.buffers[order[0]]}, {order[1], buffers.buffers[order[1]]}}};
     const uint64_t before = ProgramsCompiled();
     ops->Reduce(CHORUS_REDUCE_SUM, spec);
-    EXPECT_EQ(ProgramsCompiled(), before);
-    EXPECT_EQ(buffers.Read(1), expected);
-    EXPECT_EQ(buffers.Read(2), expected);
+    EXPECT_EQ(ProgramsCompiled(), before + 1) << "devices " << order[0] << ", " << order[1];
+    EXPECT_EQ(buffers.Read(order[0]), expected);
+    EXPECT_EQ(buffers.Read(order[1]), expected);
+    ops->Reduce(CHORUS_REDUCE_SUM, spec);
+    EXPECT_EQ(ProgramsCompiled(), before + 1) << "a second call compiled again";
   }
   {
     // The second half of larger allocations on devices 0 and 1.

@@ -238,6 +238,55 @@ TEST(TPUStrategyCompiledStep, AProgramThePluginCannotRunIsRefusedNamingItsLine) 
   }
 }
 
+// Replicas on devices 3 and 1 (by coordinates): the all-reduces of the strategy and of a
+// compiled step run on them as programs with that device assignment.
+TEST(TPUStrategy, ADeviceAssignmentPicksTheReplicasDevicesInItsOrder) {
+  const TPUClusterResolver resolver("local");
+  const Topology topology = InitializeTpuSystem(resolver);
+  const DeviceAssignment assignment(topology, {{3, 0, 0}, {1, 0, 0}});
+  EXPECT_EQ(assignment.num_replicas(), 2);
+  EXPECT_EQ(assignment.num_cores_per_replica(), 1);
+  EXPECT_EQ(assignment.coordinates(1), (std::vector<int>{1, 0, 0}));
+  EXPECT_EQ(assignment.tpu_ordinal(0), 3);
+  TPUStrategy strategy(resolver, assignment);
+  ASSERT_EQ(strategy.num_replicas_in_sync(), 2);
+  EXPECT_EQ(strategy.devices()[0], topology.devices[3]);
+  EXPECT_EQ(strategy.devices()[1], topology.devices[1]);
+  test::CheckAllReduceAndSgdStep(strategy, std::string(kPjrtPlatform));
+
+  ReplicaProgram program;
+  program.stablehlo = AccumulateProgram(2);
+  program.num_parameters = 1;
+  program.steps_per_execution = 2;
+  program.output_dtypes = {CHORUS_F32};
+  const CompiledStep step = strategy.Compile(program);
+  Variable total = CreateTotal(strategy, 0.0f);
+  const auto outputs = strategy.run(step, {total}, AccumulateInputs(strategy, 2));
+  // Step s: replicas hold s * 10 + r, so the sum is 20 s + 1.
+  EXPECT_EQ(outputs[1][0][0].ToVector(), Filled(21));
+  for (const Tensor& copy : total.components()) EXPECT_EQ(copy.ToVector(), Filled(1 + 21));
+}
+
+TEST(TPUStrategy, ADeviceAssignmentOfNoDeviceOrOneDeviceTwiceIsRefused) {
+  const Topology topology = InitializeTpuSystem(TPUClusterResolver("local"));
+  auto message = [&](const std::vector<std::vector<int>>& cores) {
+    try {
+      DeviceAssignment assignment(topology, cores);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), CHORUS_INVALID_ARGUMENT);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(message({{9, 0, 0}}), testing::HasSubstr("replica 0 is at (9,0,0), where the "
+                                                       "topology has no device"));
+  EXPECT_THAT(message({{1, 0, 0}, {1, 0, 0}}), testing::HasSubstr("given to two replicas"));
+  EXPECT_THAT(message({}), testing::HasSubstr("no replicas"));
+  EXPECT_EQ(DeviceAssignment::Build(topology, 2).devices(),
+            (std::vector<Device>{topology.devices[0], topology.devices[1]}));
+  EXPECT_THROW(DeviceAssignment::Build(topology, 5), Error);
+}
+
 TEST(TPUStrategyCompiledStep, DevicesThatRunNoProgramsAreUnsupported) {
   Topology topology;
   topology.devices = Registry::Global().DefaultDevices();

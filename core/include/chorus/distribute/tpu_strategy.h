@@ -47,6 +47,34 @@ Topology InitializeTpuSystem(const TPUClusterResolver& resolver);
 // no TPU system.
 void ShutdownTpuSystem();
 
+// As tf.tpu.experimental.DeviceAssignment with one core per replica: the device of the TPU
+// system (this host's) each replica runs on. Programs over these replicas carry the assignment
+// in their compile options, so any devices in any order work.
+class DeviceAssignment {
+ public:
+  // Replica r on the device whose coordinates (Topology::device_coordinates) are
+  // core_assignment[r]. Throws Error(INVALID_ARGUMENT) for no replicas, coordinates no device
+  // has (or devices without coordinates) and a device given twice.
+  DeviceAssignment(Topology topology, const std::vector<std::vector<int>>& core_assignment);
+  // As DeviceAssignment.build(topology, num_replicas=...): the first num_replicas devices in the
+  // topology's order (all of them for -1).
+  static DeviceAssignment Build(const Topology& topology, int num_replicas = -1);
+
+  const Topology& topology() const { return topology_; }
+  int num_replicas() const { return static_cast<int>(replica_devices_.size()); }
+  int num_cores_per_replica() const { return 1; }
+  // The replica's device: its coordinates, and its index among this host's devices.
+  const std::vector<int>& coordinates(int replica, int logical_core = 0) const;
+  int tpu_ordinal(int replica, int logical_core = 0) const;
+  std::vector<Device> devices() const;
+
+ private:
+  DeviceAssignment() = default;
+  int Check(int replica, int logical_core) const;
+  Topology topology_;
+  std::vector<int> replica_devices_;  // indices into topology_.devices
+};
+
 // A replica's training step as one program, as TPUStrategy compiles a step function: StableHLO
 // (MLIR text) whose public function @main takes the step's parameters, then its inputs (a
 // replica's batch), and returns the new parameters, then its outputs (a loss, say). The
@@ -91,6 +119,10 @@ class TPUStrategy : public MultiWorkerMirroredStrategy {
  public:
   explicit TPUStrategy(const TPUClusterResolver& resolver, std::string_view cross_device_ops = "",
                        const CommunicationOptions& options = {});
+  // As TPUStrategy(tpu_cluster_resolver, experimental_device_assignment): the replicas are the
+  // assignment's devices, on every host of the resolver's cluster.
+  TPUStrategy(const TPUClusterResolver& resolver, const DeviceAssignment& device_assignment,
+              std::string_view cross_device_ops = "", const CommunicationOptions& options = {});
   // This host's devices alone.
   explicit TPUStrategy(Topology topology, std::string_view cross_device_ops = "",
                        const CommunicationOptions& options = {});

@@ -44,6 +44,15 @@ echo "   TensorFlow's first epoch (scripts/fashion_mnist_table.sh 10 prints the 
 scripts/fashion_mnist_table.sh 1 2>/dev/null
 
 echo
+echo "== TPUStrategy's compiled step: softmax regression written in StableHLO"
+echo "   (examples/fashion_mnist/softmax_regression_step.mlir, its gradient all-reduce inside),"
+echo "   compiled by chorus's reference PJRT plugin for 4 devices, 10 steps per dispatch, 1 epoch"
+CHORUS_PJRT_PLUGIN=reference CHORUS_PJRT_OPTIONS=device_count=4 "$bin/fashion_mnist" \
+  --strategy tpu --loop compiled --epochs 1 --steps-per-execution 10 > "$logs/compiled_step.log" 2>&1 ||
+  { tail -20 "$logs/compiled_step.log"; echo "run.sh: the compiled step failed" >&2; exit 1; }
+grep '^Epoch' "$logs/compiled_step.log" | sed 's/^/   /'
+
+echo
 echo "== parameter servers: chorus-launch --ps 2 --workers 2, ParameterServerStrategy (asynchronous"
 echo "   steps on the workers, variables and Adam on the ps tasks), one epoch; the chief's lines"
 "$bin/chorus-launch" --ps 2 --workers 2 --timeout 600 -- \

@@ -71,10 +71,12 @@ void RunCrossDeviceOp(CrossDeviceOps& ops, const RunSpec& spec, std::vector<OnDe
   }
 }
 
-// Times of the timed iterations and the elements wrong after the last one, over every replica.
+// Times of the timed iterations and the elements wrong after the last one, over every replica;
+// `first_call_us`, when given, gets the time of the first (untimed) iteration.
 std::pair<std::vector<double>, uint64_t> MeasureOp(const BenchOptions& options, CrossDeviceOps& ops,
                                                    RunSpec spec, std::vector<RunBuffers>& replicas,
-                                                   std::vector<OnDevice>& on_device) {
+                                                   std::vector<OnDevice>& on_device,
+                                                   double* first_call_us = nullptr) {
   std::vector<double> times;
   uint64_t wrong = 0;
   const int total = options.warmup_iters + options.iters;
@@ -89,6 +91,7 @@ std::pair<std::vector<double>, uint64_t> MeasureOp(const BenchOptions& options, 
     const auto start = Clock::now();
     RunCrossDeviceOp(ops, spec, on_device);
     if (it >= options.warmup_iters) times.push_back(Elapsed(start));
+    if (it == 0 && first_call_us != nullptr) *first_call_us = Elapsed(start);
     if (!checked) continue;
     for (size_t d = 0; d < replicas.size(); ++d) {
       spec.rank = static_cast<int>(d);
@@ -331,6 +334,9 @@ int Run(const BenchOptions& options) {
     std::vector<bool> placements = {false, true};
     if (kind == CollectiveKind::kAllGather) placements = {false};
     std::vector<RunBuffers> replicas(static_cast<size_t>(options.replicas));
+    // Per backend, the first call at each size (out of place): for ops that compile a program
+    // per shape (the tpu plugin's), the compile's cost beside the cached calls of the table.
+    std::vector<std::string> first_calls(all_ops.size());
     for (size_t si = 0; si < sizes.size(); ++si) {
       const RowLayout layout = LayoutFor(kind, sizes[si], element, options.replicas);
       RunSpec spec{kind, options.dtype,    options.reduce_op, options.root,
@@ -352,7 +358,16 @@ int Run(const BenchOptions& options) {
           const size_t b = (k + si + static_cast<size_t>(repeat)) % all_ops.size();
           for (bool in_place : placements) {
             spec.in_place = in_place;
-            auto [times, wrong] = MeasureOp(options, *all_ops[b], spec, replicas, on_device);
+            double first_call_us = 0;
+            const bool first = repeat == 0 && !in_place;
+            auto [times, wrong] = MeasureOp(options, *all_ops[b], spec, replicas, on_device,
+                                            first ? &first_call_us : nullptr);
+            if (first) {
+              char text[64];
+              std::snprintf(text, sizeof text, "%s%s %.0f", first_calls[b].empty() ? "" : ", ",
+                            FormatSize(layout.bytes).c_str(), first_call_us);
+              first_calls[b] += text;
+            }
             auto& into = samples[{b, in_place}];
             into.first.insert(into.first.end(), times.begin(), times.end());
             into.second = std::max(into.second, wrong);
@@ -370,6 +385,9 @@ int Run(const BenchOptions& options) {
       }
       writer.Progress(std::string(CollectiveName(kind)) + " size " + std::to_string(si + 1) + "/" +
                       std::to_string(sizes.size()));
+    }
+    for (size_t b = 0; b < all_ops.size(); ++b) {
+      writer.Comment("first call, out of place (us): " + backends[b] + ": " + first_calls[b]);
     }
   }
   writer.Finish();

@@ -296,15 +296,26 @@ std::vector<Tensor> Strategy::experimental_local_results(const Variable& variabl
 }
 
 DistributedDataset Strategy::experimental_distribute_dataset(const Dataset& dataset) const {
+  return experimental_distribute_dataset(dataset, InputOptions{});
+}
+
+DistributedDataset Strategy::experimental_distribute_dataset(const Dataset& dataset,
+                                                             const InputOptions& options) const {
   const auto local = static_cast<int64_t>(devices_.size());
   return DistributedDataset::FromGlobalBatches(dataset, devices_, worker_id_ * local,
-                                               local * num_workers_);
+                                               local * num_workers_, options);
 }
 
 DistributedDataset Strategy::distribute_datasets_from_function(
     const std::function<Dataset(const InputContext&)>& dataset_fn) const {
+  return distribute_datasets_from_function(dataset_fn, InputOptions{});
+}
+
+DistributedDataset Strategy::distribute_datasets_from_function(
+    const std::function<Dataset(const InputContext&)>& dataset_fn,
+    const InputOptions& options) const {
   const InputContext context(num_workers_, worker_id_, num_replicas_in_sync());
-  return DistributedDataset::FromPerReplicaBatches(dataset_fn(context), devices_);
+  return DistributedDataset::FromPerReplicaBatches(dataset_fn(context), devices_, options);
 }
 
 // ---- StrategyExtended ----------------------------------------------------------------------

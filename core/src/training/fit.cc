@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/host_all_reduce.h"
@@ -35,6 +37,14 @@ void CheckOptions(const FitOptions& options) {
   }
   if (options.log_every_steps <= 0) {
     Fail("fit: log_every_steps must be positive, got " + std::to_string(options.log_every_steps));
+  }
+  if (options.steps_per_execution < 1) {
+    Fail("fit: steps_per_execution must be at least 1, got " +
+         std::to_string(options.steps_per_execution));
+  }
+  if (options.input_options.experimental_per_replica_buffer_size < 1) {
+    Fail("fit: input_options.experimental_per_replica_buffer_size must be at least 1, got " +
+         std::to_string(options.input_options.experimental_per_replica_buffer_size));
   }
   if (options.gradient_shards < 0) {
     Fail("fit: gradient_shards must be 0 (off) or positive, got " +
@@ -85,9 +95,27 @@ Device PlainDevice(const std::vector<Variable>& variables) {
 }
 
 DistributedDataset Distribute(Strategy* strategy, const Dataset& batches,
-                              const std::vector<Variable>& variables) {
-  if (strategy != nullptr) return strategy->experimental_distribute_dataset(batches);
-  return DistributedDataset::FromGlobalBatches(batches, {PlainDevice(variables)});
+                              const std::vector<Variable>& variables, const InputOptions& options) {
+  if (strategy != nullptr) return strategy->experimental_distribute_dataset(batches, options);
+  return DistributedDataset::FromGlobalBatches(batches, {PlainDevice(variables)}, 0, 0, options);
+}
+
+// The training steps' input options: the next execution's steps are prepared while one runs.
+InputOptions TrainInputOptions(const FitOptions& options) {
+  InputOptions input = options.input_options;
+  input.experimental_per_replica_buffer_size =
+      std::max(input.experimental_per_replica_buffer_size, options.steps_per_execution);
+  return input;
+}
+
+// The iterator's next step, which the caller knows is there.
+DistributedBatch NextStep(DistributedIterator& steps) {
+  std::optional<DistributedBatch> batch = steps.GetNext();
+  if (!batch) {
+    throw Error(CHORUS_INTERNAL, "fit: the distributed dataset ended after " +
+                                     std::to_string(steps.steps_taken()) + " steps");
+  }
+  return std::move(*batch);
 }
 
 // A different, reproducible order in every epoch (tf.data's reshuffle_each_iteration).
@@ -261,12 +289,13 @@ void ReplicaTestStep(const Device& device, const Batch& batch, TrainableModel& m
 
 Evaluation RunEvaluation(Strategy* strategy, TrainableModel& model, const Dataset& data,
                          int64_t batch_size, const std::vector<Variable>& variables,
-                         const StepMetrics& metrics) {
+                         const InputOptions& input_options, const StepMetrics& metrics) {
   metrics.loss.reset_state();
   metrics.accuracy.reset_state();
-  const DistributedDataset steps = Distribute(strategy, data.Batch(batch_size), variables);
-  for (int64_t s = 0; s < steps.num_steps(); ++s) {
-    const DistributedBatch batch = steps.Get(s);
+  DistributedIterator steps =
+      Distribute(strategy, data.Batch(batch_size), variables, input_options).MakeIterator();
+  while (const std::optional<DistributedBatch> next = steps.GetNext()) {
+    const DistributedBatch& batch = *next;
     if (strategy != nullptr) {
       strategy->run([&](ReplicaContext& context,
                         const Batch& b) { ReplicaTestStep(context.device(), b, model, metrics); },
@@ -310,6 +339,7 @@ History Fit(Strategy* strategy, TrainableModel& model, Optimizer& optimizer, con
   optimizer.build(variables);
 
   const int64_t batches = (train.num_examples() + options.batch_size - 1) / options.batch_size;
+  const InputOptions train_input = TrainInputOptions(options);
   FitState state;
   state.strategy = strategy;
   state.model = &model;
@@ -329,29 +359,38 @@ History Fit(Strategy* strategy, TrainableModel& model, Optimizer& optimizer, con
     accuracy.reset_state();
     for (Callback* callback : options.callbacks) callback->on_epoch_begin(state);
     const Dataset order = options.shuffle ? train.Shuffle(EpochSeed(options.seed, epoch)) : train;
-    const DistributedDataset steps =
-        Distribute(strategy, order.Batch(options.batch_size), variables);
+    // Only the epoch's steps are prepared (Take counts batches once batched).
+    DistributedIterator steps =
+        Distribute(strategy, order.Batch(options.batch_size).Take(state.steps_per_epoch), variables,
+                   train_input)
+            .MakeIterator();
     EpochLogs logs;
     logs.epoch = epoch;
-    for (int64_t s = 0; s < state.steps_per_epoch; ++s) {
-      const DistributedBatch batch = steps.Get(s);
-      if (strategy != nullptr) {
-        strategy->run(
-            [&](ReplicaContext& context, const Batch& b) {
-              ReplicaTrainStep(&context, context.device(), b, batch.global_size, sharding, model,
-                               optimizer, variables, train_metrics);
-            },
-            batch);
-      } else {
-        ReplicaTrainStep(nullptr, PlainDevice(variables), batch.replicas.front(), batch.global_size,
-                         sharding, model, optimizer, variables, train_metrics);
+    // Executions of steps_per_execution steps [begin, end); the callbacks see their ends only.
+    for (int64_t begin = 0; begin < state.steps_per_epoch; begin += options.steps_per_execution) {
+      const int64_t end = std::min(begin + options.steps_per_execution, state.steps_per_epoch);
+      for (int64_t s = begin; s < end; ++s) {
+        const DistributedBatch batch = NextStep(steps);
+        if (strategy != nullptr) {
+          strategy->run(
+              [&](ReplicaContext& context, const Batch& b) {
+                ReplicaTrainStep(&context, context.device(), b, batch.global_size, sharding, model,
+                                 optimizer, variables, train_metrics);
+              },
+              batch);
+        } else {
+          ReplicaTrainStep(nullptr, PlainDevice(variables), batch.replicas.front(),
+                           batch.global_size, sharding, model, optimizer, variables, train_metrics);
+        }
+        ++logs.steps;
       }
-      ++logs.steps;
-      // Every worker reads at the same steps: with several workers a read is a collective.
-      if ((s + 1) % options.log_every_steps == 0 && s + 1 < state.steps_per_epoch) {
+      // Every worker reads at the same steps: with several workers a read is a collective. An
+      // execution reads when a multiple of log_every_steps falls in it (its end, with 1 step).
+      const bool log_point = end / options.log_every_steps > begin / options.log_every_steps;
+      if (log_point && end < state.steps_per_epoch) {
         const double step_loss = loss.result(), step_accuracy = accuracy.result();
         for (Callback* callback : options.callbacks) {
-          callback->on_train_batch_end(state, s + 1, step_loss, step_accuracy);
+          callback->on_train_batch_end(state, end, step_loss, step_accuracy);
         }
       }
     }
@@ -360,8 +399,9 @@ History Fit(Strategy* strategy, TrainableModel& model, Optimizer& optimizer, con
     logs.train_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (options.validation_data != nullptr) {
-      const Evaluation e = RunEvaluation(strategy, model, *options.validation_data,
-                                         options.batch_size, variables, val_metrics);
+      const Evaluation e =
+          RunEvaluation(strategy, model, *options.validation_data, options.batch_size, variables,
+                        options.input_options, val_metrics);
       logs.val_loss = e.loss;
       logs.val_accuracy = e.accuracy;
     }
@@ -384,7 +424,8 @@ Evaluation Evaluate(Strategy* strategy, TrainableModel& model, const Dataset& da
   const auto scope = ScopeOf(strategy);
   Mean loss("loss");
   SparseCategoricalAccuracy accuracy("accuracy");
-  return RunEvaluation(strategy, model, data, batch_size, variables, StepMetrics{loss, accuracy});
+  return RunEvaluation(strategy, model, data, batch_size, variables, InputOptions{},
+                       StepMetrics{loss, accuracy});
 }
 
 }  // namespace chorus

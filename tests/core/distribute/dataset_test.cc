@@ -1,13 +1,20 @@
 // Dataset, InputContext and DistributedDataset: batching, shuffling, sharding, the split of a
-// global batch across replicas, and every error's message.
+// global batch across replicas, InputOptions, the prefetching DistributedIterator, and every
+// error's message.
 #include <chorus/base/error.h>
 #include <chorus/distribute/dataset.h>
+#include <chorus/distribute/strategies.h>
 #include <chorus/runtime/registry.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <numeric>
+#include <optional>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cpu_devices_for_tests.h"
@@ -275,6 +282,235 @@ TEST(DistributedDatasetTest, ErrorsNameTheProblemAndTheFix) {
   const auto dist = DistributedDataset::FromGlobalBatches(Numbered(4).Batch(2), devices);
   EXPECT_TRUE(
       HasText(ErrorOf([&] { dist.Get(2); }), "step 2 is out of range; the dataset has 2 steps"));
+}
+
+// Both steps' batches hold the same examples, shapes and devices, replica by replica.
+void ExpectSameStep(const DistributedBatch& got, const DistributedBatch& want) {
+  EXPECT_EQ(got.global_size, want.global_size);
+  ASSERT_EQ(got.replicas.size(), want.replicas.size());
+  for (size_t r = 0; r < want.replicas.size(); ++r) {
+    SCOPED_TRACE("replica " + std::to_string(r));
+    const Batch& a = got.replicas[r];
+    const Batch& b = want.replicas[r];
+    EXPECT_EQ(a.size, b.size);
+    EXPECT_EQ(a.features.shape(), b.features.shape());
+    EXPECT_EQ(a.labels.shape(), b.labels.shape());
+    EXPECT_EQ(a.features.device(), b.features.device());
+    EXPECT_EQ(a.labels.device(), b.labels.device());
+    EXPECT_EQ(a.features.ToVector(), b.features.ToVector());
+    EXPECT_EQ(Labels(a), Labels(b));
+  }
+}
+
+// Every step of `dist` through its iterator, against Get(step); then the end.
+void ExpectIteratorMatchesGet(const DistributedDataset& dist) {
+  DistributedIterator it = dist.MakeIterator();
+  for (int64_t s = 0; s < dist.num_steps(); ++s) {
+    SCOPED_TRACE("step " + std::to_string(s));
+    const std::optional<DistributedBatch> batch = it.GetNext();
+    ASSERT_TRUE(batch.has_value());
+    ExpectSameStep(*batch, dist.Get(s));
+  }
+  EXPECT_EQ(it.steps_taken(), dist.num_steps());
+  EXPECT_FALSE(it.GetNext().has_value());
+  EXPECT_FALSE(it.GetNext().has_value()) << "the end stays the end";
+}
+
+TEST(DistributedDatasetTest, IteratorGivesTheBatchesOfGetForEveryStepAndBufferSize) {
+  const auto devices = CpuDevices(3);
+  // 13 examples in batches of 4 over 3 replicas: the last step's batch of 1 leaves two replicas
+  // empty. Per replica: 7 batches of 2 round robin, the last step's second replica empty.
+  const Dataset global = Numbered(13).Shuffle(5).Batch(4);
+  const Dataset per_replica = Numbered(13).Batch(2);
+  for (int buffer : {1, 2, 5}) {
+    SCOPED_TRACE("buffer " + std::to_string(buffer));
+    InputOptions options;
+    options.experimental_per_replica_buffer_size = buffer;
+    const auto by_global = DistributedDataset::FromGlobalBatches(global, devices, 0, 0, options);
+    ASSERT_EQ(by_global.num_steps(), 4);
+    EXPECT_EQ(by_global.options().experimental_per_replica_buffer_size, buffer);
+    ExpectIteratorMatchesGet(by_global);
+    const auto by_replica =
+        DistributedDataset::FromPerReplicaBatches(per_replica, devices, options);
+    ASSERT_EQ(by_replica.num_steps(), 3);
+    ExpectIteratorMatchesGet(by_replica);
+    // A worker's share of 2 workers x 3 replicas.
+    ExpectIteratorMatchesGet(DistributedDataset::FromGlobalBatches(global, devices, 3, 6, options));
+  }
+  // An empty dataset: no step, and no hang.
+  const auto empty = DistributedDataset::FromGlobalBatches(Numbered(0).Batch(4), devices);
+  EXPECT_FALSE(empty.MakeIterator().GetNext().has_value());
+}
+
+TEST(DistributedDatasetTest, StrategiesPassTheirInputOptionsToTheIterator) {
+  MirroredStrategy strategy(CpuDevices(2), "reduction_to_one_device");
+  InputOptions options;
+  options.experimental_per_replica_buffer_size = 3;
+  const auto dist = strategy.experimental_distribute_dataset(Numbered(10).Batch(4), options);
+  EXPECT_EQ(dist.options().experimental_per_replica_buffer_size, 3);
+  ExpectIteratorMatchesGet(dist);
+  const auto from_function = strategy.distribute_datasets_from_function(
+      [](const InputContext& context) {
+        return Numbered(10).Batch(context.get_per_replica_batch_size(4));
+      },
+      options);
+  EXPECT_EQ(from_function.options().experimental_per_replica_buffer_size, 3);
+  ExpectIteratorMatchesGet(from_function);
+  // The one-argument forms keep TensorFlow's defaults.
+  const auto plain = strategy.experimental_distribute_dataset(Numbered(10).Batch(4));
+  EXPECT_TRUE(plain.options().experimental_fetch_to_device);
+  EXPECT_EQ(plain.options().experimental_per_replica_buffer_size, 1);
+}
+
+TEST(DistributedDatasetTest, WithoutFetchToDeviceTheBatchesAreHostTensors) {
+  const auto devices = CpuDevices(2);
+  InputOptions options;
+  options.experimental_fetch_to_device = false;
+  options.experimental_per_replica_buffer_size = 2;
+  const Dataset data = Numbered(7).Batch(4);
+  const auto host = DistributedDataset::FromGlobalBatches(data, devices, 0, 0, options);
+  const auto fetched = DistributedDataset::FromGlobalBatches(data, devices);
+  DistributedIterator it = host.MakeIterator();
+  for (int64_t s = 0; s < host.num_steps(); ++s) {
+    const std::optional<DistributedBatch> batch = it.GetNext();
+    ASSERT_TRUE(batch.has_value());
+    for (const Batch& b : batch->replicas) {
+      EXPECT_TRUE(b.features.host_accessible());
+      EXPECT_TRUE(b.labels.host_accessible());
+      EXPECT_EQ(b.features.device().info().kind, CHORUS_DEVICE_CPU);
+      if (b.size > 0) {
+        EXPECT_EQ(b.features.data<float>()[0], b.features.ToVector()[0]);
+      }
+    }
+    // The same examples as the batches fetched to the devices (a cpu device's memory is host
+    // memory, so here they are on the same devices too).
+    ExpectSameStep(*batch, fetched.Get(s));
+    ExpectSameStep(host.Get(s), fetched.Get(s));
+  }
+}
+
+// The background thread, blocked on a full buffer or busy preparing a slow step, stops at once:
+// the destructor does not wait for the 8 steps left.
+TEST(DistributedDatasetTest, IteratorDestroyedMidEpochStopsPromptly) {
+  const auto dist = DistributedDataset::FromGlobalBatches(Numbered(40).Batch(4), CpuDevices(2));
+  ASSERT_EQ(dist.num_steps(), 10);
+  for (int buffer : {1, 5}) {
+    InputOptions options;
+    options.experimental_per_replica_buffer_size = buffer;
+    const auto buffered =
+        DistributedDataset::FromGlobalBatches(Numbered(40).Batch(4), CpuDevices(2), 0, 0, options);
+    const auto start = std::chrono::steady_clock::now();
+    {
+      DistributedIterator it = buffered.MakeIterator();
+      ASSERT_TRUE(it.GetNext().has_value());
+      ASSERT_TRUE(it.GetNext().has_value());
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let it fill the buffer
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2)) << buffer;
+  }
+
+  std::atomic<int> prepared{0};
+  const auto slow = [&](int64_t step) {
+    ++prepared;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    return dist.Get(step);
+  };
+  std::chrono::steady_clock::duration destroy{};
+  {
+    DistributedIterator it(slow, 10, 2);
+    ASSERT_TRUE(it.GetNext().has_value());
+    ASSERT_TRUE(it.GetNext().has_value());
+    const auto start = std::chrono::steady_clock::now();
+    it = DistributedIterator([&](int64_t step) { return dist.Get(step); }, 0, 1);
+    destroy = std::chrono::steady_clock::now() - start;
+  }
+  // 2 taken, 2 buffered, at most 1 in preparation when it was told to stop; 8 more would take
+  // 1.6 s.
+  EXPECT_LE(prepared.load(), 5);
+  EXPECT_LT(destroy, std::chrono::milliseconds(1000));
+}
+
+TEST(DistributedDatasetTest, IteratorRethrowsAPrefetchErrorAtTheStepThatNeedsIt) {
+  const auto dist = DistributedDataset::FromGlobalBatches(Numbered(40).Batch(4), CpuDevices(2));
+  std::atomic<int64_t> last_prepared{-1};
+  DistributedIterator it(
+      [&](int64_t step) {
+        last_prepared = step;
+        if (step == 3) throw Error(CHORUS_INVALID_ARGUMENT, "bad batch at step 3");
+        return dist.Get(step);
+      },
+      10, 5);
+  for (int64_t s = 0; s < 3; ++s) {
+    const std::optional<DistributedBatch> batch = it.GetNext();
+    ASSERT_TRUE(batch.has_value());
+    ExpectSameStep(*batch, dist.Get(s));
+  }
+  EXPECT_EQ(ErrorOf([&] { it.GetNext(); }), "bad batch at step 3");
+  EXPECT_EQ(ErrorOf([&] { it.GetNext(); }), "bad batch at step 3") << "and at every later call";
+  EXPECT_EQ(it.steps_taken(), 3);
+  EXPECT_EQ(last_prepared.load(), 3) << "nothing is prepared after the error";
+
+  // Any exception, not only chorus::Error.
+  DistributedIterator other([](int64_t) -> DistributedBatch { throw std::runtime_error("boom"); },
+                            2, 1);
+  EXPECT_THROW(other.GetNext(), std::runtime_error);
+
+  // A real failure of Get: a replica device that does not exist fails its allocation on the
+  // background thread, and the caller gets the device's message.
+  const auto devices = CpuDevices(2);
+  const auto missing = DistributedDataset::FromGlobalBatches(
+      Numbered(8).Batch(4), {devices[0], {devices[0].enumerator, 7}});
+  std::string direct;
+  try {
+    missing.Get(0);
+  } catch (const Error& e) {
+    direct = e.what();
+  }
+  EXPECT_TRUE(HasText(direct, "device 7 does not exist"));
+  DistributedIterator failing = missing.MakeIterator();
+  try {
+    failing.GetNext();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), direct);
+  }
+}
+
+TEST(DistributedDatasetTest, InvalidBufferSizesAreRefused) {
+  const auto devices = CpuDevices(2);
+  MirroredStrategy strategy(devices, "reduction_to_one_device");
+  const auto per_replica_fn = [](const InputContext&) { return Numbered(8).Batch(2); };
+  for (int buffer : {0, -1}) {
+    SCOPED_TRACE("buffer " + std::to_string(buffer));
+    InputOptions options;
+    options.experimental_per_replica_buffer_size = buffer;
+    const std::string named = "InputOptions::experimental_per_replica_buffer_size is " +
+                              std::to_string(buffer) + "; it must be at least 1";
+    EXPECT_TRUE(HasText(ErrorOf([&] {
+                          DistributedDataset::FromGlobalBatches(Numbered(8).Batch(4), devices, 0, 0,
+                                                                options);
+                        }),
+                        "experimental_distribute_dataset: " + named));
+    EXPECT_TRUE(HasText(ErrorOf([&] {
+                          DistributedDataset::FromPerReplicaBatches(Numbered(8).Batch(2), devices,
+                                                                    options);
+                        }),
+                        "distribute_datasets_from_function: " + named));
+    EXPECT_TRUE(HasText(
+        ErrorOf([&] { strategy.experimental_distribute_dataset(Numbered(8).Batch(4), options); }),
+        named));
+    EXPECT_TRUE(HasText(
+        ErrorOf([&] { strategy.distribute_datasets_from_function(per_replica_fn, options); }),
+        named));
+    EXPECT_TRUE(HasText(ErrorOf([&] {
+                          DistributedIterator([](int64_t) { return DistributedBatch{}; }, 1,
+                                              buffer);
+                        }),
+                        "DistributedIterator: " + named));
+  }
+  EXPECT_TRUE(HasText(
+      ErrorOf([] { DistributedIterator([](int64_t) { return DistributedBatch{}; }, -1, 1); }),
+      "num_steps is -1"));
 }
 
 }  // namespace

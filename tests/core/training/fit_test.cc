@@ -1,6 +1,7 @@
 // The fit loop (chorus/training/fit.h), its metrics and callbacks, with ranks as replica threads:
-// the metrics equal a hand count, every strategy trains like one device, a model built outside
-// scope() is refused, ModelCheckpoint and BackupAndRestore save and resume.
+// the metrics equal a hand count, every strategy trains like one device, steps_per_execution
+// trains the same bits and calls back per execution, a model built outside scope() is refused,
+// ModelCheckpoint and BackupAndRestore save and resume.
 #include <chorus/chorus.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -200,6 +201,91 @@ TEST(Fit, GradientShardsMustSplitTheBatchOverTheReplicas) {
                 "gradient_shards must be 0 (off) or positive, got -1");
 }
 
+// FitOptions::steps_per_execution: the same training, step for step, in executions of N steps;
+// the callbacks see the ends of the executions. 40 examples in batches of 4: 10 steps, not a
+// multiple of 4, so the last execution has 2.
+TEST(Fit, StepsPerExecutionTrainsTheSameBitsAndCallsBackPerExecution) {
+  const Dataset data = SeparableData(40, kInputs, kClasses, 6);
+  // What the callbacks saw: "batch <step>" per on_train_batch_end, "epoch <steps>" per epoch.
+  struct Recorder : Callback {
+    std::vector<std::string> calls;
+    void on_train_batch_end(FitState&, int64_t step, double, double) override {
+      calls.push_back("batch " + std::to_string(step));
+    }
+    void on_epoch_end(FitState&, const EpochLogs& logs) override {
+      calls.push_back("epoch " + std::to_string(logs.steps));
+    }
+  };
+  struct Run {
+    std::vector<float> weights;
+    std::vector<std::string> calls;
+    History history;
+  };
+  const auto train = [&](int steps_per_execution, int64_t log_every_steps,
+                         int64_t steps_per_epoch = 0, InputOptions input = {}) {
+    MirroredStrategy strategy(CpuDevices(2), "reduction_to_one_device");
+    std::unique_ptr<LinearSoftmaxModel> model;
+    {
+      const auto scope = strategy.scope();
+      model = std::make_unique<LinearSoftmaxModel>(kInputs, kClasses, 1e-2f);
+    }
+    Adam adam(0.1f);
+    Recorder recorder;
+    FitOptions options;
+    options.batch_size = 4;
+    options.epochs = 2;
+    options.seed = 3;
+    options.steps_per_execution = steps_per_execution;
+    options.log_every_steps = log_every_steps;
+    options.steps_per_epoch = steps_per_epoch;
+    options.input_options = input;
+    options.validation_data = &data;
+    options.callbacks = {&recorder};
+    Run run;
+    run.history = Fit(&strategy, *model, adam, data, options);
+    const auto scope = strategy.scope();
+    run.weights = model->kernel().value().ToVector();
+    const std::vector<float> bias = model->bias().value().ToVector();
+    run.weights.insert(run.weights.end(), bias.begin(), bias.end());
+    run.calls = std::move(recorder.calls);
+    return run;
+  };
+  using Calls = std::vector<std::string>;
+  const Run one = train(1, 1);
+  EXPECT_EQ(one.calls,
+            (Calls{"batch 1", "batch 2", "batch 3",  "batch 4", "batch 5", "batch 6", "batch 7",
+                   "batch 8", "batch 9", "epoch 10", "batch 1", "batch 2", "batch 3", "batch 4",
+                   "batch 5", "batch 6", "batch 7",  "batch 8", "batch 9", "epoch 10"}));
+  const Run four = train(4, 1);
+  // ceil(10 / 4) = 3 executions an epoch: the first two end at steps 4 and 8, the last (2 steps)
+  // at the epoch's end, whose figures go to on_epoch_end as with 1 step per execution.
+  EXPECT_EQ(four.calls,
+            (Calls{"batch 4", "batch 8", "epoch 10", "batch 4", "batch 8", "epoch 10"}));
+  EXPECT_EQ(four.weights, one.weights);  // bit for bit
+  ASSERT_EQ(four.history.epochs.size(), 2u);
+  for (size_t e = 0; e < 2; ++e) {
+    EXPECT_EQ(four.history.epochs[e].steps, 10);
+    EXPECT_EQ(four.history.epochs[e].loss, one.history.epochs[e].loss);
+    EXPECT_EQ(four.history.epochs[e].accuracy, one.history.epochs[e].accuracy);
+    ASSERT_TRUE(four.history.epochs[e].val_loss.has_value());
+    EXPECT_EQ(*four.history.epochs[e].val_loss, *one.history.epochs[e].val_loss);
+  }
+  // log_every_steps reads at the end of the executions a multiple of it falls in: 3 in [0, 4),
+  // 6 in [4, 8), 9 in the epoch's last; 5 in [4, 8) alone.
+  EXPECT_EQ(train(4, 3).calls,
+            (Calls{"batch 4", "batch 8", "epoch 10", "batch 4", "batch 8", "epoch 10"}));
+  EXPECT_EQ(train(4, 5).calls, (Calls{"batch 8", "epoch 10", "batch 8", "epoch 10"}));
+  // steps_per_epoch 7: executions [0, 4) and [4, 7).
+  const Run seven = train(4, 1, 7);
+  EXPECT_EQ(seven.calls, (Calls{"batch 4", "epoch 7", "batch 4", "epoch 7"}));
+  EXPECT_EQ(seven.weights, train(1, 1, 7).weights);
+  // Batches kept in host memory and a deeper buffer: the same training too.
+  InputOptions host;
+  host.experimental_fetch_to_device = false;
+  host.experimental_per_replica_buffer_size = 3;
+  EXPECT_EQ(train(4, 1, 0, host).weights, one.weights);
+}
+
 TEST(Fit, AModelBuiltOutsideTheScopeIsRefused) {
   const Dataset data = SeparableData(16, kInputs, kClasses, 1);
   MirroredStrategy strategy(CpuDevices(2), "reduction_to_one_device");
@@ -236,6 +322,16 @@ TEST(Fit, BadOptionsAndDataAreRefused) {
   options.initial_epoch = 3;
   ExpectMessage([&] { Fit(nullptr, model, sgd, data, options); },
                 "need 0 <= initial_epoch <= epochs");
+  options.initial_epoch = 0;
+  for (int steps : {0, -2}) {
+    options.steps_per_execution = steps;
+    test::ExpectError([&] { Fit(nullptr, model, sgd, data, options); }, CHORUS_INVALID_ARGUMENT,
+                      {"steps_per_execution must be at least 1, got " + std::to_string(steps)});
+  }
+  options.steps_per_execution = 1;
+  options.input_options.experimental_per_replica_buffer_size = 0;
+  test::ExpectError([&] { Fit(nullptr, model, sgd, data, options); }, CHORUS_INVALID_ARGUMENT,
+                    {"input_options.experimental_per_replica_buffer_size must be at least 1"});
 }
 
 TEST(Metrics, MeanAndAccuracyAggregateEveryReplica) {

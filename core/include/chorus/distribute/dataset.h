@@ -1,5 +1,6 @@
 // Input: an in-memory dataset of labelled examples, batched; its distribution across replicas
-// (experimental_distribute_dataset, distribute_datasets_from_function) and InputContext.
+// (experimental_distribute_dataset, distribute_datasets_from_function) with InputOptions and
+// InputContext, and the iterator that prepares its steps ahead on a background thread.
 #ifndef CHORUS_DATASET_H_
 #define CHORUS_DATASET_H_
 
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace chorus {
@@ -85,6 +87,23 @@ class InputContext {
   int num_input_pipelines_, input_pipeline_id_, num_replicas_in_sync_;
 };
 
+// tf.distribute.InputOptions: where a distributed dataset puts the replicas' batches, and how far
+// its iterator prepares them ahead.
+struct InputOptions {
+  // true: each replica's batch is copied to the replica's device. false: the batch stays in host
+  // memory, so the replica's step gets host tensors (on a cpu device: the replica's own device
+  // when its memory is host memory, else one of the process's cpu devices) and copies what it
+  // needs itself.
+  bool experimental_fetch_to_device = true;
+  // Up to this many batches per replica are prepared (read, sliced and copied to the devices)
+  // by a DistributedIterator's background thread ahead of the step that needs them, so that the
+  // copies overlap the steps before (TensorFlow's prefetch to device). At least 1. Get(step)
+  // prepares its step on the caller's thread and does not use it.
+  int experimental_per_replica_buffer_size = 1;
+};
+
+class DistributedIterator;
+
 // The steps of a distributed dataset, each a DistributedBatch on the replicas' devices.
 class DistributedDataset {
  public:
@@ -93,25 +112,63 @@ class DistributedDataset {
   // c = ceil(batch_size / replicas), so a short final batch leaves the last replicas empty.
   // With several workers, every worker reads the same global batches and keeps the slices of
   // its own replicas: global replicas [first_replica, first_replica + devices.size()) of
-  // total_replicas (0 = devices.size()).
+  // total_replicas (0 = devices.size()). Error(INVALID_ARGUMENT) for a buffer size below 1.
   static DistributedDataset FromGlobalBatches(const Dataset& dataset,
                                               const std::vector<Device>& devices,
-                                              int64_t first_replica = 0,
-                                              int64_t total_replicas = 0);
+                                              int64_t first_replica = 0, int64_t total_replicas = 0,
+                                              const InputOptions& options = {});
   // This input pipeline's dataset, batched per replica (distribute_datasets_from_function),
   // feeding devices.size() replicas: step s gives replica r batch s * replicas + r.
   static DistributedDataset FromPerReplicaBatches(const Dataset& dataset,
-                                                  const std::vector<Device>& devices);
+                                                  const std::vector<Device>& devices,
+                                                  const InputOptions& options = {});
 
   int64_t num_steps() const;
+  const InputOptions& options() const { return options_; }
+  // Step `step`, prepared on the calling thread (random access, no prefetch).
   DistributedBatch Get(int64_t step) const;
+  // The steps in order, each prepared ahead on a background thread, up to
+  // options().experimental_per_replica_buffer_size steps ahead (iter(dist_dataset)).
+  DistributedIterator MakeIterator() const;
 
  private:
   Dataset dataset_;
+  // Where each replica's batch goes: the replica's device, or host memory when
+  // !options_.experimental_fetch_to_device.
   std::vector<Device> devices_;
+  InputOptions options_;
   bool per_replica_ = false;
   int64_t first_replica_ = 0;
   int64_t total_replicas_ = 0;  // over every worker
+};
+
+// tf.distribute.DistributedIterator: steps 0, 1, ... num_steps - 1 of a step function (a
+// DistributedDataset's Get), each prepared by a background thread up to buffer_size steps ahead
+// of GetNext, in a bounded queue. One thread calls GetNext. Destroying the iterator mid-epoch
+// wakes the background thread and joins it, after the step it is preparing if it is in one.
+class DistributedIterator {
+ public:
+  // Starts the background thread. Error(INVALID_ARGUMENT) unless buffer_size >= 1 and
+  // num_steps >= 0. DistributedDataset::MakeIterator is the usual way to make one.
+  DistributedIterator(std::function<DistributedBatch(int64_t step)> prepare, int64_t num_steps,
+                      int buffer_size);
+  ~DistributedIterator();
+  DistributedIterator(DistributedIterator&& other) noexcept;
+  DistributedIterator& operator=(DistributedIterator&& other) noexcept;
+
+  // The next step's batches (waiting for the background thread when it is not ready);
+  // std::nullopt after the last step (get_next_as_optional). An exception the background thread
+  // met preparing this step is rethrown here, and by every later call.
+  std::optional<DistributedBatch> GetNext();
+  // Steps GetNext has returned.
+  int64_t steps_taken() const { return taken_; }
+
+ private:
+  struct State;
+  void Stop();
+
+  std::unique_ptr<State> state_;
+  int64_t taken_ = 0;
 };
 
 }  // namespace chorus

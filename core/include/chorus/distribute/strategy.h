@@ -116,9 +116,17 @@ class Strategy {
   std::vector<Tensor> experimental_local_results(const PerReplica& value) const;
   std::vector<Tensor> experimental_local_results(const Variable& variable) const;
 
+  // `dataset` batched by the global batch, each batch split over the replicas (of every worker);
+  // `options` (tf.distribute.InputOptions) say whether the replicas' slices are copied to their
+  // devices and how many steps DistributedDataset::MakeIterator prepares ahead.
   DistributedDataset experimental_distribute_dataset(const Dataset& dataset) const;
+  DistributedDataset experimental_distribute_dataset(const Dataset& dataset,
+                                                     const InputOptions& options) const;
   DistributedDataset distribute_datasets_from_function(
       const std::function<Dataset(const InputContext&)>& dataset_fn) const;
+  DistributedDataset distribute_datasets_from_function(
+      const std::function<Dataset(const InputContext&)>& dataset_fn,
+      const InputOptions& options) const;
 
   // How this strategy places a new variable (kPlain never: that is for no strategy).
   virtual VariableKind PlacementFor(VariableSynchronization synchronization) const = 0;

@@ -76,8 +76,20 @@ struct FitOptions {
   uint64_t seed = 1;
   int64_t steps_per_epoch = 0;  // 0: the whole data set
   // Metrics are read (a collective with several workers) every this many steps for the
-  // progress callbacks, and at the end of each epoch.
+  // progress callbacks, and at the end of each epoch. With steps_per_execution N the reads come
+  // at the end of the executions in which a multiple of log_every_steps falls.
   int64_t log_every_steps = 50;
+  // Keras' compile(steps_per_execution=N): the steps of an epoch run in executions of N steps
+  // (the epoch's last execution has what is left when N does not divide its steps). Callbacks
+  // see executions only: on_train_batch_end comes after an execution, with the epoch's step count
+  // at its end (the progress advances by N) and the figures after its last step, never inside
+  // one. The training itself is the same as with 1, step for step, to the bit. The input
+  // pipeline prepares up to max(N, input_options' buffer size) steps ahead, so the next
+  // execution's batches are ready when it starts. At least 1.
+  int steps_per_execution = 1;
+  // How the training and validation batches reach the replicas (experimental_distribute_dataset's
+  // InputOptions); they are prepared on a background thread, a buffer of steps ahead.
+  InputOptions input_options;
   const Dataset* validation_data = nullptr;  // unbatched; evaluated after each epoch
   std::vector<Callback*> callbacks;
   // Gradients that do not depend on the strategy. 0 (the default): each replica's step runs on

@@ -7,6 +7,7 @@
 #include <chorus/base/environment.h>
 #include <chorus/base/error.h>
 #include <chorus/cluster_resolver/cluster_resolver.h>
+#include <chorus/cluster_resolver/cluster_spec.h>
 #include <chorus/cluster_resolver/host_identity.h>
 #include <chorus/cluster_resolver/multi_worker_util.h>
 #include <chorus/cluster_resolver/tpu_cluster_resolver.h>

@@ -23,7 +23,7 @@ const char* const kWorker = "worker";
 
 std::string Quoted(const std::string& text) { return "'" + text + "'"; }
 
-std::string JoinJobNames(const ClusterSpec& spec) {
+std::string JoinJobNames(const SparseClusterSpec::SparseJobs& spec) {
   std::string names;
   for (const auto& [job, addresses] : spec) names += (names.empty() ? "" : ", ") + job;
   return names.empty() ? "no jobs" : names;
@@ -36,6 +36,9 @@ std::string AddressProblem(const std::string& address) {
 }
 
 using cluster_internal::Fail;
+using cluster_internal::FirstGap;
+using cluster_internal::GapFix;
+using cluster_internal::IndexList;
 using cluster_internal::IsTaskType;
 using cluster_internal::JobSize;
 
@@ -57,35 +60,64 @@ std::string JobCounts(const ClusterSpec& spec) {
   return counts.empty() ? "no jobs" : counts;
 }
 
-// The checks of multi_worker_util.validate_cluster_spec, plus well-formed, distinct addresses.
-void ValidateCluster(const ClusterSpec& spec, const std::string& task_type, int task_id) {
+// A dense spec's tasks by index.
+SparseClusterSpec::SparseJobs ByIndex(const ClusterSpec& spec) {
+  SparseClusterSpec::SparseJobs jobs;
   for (const auto& [job, addresses] : spec) {
+    SparseClusterSpec::TaskMap& tasks = jobs[job];
+    for (size_t i = 0; i < addresses.size(); ++i) tasks.emplace(static_cast<int>(i), addresses[i]);
+  }
+  return jobs;
+}
+
+int NumTasks(const SparseClusterSpec::SparseJobs& spec, const std::string& job) {
+  auto it = spec.find(job);
+  return it == spec.end() ? 0 : static_cast<int>(it->second.size());
+}
+
+// The checks of multi_worker_util.validate_cluster_spec, plus well-formed, distinct addresses and
+// chief and worker jobs without gaps.
+void ValidateCluster(const SparseClusterSpec::SparseJobs& spec, const std::string& task_type,
+                     int task_id) {
+  for (const auto& [job, tasks] : spec) {
     if (!IsTaskType(job)) Fail(UnknownTaskType(job, "in the cluster"));
   }
   std::map<std::string, std::string> owner_of_address;
-  for (const auto& [job, addresses] : spec) {
-    for (size_t i = 0; i < addresses.size(); ++i) {
-      const std::string task = job + " " + std::to_string(i);
-      const std::string problem = AddressProblem(addresses[i]);
+  for (const auto& [job, tasks] : spec) {
+    for (const auto& [index, address] : tasks) {
+      const std::string task = job + " " + std::to_string(index);
+      const std::string problem = AddressProblem(address);
       if (!problem.empty()) {
-        Fail("address " + Quoted(addresses[i]) + " of " + task + " " + problem +
+        Fail("address " + Quoted(address) + " of " + task + " " + problem +
              "; write every address as \"host:port\" with a port in 1..65535, e.g. "
              "\"localhost:2222\" or \"[::1]:2222\"");
       }
-      auto [it, inserted] = owner_of_address.emplace(addresses[i], task);
+      auto [it, inserted] = owner_of_address.emplace(address, task);
       if (!inserted) {
-        Fail("address " + Quoted(addresses[i]) + " is used by both " + it->second + " and " + task +
+        Fail("address " + Quoted(address) + " is used by both " + it->second + " and " + task +
              "; give every task its own host:port");
       }
     }
   }
-  if (JobSize(spec, kChief) > 1) {
-    Fail("the cluster has " + std::to_string(JobSize(spec, kChief)) +
+  if (NumTasks(spec, kChief) > 1) {
+    Fail("the cluster has " + std::to_string(NumTasks(spec, kChief)) +
          " chief tasks; there must be at most one: make the others workers");
   }
-  if (JobSize(spec, "evaluator") > 1) {
-    Fail("the cluster has " + std::to_string(JobSize(spec, "evaluator")) +
+  if (NumTasks(spec, "evaluator") > 1) {
+    Fail("the cluster has " + std::to_string(NumTasks(spec, "evaluator")) +
          " evaluator tasks; there must be at most one");
+  }
+  for (const std::string job : {kChief, kWorker}) {
+    auto it = spec.find(job);
+    if (it == spec.end()) continue;
+    if (std::optional<int> gap = FirstGap(it->second)) {
+      Fail("the " + job + " job has no task " + std::to_string(*gap) +
+           " (its task indices: " + IndexList(it->second) +
+           "), and the chief and the workers take part in collectives, which number them "
+           "0..n-1 (as TensorFlow's MultiWorkerMirroredStrategy needs contiguous worker "
+           "indices): " +
+           GapFix(it->second.size()));
+    }
   }
   if (!IsTaskType(task_type)) Fail(UnknownTaskType(task_type, "for this task"));
   auto job = spec.find(task_type);
@@ -102,7 +134,15 @@ void ValidateCluster(const ClusterSpec& spec, const std::string& task_type, int 
     Fail("this task's type " + Quoted(task_type) + " is not a job of the cluster (it has " +
          JoinJobNames(spec) + "); set the task type to one of them or add the job");
   }
-  const int size = static_cast<int>(job->second.size());
+  const SparseClusterSpec::TaskMap& tasks = job->second;
+  if (FirstGap(tasks)) {
+    if (tasks.count(task_id) == 0) {
+      Fail("task index " + std::to_string(task_id) + " is not a task of the " + task_type +
+           " job (its task indices: " + IndexList(tasks) + "); set the task index to one of them");
+    }
+    return;
+  }
+  const int size = static_cast<int>(tasks.size());
   if (task_id < 0 || task_id >= size) {
     Fail("task index " + std::to_string(task_id) + " is out of range: the cluster has " +
          std::to_string(size) + " " + task_type + " task" + (size == 1 ? "" : "s") +
@@ -162,12 +202,14 @@ long long RequiredEnvInteger(const char* name, long long min, long long max,
 }  // namespace cluster_internal
 
 int ClusterResolver::num_workers() const {
-  return JobSize(cluster_spec(), kChief) + JobSize(cluster_spec(), kWorker);
+  return JobSize(collective_jobs(), kChief) + JobSize(collective_jobs(), kWorker);
 }
 
 int ClusterResolver::id_in_cluster() const {
   if (task_type() == kChief) return 0;
-  if (task_type() == kWorker) return task_id() + (JobSize(cluster_spec(), kChief) > 0 ? 1 : 0);
+  if (task_type() == kWorker) {
+    return task_id() + (JobSize(collective_jobs(), kChief) > 0 ? 1 : 0);
+  }
   throw Error(CHORUS_INVALID_ARGUMENT,
               task_name() + " has no id in the cluster: only the chief and the workers take part " +
                   "in collectives; ask for the id of a chief or worker task");
@@ -175,7 +217,7 @@ int ClusterResolver::id_in_cluster() const {
 
 bool ClusterResolver::is_leader() const {
   if (task_type() == kChief) return true;
-  return task_type() == kWorker && task_id() == 0 && JobSize(cluster_spec(), kChief) == 0;
+  return task_type() == kWorker && task_id() == 0 && JobSize(collective_jobs(), kChief) == 0;
 }
 
 std::string ClusterResolver::leader_address() const {
@@ -201,16 +243,16 @@ std::string ClusterResolver::TaskNameOf(int id) const {
                     (workers > 0 ? " (ids 0.." + std::to_string(workers - 1) + ")" : "") +
                     "; ask for an id in that range");
   }
-  const bool has_chief = JobSize(cluster_spec(), kChief) > 0;
+  const bool has_chief = JobSize(collective_jobs(), kChief) > 0;
   if (has_chief && id == 0) return "chief 0";
   return "worker " + std::to_string(has_chief ? id - 1 : id);
 }
 
 std::string ClusterResolver::AddressOf(int id) const {
   TaskNameOf(id);  // throws for an id out of range
-  const bool has_chief = JobSize(cluster_spec(), kChief) > 0;
-  if (has_chief && id == 0) return cluster_spec().at(kChief)[0];
-  return cluster_spec().at(kWorker)[has_chief ? id - 1 : id];
+  const bool has_chief = JobSize(collective_jobs(), kChief) > 0;
+  if (has_chief && id == 0) return collective_jobs().at(kChief)[0];
+  return collective_jobs().at(kWorker)[has_chief ? id - 1 : id];
 }
 
 std::string ClusterResolver::master(const std::optional<std::string>& task_type,
@@ -292,7 +334,7 @@ std::map<std::string, int> SimpleClusterResolver::num_accelerators(
 }
 
 void SimpleClusterResolver::SetTask(std::string task_type, int task_id) {
-  ValidateCluster(spec_, task_type, task_id);
+  ValidateCluster(spec_with_gaps_.tasks(), task_type, task_id);
   task_type_ = std::move(task_type);
   task_id_ = task_id;
 }
@@ -303,7 +345,53 @@ SimpleClusterResolver::SimpleClusterResolver(ClusterSpec spec, std::string task_
       task_type_(std::move(task_type)),
       task_id_(task_id),
       rpc_layer_(std::move(rpc_layer)) {
-  ValidateCluster(spec_, task_type_, task_id_);
+  ValidateCluster(ByIndex(spec_), task_type_, task_id_);
+  spec_with_gaps_ = SparseClusterSpec(spec_);
+}
+
+SimpleClusterResolver::SimpleClusterResolver(WithGaps, SparseClusterSpec spec,
+                                             std::string task_type, int task_id,
+                                             std::string rpc_layer)
+    : spec_with_gaps_(std::move(spec)),
+      task_type_(std::move(task_type)),
+      task_id_(task_id),
+      rpc_layer_(std::move(rpc_layer)) {
+  ValidateCluster(spec_with_gaps_.tasks(), task_type_, task_id_);
+  for (const auto& [job, tasks] : spec_with_gaps_.tasks()) {
+    if (FirstGap(tasks)) continue;
+    std::vector<std::string>& addresses = spec_[job];
+    for (const auto& [index, address] : tasks) addresses.push_back(address);
+  }
+}
+
+const ClusterSpec& SimpleClusterResolver::cluster_spec() const {
+  if (!has_gaps()) return spec_;
+  for (const auto& [job, tasks] : spec_with_gaps_.tasks()) {
+    if (std::optional<int> gap = FirstGap(tasks)) {
+      Fail(name() + ": cluster_spec(): job " + Quoted(job) + " has no task " +
+           std::to_string(*gap) + " (its task indices: " + IndexList(tasks) +
+           "), and a ClusterSpec lists task i at position i, so it cannot show the job without "
+           "renumbering its tasks; read cluster_spec_with_gaps() instead, or close the gap: " +
+           GapFix(tasks.size()));
+    }
+  }
+  return spec_;  // not reached: has_gaps() means a job has a gap
+}
+
+std::string SimpleClusterResolver::master(const std::optional<std::string>& task_type,
+                                          std::optional<int> task_id,
+                                          const std::string& rpc_layer) const {
+  if (!has_gaps()) return ClusterResolver::master(task_type, task_id, rpc_layer);
+  // ClusterResolver::master reads cluster_spec(), which a spec with gaps cannot give.
+  if (std::string preset = preset_master(); !preset.empty()) return preset;
+  const std::string type = task_type.value_or(this->task_type());
+  const int id = task_id.value_or(this->task_id());
+  try {
+    return FormatMasterUrl(spec_with_gaps_.task_address(type, id),
+                           rpc_layer.empty() ? this->rpc_layer() : rpc_layer);
+  } catch (const Error& e) {
+    Fail(std::string("master(): ") + e.what());
+  }
 }
 
 std::unique_ptr<ClusterResolver> ResolveClusterFromEnvironment() {

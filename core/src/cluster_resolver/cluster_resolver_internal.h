@@ -4,6 +4,8 @@
 
 #include <chorus/cluster_resolver/cluster_resolver.h>
 
+#include <cstddef>
+#include <optional>
 #include <string>
 
 namespace chorus::cluster_internal {
@@ -29,6 +31,16 @@ int JobSize(const ClusterSpec& spec, const std::string& job);
 
 // Whether `type` is one of TensorFlow's task types: chief, worker, ps, evaluator.
 bool IsTaskType(const std::string& type);
+
+// The smallest index in 0..largest that `tasks` lacks; nullopt when its indices are 0..n-1.
+std::optional<int> FirstGap(const SparseClusterSpec::TaskMap& tasks);
+
+// The indices of `tasks` for a message, runs shortened: "0..2, 5, 7, 8" ("none" for no tasks).
+std::string IndexList(const SparseClusterSpec::TaskMap& tasks);
+
+// How a job of `num_tasks` tasks with a gap is fixed, for a message: "number its tasks 0..2 or
+// add the missing ones".
+std::string GapFix(size_t num_tasks);
 
 }  // namespace chorus::cluster_internal
 

@@ -4,6 +4,9 @@
 #ifndef CHORUS_CLUSTER_RESOLVER_H_
 #define CHORUS_CLUSTER_RESOLVER_H_
 
+#include <chorus/cluster_resolver/cluster_spec.h>
+
+#include <concepts>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -13,9 +16,6 @@
 #include <vector>
 
 namespace chorus {
-
-// Job name ("chief", "worker", "ps", "evaluator") -> task addresses ("host:port"), in index order.
-using ClusterSpec = std::map<std::string, std::vector<std::string>>;
 
 class ClusterResolver {
  public:
@@ -67,6 +67,10 @@ class ClusterResolver {
   virtual bool runs_alone() const { return cluster_spec().empty(); }
   // What master() returns whatever the task, when not "" (TF_CONFIG's "session_master").
   virtual std::string preset_master() const { return ""; }
+  // The jobs that num_workers(), id_in_cluster(), is_leader(), TaskNameOf() and AddressOf() read
+  // the chief and the workers from: cluster_spec(), unless a resolver's other jobs keep it from
+  // answering (a SimpleClusterResolver whose ps job has gaps).
+  virtual const ClusterSpec& collective_jobs() const { return cluster_spec(); }
 };
 
 // As TensorFlow's format_master_url: "<rpc_layer>://<address>", or `address` when rpc_layer is "".
@@ -83,7 +87,28 @@ class SimpleClusterResolver : public ClusterResolver {
   // Throws Error(INVALID_ARGUMENT) for the same mistakes TF_CONFIG's parser reports.
   SimpleClusterResolver(ClusterSpec spec, std::string task_type, int task_id,
                         std::string rpc_layer = "");
-  const ClusterSpec& cluster_spec() const override { return spec_; }
+  // From a spec whose jobs may have gaps, as TensorFlow's takes any tf.train.ClusterSpec; checked
+  // as above, and a dense spec makes the same resolver. With gaps:
+  // - The chief and worker jobs must have none: the collectives number their tasks 0..n-1
+  //   (TensorFlow's MultiWorkerMirroredStrategy needs contiguous worker indices). A gap there
+  //   throws Error(INVALID_ARGUMENT) naming it.
+  // - A ps or evaluator job may have gaps, and this task may be any task of the spec. master()
+  //   and num_accelerators() answer a task by its index (master("ps", 3)), the collective
+  //   queries (num_workers(), AddressOf(), ...) as for a dense spec, cluster_spec_with_gaps()
+  //   with the whole spec. cluster_spec() throws Error(INVALID_ARGUMENT) naming the first gap
+  //   rather than renumber tasks, and so fail what reads it: UnionClusterResolver and
+  //   ParameterServerStrategy (its ps tasks are 0..n-1).
+  // A template only so that a braced spec, e.g. {{"worker", {"a:1"}}}, picks the constructor
+  // above.
+  template <std::same_as<SparseClusterSpec> Spec>
+  SimpleClusterResolver(Spec spec, std::string task_type, int task_id, std::string rpc_layer = "")
+      : SimpleClusterResolver(WithGaps{}, std::move(spec), std::move(task_type), task_id,
+                              std::move(rpc_layer)) {}
+
+  // Throws Error(INVALID_ARGUMENT) for a spec with gaps (see above).
+  const ClusterSpec& cluster_spec() const override;
+  // Every task by its index, the spec's gaps kept.
+  const SparseClusterSpec& cluster_spec_with_gaps() const { return spec_with_gaps_; }
   const std::string& task_type() const override { return task_type_; }
   int task_id() const override { return task_id_; }
   std::string rpc_layer() const override { return rpc_layer_; }
@@ -104,6 +129,9 @@ class SimpleClusterResolver : public ClusterResolver {
   std::map<std::string, int> num_accelerators(
       const std::optional<std::string>& task_type = std::nullopt,
       std::optional<int> task_id = std::nullopt) const override;
+  std::string master(const std::optional<std::string>& task_type = std::nullopt,
+                     std::optional<int> task_id = std::nullopt,
+                     const std::string& rpc_layer = "") const override;
 
  protected:
   // Whether num_accelerators() counts this process's devices when none were set (the resolvers
@@ -114,9 +142,17 @@ class SimpleClusterResolver : public ClusterResolver {
   // An empty cluster with no task: a single local process (TF_CONFIG "{}").
   struct SingleLocalProcess {};
   explicit SimpleClusterResolver(SingleLocalProcess);
+  const ClusterSpec& collective_jobs() const override { return spec_; }
 
  private:
-  ClusterSpec spec_;
+  struct WithGaps {};
+  SimpleClusterResolver(WithGaps, SparseClusterSpec spec, std::string task_type, int task_id,
+                        std::string rpc_layer);
+  // Whether a job has gaps: spec_ leaves those jobs out.
+  bool has_gaps() const { return spec_.size() < spec_with_gaps_.tasks().size(); }
+
+  ClusterSpec spec_;  // the jobs without gaps: every job unless built from a spec with gaps
+  SparseClusterSpec spec_with_gaps_;
   std::string task_type_;
   int task_id_;
   std::string rpc_layer_;

@@ -9,7 +9,11 @@
 #   bash scripts/gpu_check.sh run       # there, from the repository root, with .devdeps carried:
 #                                       # unpacks them under /tmp/deps (not /), builds the core,
 #                                       # plugins/nccl and the tests, runs ctest -L gpu and
-#                                       # chorus-bench --kernels --devices cuda (f32 and bf16)
+#                                       # chorus-bench --kernels --devices cuda (f32 and bf16);
+#                                       # then, where JAX's CUDA PJRT plugin is installed
+#                                       # (jax-cuda13-pjrt), chorus-info on it, the tpu cross-device
+#                                       # ops and kernels through it, and the compiled step on it
+#                                       # beside the reference plugin (their losses must agree)
 # Output also goes to $OUT/gpu_check.log when $OUT is set. First run: plugins/nccl/README.md.
 set -u
 case "${1:-}" in
@@ -41,6 +45,42 @@ case "${1:-}" in
       timeout 120 build/gpu/bin/chorus-bench --kernels --devices cuda -b 1M -e 1G -f 4 \
         -d "$dtype" || { echo "gpu_check: chorus-bench --kernels -d $dtype failed"; failed=1; }
     done
+    # JAX's CUDA PJRT plugin, with the NVIDIA libraries of the `nvidia` Python packages beside it.
+    plugin=$(find / -path /proc -prune -o -name 'xla_cuda_plugin.so' -print 2>/dev/null | head -1)
+    if [ -z "$plugin" ]; then
+      echo "gpu_check: no xla_cuda_plugin.so (pip package jax-cuda13-pjrt): PJRT checks skipped"
+      exit "$failed"
+    fi
+    site=$(dirname "$(dirname "$(dirname "$plugin")")")
+    for lib in "$site"/nvidia/*/lib; do LD_LIBRARY_PATH=$lib:$LD_LIBRARY_PATH; done
+    export LD_LIBRARY_PATH
+    bin=build/gpu/bin
+    echo "== PJRT plugin $plugin"
+    CHORUS_PJRT_PLUGIN=$plugin timeout 120 "$bin/chorus-info" | sed -n '/platform pjrt/,/cross-device ops over/p' ||
+      { echo "gpu_check: chorus-info on the PJRT plugin failed"; failed=1; }
+    CHORUS_PJRT_PLUGIN=$plugin timeout 300 "$bin/chorus-bench" --in-process --devices pjrt \
+      --replicas 1 -b 4K -e 64M -f 16 ||
+      { echo "gpu_check: chorus-bench --in-process --devices pjrt failed"; failed=1; }
+    CHORUS_PJRT_PLUGIN=$plugin timeout 120 "$bin/chorus-bench" --kernels --devices pjrt -b 4K \
+      -e 64M -f 16 || { echo "gpu_check: chorus-bench --kernels --devices pjrt failed"; failed=1; }
+    # The compiled step on synthetic data (the machine has no data set): the same losses on the
+    # GPU as on the reference plugin, within 1e-3 (XLA's reductions and exp differ in order).
+    step=(--strategy tpu --loop compiled --synthetic --epochs 1 --train-examples 16000
+          --test-examples 2000 --steps-per-execution 10)
+    # One replica on each: the reference plugin with one device, the machine's one GPU.
+    for which in reference "$plugin"; do
+      options=; [ "$which" = reference ] && options=device_count=1
+      CHORUS_PJRT_PLUGIN=$which CHORUS_PJRT_OPTIONS=$options timeout 300 "$bin/fashion_mnist" "${step[@]}" \
+        2>&1 | tee "build/gpu/compiled_step_$(basename "$which").log" | grep -E "^(Strategy|Epoch)" ||
+        { echo "gpu_check: the compiled step on $which failed"; failed=1; }
+    done
+    python3 - build/gpu/compiled_step_reference.log build/gpu/compiled_step_xla_cuda_plugin.so.log <<'PY' || failed=1
+import re, sys
+loss = lambda f: float(re.search(r"Epoch 1, Loss: ([0-9.]+)", open(f).read()).group(1))
+a, b = loss(sys.argv[1]), loss(sys.argv[2])
+print(f"compiled step loss: reference {a:.4f}, CUDA PJRT {b:.4f}, difference {abs(a - b):.2e}")
+sys.exit(0 if abs(a - b) <= 1e-3 else 1)
+PY
     exit "$failed"
     ;;
   *)

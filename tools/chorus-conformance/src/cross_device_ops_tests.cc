@@ -1,6 +1,8 @@
 // The cross-device ops sweep: every operation x dtype x reduce op x element count x replica
 // count, on the core's cpu devices (host memory, so the kit runs anywhere), checked element by
-// element against the host reference in reference.h.
+// element against the host reference in reference.h. Ops that declare an operation only on the
+// memory of one of the plugin's own device enumerators (the tpu plugin's "pjrt" devices) are
+// swept on that enumerator's devices instead, every buffer written and read through its copy.
 //
 // One test per (operation, dtype), e.g. CrossDeviceOps.AllReduceInPlace/f16, so a filter picks
 // one; a test stops after kMaxFailures failing cases and names each case it failed.
@@ -58,12 +60,38 @@ const std::vector<chorus_reduce_op>& AllReduceOps() {
   return ops;
 }
 
-// Replica k sits on cpu device (3k + 1) mod 8: not 0, 1, 2, ... in order, so a plugin that
-// confuses a replica's position with its device index fails.
-std::vector<uint32_t> ReplicaDevices(size_t replicas) {
+// Replica k sits on device (3k + 1) mod n of n devices (n - 1 - k where 3 divides n): not 0, 1,
+// 2, ... in order, so a plugin that confuses a replica's position with its device index fails.
+std::vector<uint32_t> ReplicaDevices(size_t replicas, size_t devices) {
   std::vector<uint32_t> indices;
-  for (size_t k = 0; k < replicas; ++k) indices.push_back(static_cast<uint32_t>((3 * k + 1) % 8));
+  for (size_t k = 0; k < replicas; ++k) {
+    indices.push_back(
+        static_cast<uint32_t>(devices % 3 != 0 ? (3 * k + 1) % devices : devices - 1 - k));
+  }
   return indices;
+}
+
+// Where a sweep runs: the core's cpu devices, or the devices of the plugin's enumerator whose
+// memory the ops declare the operation on (and not on host memory).
+struct SweepDevices {
+  std::shared_ptr<DeviceEnumerator> enumerator;
+  std::string words;      // "cpu devices", "'pjrt' devices"
+  bool declared = false;  // the ops declare the operation there (--require fails a "not here")
+};
+
+SweepDevices DevicesFor(const Suite& suite, const chorus_cross_device_ops_api& api,
+                        chorus_collective_op op) {
+  if (!DeclaresOnCpuDevices(api, op)) {
+    const auto& enumerators = suite.plugin().device_enumerators();
+    for (size_t i = 0; i < enumerators.size(); ++i) {
+      if (!DeclaresOnMemory(api, op, enumerators[i]->platform)) continue;
+      std::shared_ptr<DeviceEnumerator> devices = suite.PluginDevices(i);
+      if (devices != nullptr && devices->count() > 0) {
+        return {devices, "'" + devices->platform() + "' devices", true};
+      }
+    }
+  }
+  return {suite.CpuDevices(kCpuDevices), "cpu devices", DeclaresOnCpuDevices(api, op)};
 }
 
 std::vector<size_t> Counts() { return {0, 1, kOddCount, kLargeCount}; }
@@ -267,11 +295,12 @@ const char* Requirement(Kind kind) {
 }
 
 std::string Describe(const KindInfo& kind, chorus_dtype dtype, const chorus_reduce_op* op,
-                     size_t count, const std::vector<uint32_t>& indices) {
+                     size_t count, const std::vector<uint32_t>& indices,
+                     const std::string& devices) {
   std::ostringstream out;
   out << kind.name << " " << DtypeName(dtype);
   if (op != nullptr) out << " " << ReduceOpName(*op);
-  out << ", count " << count << ", " << indices.size() << " replica(s) on cpu devices {";
+  out << ", count " << count << ", " << indices.size() << " replica(s) on " << devices << " {";
   for (size_t k = 0; k < indices.size(); ++k) out << (k ? "," : "") << indices[k];
   out << "}";
   return out.str();
@@ -279,7 +308,8 @@ std::string Describe(const KindInfo& kind, chorus_dtype dtype, const chorus_redu
 
 void Sweep(const Suite& suite, const chorus_cross_device_ops_api& api, const KindInfo& kind,
            chorus_dtype dtype) {
-  const auto cpu = suite.CpuDevices(kCpuDevices);
+  const SweepDevices sweep = DevicesFor(suite, api, kind.op);
+  const auto& cpu = sweep.enumerator;
   int failures = 0;
   std::unique_ptr<OpsDriver> ops;
   // False when the test should stop: too many failures, or a "not here" answer (a skip, or under
@@ -287,8 +317,7 @@ void Sweep(const Suite& suite, const chorus_cross_device_ops_api& api, const Kin
   auto report = [&](const std::string& what, const testing::AssertionResult& result) {
     if (result) return true;
     if (IsNotHere(ops->last_status())) {
-      FailOrSkipNotHere(suite, ops->last_status(), DeclaresOnCpuDevices(api, kind.op), what,
-                        result.message());
+      FailOrSkipNotHere(suite, ops->last_status(), sweep.declared, what, result.message());
       return false;
     }
     ADD_FAILURE() << what << ": " << result.message() << "\n  plugin.h: " << Requirement(kind.kind);
@@ -298,18 +327,20 @@ void Sweep(const Suite& suite, const chorus_cross_device_ops_api& api, const Kin
     return false;
   };
   for (size_t n : kReplicaCounts) {
-    const auto indices = ReplicaDevices(n);
+    if (n > cpu->count()) break;
+    const auto indices = ReplicaDevices(n, cpu->count());
     std::string message;
     const chorus_status status = OpsDriver::Create(suite, api, cpu, indices, &ops, &message);
     if (IsNotHere(status)) {
-      FailOrSkipNotHere(suite, status, DeclaresOnCpuDevices(api, kind.op),
-                        "create over " + std::to_string(n) + " of the core's cpu devices", message);
+      FailOrSkipNotHere(suite, status, sweep.declared,
+                        "create over " + std::to_string(n) + " " + sweep.words, message);
       return;
     }
-    ASSERT_EQ(status, CHORUS_OK) << "create over " << n << " cpu devices: " << StatusName(status)
-                                 << ": " << message
-                                 << "; create must return CHORUS_OK over 1 to 8 host-memory cpu "
-                                    "devices (or UNSUPPORTED when it declares no host memory)";
+    ASSERT_EQ(status, CHORUS_OK) << "create over " << n << " " << sweep.words << ": "
+                                 << StatusName(status) << ": " << message
+                                 << "; create must return CHORUS_OK over 1 to " << cpu->count()
+                                 << " of the " << sweep.words
+                                 << " (or UNSUPPORTED when it declares no memory of theirs)";
     Replicas replicas{{}, ops.get()};
     for (uint32_t index : indices) replicas.devices.push_back(Device{cpu, index});
 
@@ -317,7 +348,7 @@ void Sweep(const Suite& suite, const chorus_cross_device_ops_api& api, const Kin
       if (kind.reduces) {
         for (chorus_reduce_op op : AllReduceOps()) {
           if (!InSweep(dtype, op, count)) continue;
-          if (!report(Describe(kind, dtype, &op, count, indices),
+          if (!report(Describe(kind, dtype, &op, count, indices, sweep.words),
                       RunReduce(replicas, kind.kind, dtype, op, count))) {
             return;
           }
@@ -326,7 +357,7 @@ void Sweep(const Suite& suite, const chorus_cross_device_ops_api& api, const Kin
         if (!InSweep(dtype, CHORUS_REDUCE_SUM, count)) continue;
         const auto result = kind.kind == Kind::kBroadcast ? RunBroadcast(replicas, dtype, count)
                                                           : RunAllGather(replicas, dtype, count);
-        if (!report(Describe(kind, dtype, nullptr, count, indices), result)) return;
+        if (!report(Describe(kind, dtype, nullptr, count, indices, sweep.words), result)) return;
       }
     }
   }

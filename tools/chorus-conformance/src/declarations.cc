@@ -77,6 +77,12 @@ bool DeclaresOnCpuDevices(const chorus_cross_device_ops_api& api, chorus_collect
   }
 }
 
+bool DeclaresOnMemory(const chorus_cross_device_ops_api& api, chorus_collective_op op,
+                      std::string_view platform) {
+  const chorus_capabilities* capabilities = CapabilitiesOf(api);
+  return capabilities != nullptr && Declared(*capabilities, op, {platform});
+}
+
 bool DeclaresAnyOnCpuDevices(const chorus_cross_device_ops_api& api) {
   for (chorus_collective_op op :
        {CHORUS_OP_ALL_REDUCE, CHORUS_OP_BROADCAST, CHORUS_OP_ALL_GATHER}) {

@@ -9,6 +9,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace chorus::conformance::internal {
 
@@ -25,6 +26,10 @@ bool DeclaresOnHost(const chorus_collective_api& api, chorus_collective_op op);
 bool DeclaresOnCpuDevices(const chorus_cross_device_ops_api& api, chorus_collective_op op);
 // Whether they declare any operation there: what a create over cpu devices is asked for.
 bool DeclaresAnyOnCpuDevices(const chorus_cross_device_ops_api& api);
+// Whether they declare `op` on the memory `platform` names (an enumerator's, e.g. "pjrt"), in
+// their capabilities; a table without capabilities declares no memory but host memory.
+bool DeclaresOnMemory(const chorus_cross_device_ops_api& api, chorus_collective_op op,
+                      std::string_view platform);
 // Whether the algorithm declares `op` (supported_ops).
 bool Declares(const chorus_algorithm_api& api, chorus_collective_op op);
 

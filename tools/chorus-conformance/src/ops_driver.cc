@@ -84,7 +84,8 @@ testing::AssertionResult OpsDriver::DivideOutputs(const ReduceCall& call) {
     try {
       devices_->Divide(output.device, output.data, call.count, call.dtype, call.inputs.size());
     } catch (const Error& e) {
-      return testing::AssertionFailure() << "MEAN's divide on the cpu devices failed: " << e.what();
+      return testing::AssertionFailure() << "MEAN's divide on the '" << devices_->platform()
+                                         << "' devices failed: " << e.what();
     }
   }
   return testing::AssertionSuccess();

@@ -39,12 +39,23 @@ std::vector<std::string> Limitations(const PluginLibrary& plugin, const KitOptio
     }
   }
   for (const auto* t : plugin.cross_device_ops_list()) {
-    if (!internal::DeclaresAnyOnCpuDevices(*t)) {
-      lines.push_back(std::string("cross-device ops '") + t->name +
-                      "' declare neither host nor cpu memory; this kit runs them on the core's "
-                      "cpu devices" +
-                      unrequired + ", even with --require)");
+    if (internal::DeclaresAnyOnCpuDevices(*t)) continue;
+    std::string own;  // an enumerator of the plugin whose memory the ops declare
+    for (const auto* enumerator : plugin.device_enumerators()) {
+      for (int op : {CHORUS_OP_ALL_REDUCE, CHORUS_OP_BROADCAST, CHORUS_OP_ALL_GATHER}) {
+        if (own.empty() && internal::DeclaresOnMemory(*t, static_cast<chorus_collective_op>(op),
+                                                      enumerator->platform)) {
+          own = enumerator->platform;
+        }
+      }
     }
+    lines.push_back(std::string("cross-device ops '") + t->name +
+                    "' declare neither host nor cpu memory; " +
+                    (own.empty() ? std::string("this kit runs them on the core's cpu devices")
+                                 : "the CrossDeviceOps sweep runs them on this plugin's '" + own +
+                                       "' devices, the lifecycle and bad-argument checks on the "
+                                       "core's cpu devices") +
+                    unrequired + ", even with --require)");
   }
   if (!plugin.algorithms().empty() && options.transport_plugin == nullptr) {
     lines.push_back(

@@ -11,6 +11,11 @@
 
 struct chorus_device_program {
   std::shared_ptr<const chorus::tpu::PjrtExecutable> executable;
+  // The same program with each carried argument donated to its result, for the runs that write
+  // every carried value over its argument's allocation (compiled on the first such run).
+  std::string donating_text;
+  std::vector<int64_t> device_ids;
+  uint32_t num_carried = 0;
   std::vector<uint32_t> devices;  // replica r's device
   std::vector<uint64_t> argument_bytes;
   std::vector<uint64_t> result_bytes;
@@ -59,9 +64,14 @@ chorus_status Compile(chorus_device_context* ctx, const chorus_program_compile_a
     const std::string program = ReplicaStepProgram(code, signature, a.steps, a.num_carried,
                                                    static_cast<int>(a.num_replicas));
     auto compiled = std::make_unique<chorus_device_program>();
-    compiled->executable =
-        ctx->programs.Get(*ctx->client, program, static_cast<int>(a.num_replicas), false,
-                          DeviceAssignment(*ctx, devices));
+    compiled->device_ids = DeviceAssignment(*ctx, devices);
+    compiled->executable = ctx->programs.Get(
+        *ctx->client, program, static_cast<int>(a.num_replicas), false, compiled->device_ids);
+    if (a.num_carried > 0) {
+      compiled->donating_text = ReplicaStepProgram(code, signature, a.steps, a.num_carried,
+                                                   static_cast<int>(a.num_replicas), true);
+    }
+    compiled->num_carried = a.num_carried;
     compiled->devices = std::move(devices);
     const size_t inputs = signature.arguments.size() - a.num_carried;
     const size_t outputs = signature.results.size() - a.num_carried;
@@ -133,14 +143,13 @@ chorus_status Execute(chorus_device_context* ctx, const chorus_program_execute_a
     const size_t replicas = program.devices.size();
     std::vector<std::vector<std::shared_ptr<PjrtBuffer>>> held(replicas);
     std::vector<std::vector<pjrt::PJRT_Buffer*>> handles(replicas);
-    std::vector<std::vector<HandleMemory::Allocation>> results(replicas);
+    std::vector<std::vector<HandleMemory::Allocation>> arguments(replicas), results(replicas);
     for (size_t r = 0; r < replicas; ++r) {
       const uint32_t device = program.devices[r];
       for (size_t i = 0; i < a.num_arguments; ++i) {
-        const HandleMemory::Allocation allocation =
-            WholeAllocation(*ctx, device, a.arguments[r * a.num_arguments + i],
-                            program.argument_bytes[i], "argument", r, i);
-        held[r].push_back(CurrentBuffer(*ctx, allocation));
+        arguments[r].push_back(WholeAllocation(*ctx, device, a.arguments[r * a.num_arguments + i],
+                                               program.argument_bytes[i], "argument", r, i));
+        held[r].push_back(CurrentBuffer(*ctx, arguments[r].back()));
         handles[r].push_back(held[r].back()->handle());
       }
       for (size_t j = 0; j < a.num_results; ++j) {
@@ -148,10 +157,29 @@ chorus_status Execute(chorus_device_context* ctx, const chorus_program_execute_a
                                              program.result_bytes[j], "result", r, j));
       }
     }
+    // Donate the carried arguments when each is overwritten by its own result and is no other
+    // argument or result: the plugin may then reuse their memory (a model's parameters).
+    bool donate = !program.donating_text.empty();
+    for (size_t r = 0; donate && r < replicas; ++r) {
+      for (uint32_t i = 0; donate && i < program.num_carried; ++i) {
+        const HandleMemory::Contents* carried = arguments[r][i].contents.get();
+        donate = results[r][i].contents.get() == carried;
+        for (size_t k = 0; donate && k < a.num_arguments; ++k) {
+          donate = k == i || arguments[r][k].contents.get() != carried;
+        }
+        for (size_t k = 0; donate && k < a.num_results; ++k) {
+          donate = k == i || results[r][k].contents.get() != carried;
+        }
+      }
+    }
+    const std::shared_ptr<const PjrtExecutable> executable =
+        donate ? ctx->programs.Get(*ctx->client, program.donating_text, static_cast<int>(replicas),
+                                   false, program.device_ids)
+               : program.executable;
     const std::chrono::milliseconds timeout =
         a.timeout_ms < 0 ? ctx->timeout : std::chrono::milliseconds(a.timeout_ms);
     std::vector<std::vector<PjrtBuffer>> outputs =
-        ctx->client->Execute(*program.executable, handles, timeout);
+        ctx->client->Execute(*executable, handles, timeout);
     for (size_t r = 0; r < replicas; ++r) {
       for (size_t j = 0; j < a.num_results; ++j) {
         HandleMemory::Contents& contents = *results[r][j].contents;

@@ -408,7 +408,8 @@ MainSignature ReadMainSignature(const std::string& mlir) {
 }
 
 std::string ReplicaStepProgram(const std::string& user_module, const MainSignature& signature,
-                               uint32_t steps, uint32_t num_carried, int num_replicas) {
+                               uint32_t steps, uint32_t num_carried, int num_replicas,
+                               bool donate_carried) {
   const size_t num_arguments = signature.arguments.size();
   const size_t num_results = signature.results.size();
   if (steps == 0) throw Error(CHORUS_INVALID_ARGUMENT, "tpu: a replica program of 0 steps");
@@ -460,8 +461,11 @@ std::string ReplicaStepProgram(const std::string& user_module, const MainSignatu
   size_t argument = 0;
   auto add_argument = [&](const TensorType& type) {
     const std::string id = std::to_string(argument);
-    arguments +=
-        (argument == 0 ? "" : ", ") + std::string("%arg") + id + ": " + Tensor(type.bytes(), "ui8");
+    // A carried argument i may become result i, the carried value after the last step.
+    const bool donated = donate_carried && argument < num_carried;
+    arguments += (argument == 0 ? "" : ", ") + std::string("%arg") + id + ": " +
+                 Tensor(type.bytes(), "ui8") +
+                 (donated ? " {tf.aliasing_output = " + id + " : i32}" : "");
     return UnpackAs(type, "%arg" + std::to_string(argument++), id, body);
   };
   std::vector<std::string> carried;

@@ -80,8 +80,11 @@ MainSignature ReadMainSignature(const std::string& mlir);
 // arguments) and returns the carried values after the last step, then every step's other
 // results, as bytes. Throws Error(INVALID_ARGUMENT) when a carried result's type is not its
 // argument's, or the module has no public @main.
+// With `donate_carried`, carried argument i is donated to result i (tf.aliasing_output), for a
+// run that writes each carried value over its argument's allocation.
 std::string ReplicaStepProgram(const std::string& user_module, const MainSignature& signature,
-                               uint32_t steps, uint32_t num_carried, int num_replicas);
+                               uint32_t steps, uint32_t num_carried, int num_replicas,
+                               bool donate_carried = false);
 
 }  // namespace chorus::tpu
 

@@ -4,9 +4,11 @@
 // all-reducing (through the tpu plugin's compiled programs) and training a variable as
 // MirroredStrategy does.
 #include <chorus/chorus.h>
+#include <chorus/runtime/device_program.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -285,6 +287,40 @@ TEST(TPUStrategy, ADeviceAssignmentOfNoDeviceOrOneDeviceTwiceIsRefused) {
   EXPECT_EQ(DeviceAssignment::Build(topology, 2).devices(),
             (std::vector<Device>{topology.devices[0], topology.devices[1]}));
   EXPECT_THROW(DeviceAssignment::Build(topology, 5), Error);
+}
+
+// Through DeviceProgram directly: a carried value written to another allocation leaves its
+// argument intact (not donated); written over its argument (as TPUStrategy::run does with the
+// parameters) it runs the donating program, and the allocation holds the new value.
+TEST(TPUStrategyCompiledStep, ACarriedArgumentIsDonatedOnlyWhenItsResultOverwritesIt) {
+  const Topology topology = InitializeTpuSystem(TPUClusterResolver("local"));
+  const std::vector<Device> devices(topology.devices.begin(), topology.devices.begin() + 2);
+  const std::unique_ptr<DeviceProgram> program =
+      DeviceProgram::Compile(devices, "stablehlo", AccumulateProgram(2), 1, 1);
+  std::vector<Tensor> totals, inputs, elsewhere, outputs;
+  for (size_t r = 0; r < devices.size(); ++r) {
+    totals.push_back(Tensor::FromVector(devices[r], {2, 3}, Filled(5)));
+    inputs.push_back(Tensor::FromVector(devices[r], {2, 3}, Filled(static_cast<float>(r + 1))));
+    elsewhere.push_back(Tensor(devices[r], CHORUS_F32, {2, 3}));
+    outputs.push_back(Tensor(devices[r], CHORUS_F32, {2, 3}));
+  }
+  auto run = [&](const std::vector<Tensor>& into) {
+    std::vector<std::vector<void*>> arguments, results;
+    for (size_t r = 0; r < devices.size(); ++r) {
+      arguments.push_back({totals[r].raw(), inputs[r].raw()});
+      results.push_back({into[r].raw(), outputs[r].raw()});
+    }
+    program->Execute(arguments, results, std::chrono::seconds(60));
+  };
+  run(elsewhere);
+  for (size_t r = 0; r < devices.size(); ++r) {
+    EXPECT_EQ(totals[r].ToVector(), Filled(5)) << "the argument was donated to another allocation";
+    EXPECT_EQ(elsewhere[r].ToVector(), Filled(8));
+    EXPECT_EQ(outputs[r].ToVector(), Filled(3));
+  }
+  run(totals);
+  run(totals);
+  for (size_t r = 0; r < devices.size(); ++r) EXPECT_EQ(totals[r].ToVector(), Filled(11));
 }
 
 TEST(TPUStrategyCompiledStep, DevicesThatRunNoProgramsAreUnsupported) {

@@ -19,8 +19,6 @@ const chorus_device_programs_extension* ExtensionOf(const Device& device) {
 
 }  // namespace
 
-bool RunsDevicePrograms(const Device& device) { return ExtensionOf(device) != nullptr; }
-
 std::unique_ptr<DeviceProgram> DeviceProgram::Compile(const std::vector<Device>& replicas,
                                                       std::string_view format,
                                                       std::string_view code, uint32_t steps,

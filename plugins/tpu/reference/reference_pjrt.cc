@@ -198,7 +198,6 @@ using reference_plugin::kPlatformName;
 using reference_plugin::kPlatformVersion;
 using reference_plugin::Live;
 using reference_plugin::MakeError;
-using reference_plugin::NumReplicasOfCompileOptions;
 using reference_plugin::SubsetProgram;
 
 struct PJRT_Event {

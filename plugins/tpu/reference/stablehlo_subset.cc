@@ -1218,8 +1218,4 @@ CompileOptions ReadCompileOptions(std::string_view proto) {
   return options;
 }
 
-int NumReplicasOfCompileOptions(std::string_view proto) {
-  return ReadCompileOptions(proto).num_replicas;
-}
-
 }  // namespace chorus::pjrt::reference_plugin

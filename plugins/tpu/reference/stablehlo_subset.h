@@ -126,7 +126,6 @@ struct CompileOptions {
   std::vector<int64_t> device_ids;
 };
 CompileOptions ReadCompileOptions(std::string_view proto);
-int NumReplicasOfCompileOptions(std::string_view proto);
 
 }  // namespace chorus::pjrt::reference_plugin
 

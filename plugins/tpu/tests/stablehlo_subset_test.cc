@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "stablehlo_programs.h"
+
 // Not in chorus::pjrt::reference_plugin: a unity build puts this file and the interpreter's in
 // one translation unit, whose helpers would clash with these.
 namespace chorus_stablehlo_subset_test {
@@ -787,28 +789,9 @@ TEST(SoftmaxRegressionStep, AWrapperOfTwoStepsGivesTheBytesOfTwoStepsByHand) {
 // chorus's own programs run as before: the all-reduce stablehlo_programs.h writes (its text as
 // pjrt_client_test.cc pins it), in the replica group's order.
 TEST(StablehloSubset, ChorusAllReduceProgramsRunAsBefore) {
-  const std::string text =
-      "module @chorus_all_reduce attributes {mhlo.num_replicas = 2 : i32, "
-      "mhlo.num_partitions = 1 : i32} {\n"
-      "  func.func public @main(%arg0: tensor<12xui8> {tf.aliasing_output = 0 : i32}) -> "
-      "(tensor<12xui8>) {\n"
-      "    %packed0 = \"stablehlo.reshape\"(%arg0) : (tensor<12xui8>) -> tensor<3x4xui8>\n"
-      "    %in0 = \"stablehlo.bitcast_convert\"(%packed0) : (tensor<3x4xui8>) -> "
-      "tensor<3xf32>\n"
-      "    %sum0 = \"stablehlo.all_reduce\"(%in0) ({\n"
-      "    ^bb0(%lhs0: tensor<f32>, %rhs0: tensor<f32>):\n"
-      "      %combined0 = \"stablehlo.add\"(%lhs0, %rhs0) : (tensor<f32>, tensor<f32>) -> "
-      "tensor<f32>\n"
-      "      \"stablehlo.return\"(%combined0) : (tensor<f32>) -> ()\n"
-      "    }) {replica_groups = dense<[[1, 0]]> : tensor<1x2xi64>} : (tensor<3xf32>) -> "
-      "tensor<3xf32>\n"
-      "    %unpacked0 = \"stablehlo.bitcast_convert\"(%sum0) : (tensor<3xf32>) -> "
-      "tensor<3x4xui8>\n"
-      "    %out0 = \"stablehlo.reshape\"(%unpacked0) : (tensor<3x4xui8>) -> "
-      "tensor<12xui8>\n"
-      "    \"func.return\"(%out0) : (tensor<12xui8>) -> ()\n"
-      "  }\n"
-      "}\n";
+  // Replica 1's value first; the argument donated to the result.
+  const std::string text = chorus::tpu::AllReduceProgram(
+      {{CHORUS_F32, CHORUS_REDUCE_SUM, 3, chorus::tpu::ReplicaGroup{1, 0}, true}}, 2);
   const auto program = SubsetProgram::Parse(text);
   EXPECT_EQ(program->aliasing(), (std::vector<int>{0}));
   const auto results =
@@ -825,13 +808,10 @@ TEST(StablehloSubset, ChorusAllReduceProgramsRunAsBefore) {
   EXPECT_THAT(Refusal(sine), HasSubstr("stablehlo.sine is not in the subset"));
 }
 
-}  // namespace
-// The compile options the tpu plugin writes with a device assignment (pjrt_client_test checks
-// the same bytes): replicas 2 on PJRT devices 3 and 1, read back.
+// The compile options the tpu plugin writes with a device assignment (pjrt_client_test pins
+// their bytes): replicas 2 on PJRT devices 3 and 1, read back.
 TEST(StablehloSubset, CompileOptionsGiveTheReplicasAndTheirDeviceAssignment) {
-  const std::string assigned = std::string("\x1a\x1b\x08") + std::string(9, '\xff') + "\x01" +
-                               "\x20\x02\x28\x01" + "\x4a\x0a\x08\x02\x10\x01\x1a\x04" +
-                               "\x0a\x02\x03\x01";
+  const std::string assigned = chorus::tpu::CompileOptionsProto(2, false, {3, 1});
   const CompileOptions options = ReadCompileOptions(assigned);
   EXPECT_EQ(options.num_replicas, 2);
   EXPECT_EQ(options.device_ids, (std::vector<int64_t>{3, 1}));
@@ -842,4 +822,5 @@ TEST(StablehloSubset, CompileOptionsGiveTheReplicasAndTheirDeviceAssignment) {
   EXPECT_TRUE(ReadCompileOptions(std::string("\x1a\x02\x20\x04")).device_ids.empty());
 }
 
+}  // namespace
 }  // namespace chorus_stablehlo_subset_test

@@ -14,9 +14,6 @@
 
 namespace chorus {
 
-// Whether the enumerator of `device` offers device programs (its plugin's extension).
-bool RunsDevicePrograms(const Device& device);
-
 class DeviceProgram {
  public:
   // Compiles `code` ("stablehlo": MLIR text whose public @main is one replica's step) for the

@@ -188,6 +188,11 @@ void PrintStrategy(const chorus::Strategy& strategy) {
               << ", collective: " << mwms->collective().name;
   }
   std::cout << "\n";
+  // What drives the devices, as their plugin says (a PJRT plugin, its process in the job).
+  if (!strategy.devices().empty()) {
+    const std::string& about = strategy.devices().front().enumerator->description();
+    if (!about.empty()) std::cout << "Devices: " << about << "\n";
+  }
 }
 
 void PrintEpoch(const fashion_mnist::EpochResult& e) {

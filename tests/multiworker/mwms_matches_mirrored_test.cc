@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -163,6 +164,60 @@ TEST(TPUStrategy, TwoHostsOfTwoPjrtDevicesTrainToTheBitsOfMirroredWithFour) {
   EXPECT_NE(text.find("Strategy: TPUStrategy, replicas: 4"), std::string::npos) << text;
   EXPECT_NE(text.find("cross-device ops: tpu"), std::string::npos) << text;
   EXPECT_NE(text.find("worker 0 of 2"), std::string::npos) << text;
+  // Each host's PJRT client is one process of two: the clients met through the job's store
+  // (the reference plugin refuses num_nodes 2 without the key-value callbacks), each sees the
+  // job's four devices, and both name the same job.
+  std::ifstream other_log(dir / "tpu_1.log");
+  const std::string other((std::istreambuf_iterator<char>(other_log)),
+                          std::istreambuf_iterator<char>());
+  const auto job_of = [](const std::string& log, const std::string& process) {
+    const std::string mark = "process " + process + " of 2 (job ";
+    const size_t at = log.find(mark);
+    if (at == std::string::npos) return std::string();
+    const size_t start = at + mark.size();
+    return log.substr(start, log.find(')', start) - start);
+  };
+  const std::string job = job_of(text, "0");
+  EXPECT_FALSE(job.empty()) << text;
+  EXPECT_EQ(job_of(other, "1"), job) << other;
+  EXPECT_NE(text.find("4 devices in the job"), std::string::npos) << text;
+  std::filesystem::remove_all(dir);
+}
+
+// The PJRT clients of a TPU system of two hosts meet through the job's store, which admits only
+// holders of the job's secret: a host without it is refused at once, and the leader's client,
+// whose peer never came, ends within the job's time-out naming the key it waited for.
+TEST(TPUStrategy, AHostWithoutTheJobSecretNeverMeetsTheOtherHostsPjrtClient) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("chorus_tpu_secret_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::vector<int> ports = chorus::launch::PickFreePorts(2);
+  const std::string host =
+      "CHORUS_PJRT_PLUGIN=reference CHORUS_PJRT_OPTIONS=device_count=2 "
+      "CHORUS_TIMEOUT_SECONDS=4 TPU_WORKER_HOSTNAMES=127.0.0.1:" +
+      std::to_string(ports[0]) + ",127.0.0.1:" + std::to_string(ports[1]) + " ";
+  auto worker = [&](int id, const std::string& secret) {
+    return host + (secret.empty() ? "" : "CHORUS_JOB_SECRET=" + secret + " ") +
+           "TPU_WORKER_ID=" + std::to_string(id) + " " + CHORUS_FASHION_MNIST +
+           " --synthetic --strategy tpu --epochs 1 --steps 2 > " +
+           (dir / ("tpu_" + std::to_string(id) + ".log")).string() + " 2>&1";
+  };
+  const std::string both = "(" + worker(1, "") + ") & other=$!; " +
+                           worker(0, "tpu-secret-test-0123456789abcdef") +
+                           "; first=$?; wait $other; second=$?; "
+                           "test $first -ne 0 && test $second -ne 0";
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(RunCommand("bash -c '" + both + "'"), 0) << "both hosts must fail";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+  std::ifstream leader_log(dir / "tpu_0.log"), other_log(dir / "tpu_1.log");
+  const std::string leader((std::istreambuf_iterator<char>(leader_log)),
+                           std::istreambuf_iterator<char>());
+  const std::string other((std::istreambuf_iterator<char>(other_log)),
+                          std::istreambuf_iterator<char>());
+  EXPECT_NE(other.find("admits only holders of the job's secret"), std::string::npos) << other;
+  EXPECT_NE(leader.find("InitializeTpuSystem"), std::string::npos) << leader;
+  EXPECT_NE(leader.find("reference_pjrt/devices/1"), std::string::npos) << leader;
   std::filesystem::remove_all(dir);
 }
 

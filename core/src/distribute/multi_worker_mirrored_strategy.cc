@@ -12,6 +12,7 @@
 #include "base/logging.h"
 #include "base/socket_util.h"
 #include "distribute/default_devices.h"
+#include "distribute/job_rendezvous.h"
 #include "distribute/replicated_placement.h"
 
 namespace chorus {
@@ -21,24 +22,15 @@ using std::chrono::milliseconds;
 
 using internal::OrDefaultDevices;
 
-// The host (without an IPv6 address's brackets) and port of a cluster address.
-HostPort SplitAddress(const std::string& address) {
+// The host (without an IPv6 address's brackets) of a cluster address.
+std::string HostOf(const std::string& address) {
   HostPort split;
   if (const std::string problem = ParseHostPort(address, &split); !problem.empty()) {
     throw Error(CHORUS_INVALID_ARGUMENT, "MultiWorkerMirroredStrategy: address '" + address + "' " +
                                              problem +
                                              "; write it as \"host:port\" or \"[IPv6]:port\"");
   }
-  return split;
-}
-
-// Where the leader's port comes from, by resolver.
-std::string WhereThePortIsSet(const ClusterResolver& resolver) {
-  const std::string name = resolver.name();
-  if (name == "TFConfigClusterResolver") return "TF_CONFIG's cluster";
-  if (name == "TorchrunClusterResolver" || name == "OpenMpiClusterResolver") return "MASTER_PORT";
-  if (name == "SlurmClusterResolver") return "the SlurmClusterResolver's port base";
-  return "the cluster spec";
+  return split.host;
 }
 
 milliseconds TimeoutOf(const CommunicationOptions& options) {
@@ -67,43 +59,13 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
   if (workers <= 1) return;
 
   const milliseconds timeout = TimeoutOf(communication_options());
-  const auto [host, port] = SplitAddress(resolver_->leader_address());
-  // Destroyed, the leader's server serves on until the other workers have come (each says hello
-  // with its task name) and left, or `timeout` passed: so no worker loses the store while it
-  // reads its last keys or learns who broke the job.
-  if (is_leader_) {
-    try {
-      server_ = TcpStoreServer::Start(host, port, timeout, workers - 1);
-    } catch (const Error& e) {
-      // Fail here, naming the port: the other workers would only see a store that never answers.
-      throw Error(e.status(), "MultiWorkerMirroredStrategy (" + resolver_->task_name() +
-                                  ", the leader): " + e.what() + " (the leader's port comes from " +
-                                  WhereThePortIsSet(*resolver_) + ")");
-    }
-  }
-  store_ = ConnectTcpStore(host, port, timeout);
-  AnnounceTcpStoreClient(*store_, resolver_->task_name());
-  // Who breaks the job, if one does: a worker that dies or stops answering, the leader included.
-  JobHealthOptions health;
-  health.host = host;
-  health.port = port;
-  health.leader_name = resolver_->TaskNameOf(0);
-  health.task_name = resolver_->task_name();
-  health.timeout = timeout;
-  health_ = std::make_shared<JobHealth>(health);
-  // A leader found dead or stopped takes the store with it: give the store up at once, before the
-  // communicator is aborted (subscriptions run in order), so that no plugin's abort or destroy
-  // waits on it for the store's own time-out.
-  // (A weak pointer: the store's own goodbye must not wait for the health's end.)
-  health_->Subscribe([store = std::weak_ptr<KvStore>(store_),
-                      leader = health.leader_name](const JobFailure& failure) {
-    const auto alive = store.lock();
-    if (failure.worker != leader || !alive) return;
-    try {
-      AbandonTcpStore(*alive, "rendezvous: the store is given up: " + failure.cause);
-    } catch (...) {  // not a tcp store: nothing waits on a leader there
-    }
-  });
+  // The job's store, server and health: those InitializeTpuSystem joined already, if it did.
+  rendezvous_ = internal::JobRendezvous::Join(*resolver_, timeout, name());
+  store_ = rendezvous_->store();
+  health_ = rendezvous_->health();
+  // A second strategy on the same job (after the first, on every worker) keeps its keys apart.
+  const int use = rendezvous_->NextUse();
+  const std::string scope = use == 0 ? "mwms" : "mwms" + std::to_string(use);
 
   // Until the communicator exists, a failure the health finds (a worker that died or stopped
   // during the start-up, having joined) ends every wait of the start-up at once, naming it: they
@@ -139,9 +101,9 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
 
   // Every worker must have as many replicas, or the global replica ids and MEAN go wrong.
   const auto local = static_cast<int64_t>(devices().size());
-  store_->Set("mwms/local_replicas/" + std::to_string(id), ToBytes(std::to_string(local)));
+  store_->Set(scope + "/local_replicas/" + std::to_string(id), ToBytes(std::to_string(local)));
   for (int w = 0; w < workers; ++w) {
-    const std::string theirs = from_worker("mwms/local_replicas/", w);
+    const std::string theirs = from_worker(scope + "/local_replicas/", w);
     if (theirs != std::to_string(local)) {
       throw Error(CHORUS_INVALID_ARGUMENT,
                   "MultiWorkerMirroredStrategy: " + resolver_->TaskNameOf(w) + " has " + theirs +
@@ -154,10 +116,10 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
   // How the workers sit on hosts (host name and boot id, or CHORUS_HOST_ID): what the
   // collectives' scores look at (shared memory on one host, composition across hosts).
   const std::string machine = HostIdentity();
-  store_->Set("mwms/machine/" + std::to_string(id), ToBytes(machine));
+  store_->Set(scope + "/machine/" + std::to_string(id), ToBytes(machine));
   std::vector<std::string> machines;
   for (int w = 0; w < workers; ++w) {
-    machines.push_back(from_worker("mwms/machine/", w));
+    machines.push_back(from_worker(scope + "/machine/", w));
   }
   // The cross-worker step moves host memory: the local result is staged there (cross_device_ops).
   const JobShape shape = JobShape::FromHostIds(machines, "host");
@@ -168,10 +130,10 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
   config.rank = id;
   config.size = workers;
   config.store = store_;
-  config.name = "mwms";
+  config.name = scope;
   config.timeout_seconds = *communication_options().timeout_seconds;
   // Peers reach this worker at the host of its own cluster address.
-  config.address = SplitAddress(resolver_->AddressOf(id)).host;
+  config.address = HostOf(resolver_->AddressOf(id));
   config.host_id = machine;
   for (int w = 0; w < workers; ++w) config.task_names.push_back(resolver_->TaskNameOf(w));
   config.health = health_;
@@ -186,13 +148,11 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
 
 MultiWorkerMirroredStrategy::~MultiWorkerMirroredStrategy() {
   StopPendingWork(name());
-  if (!health_) return;
-  // The communicator holds the health too: stop its thread now, before the leader's server goes
-  // (which then need not wait for a worker that stopped answering).
-  health_->Stop(server_.get());
-  // Then the members go: the store (its goodbye), and last the leader's server, which serves on
-  // until the other workers have left, bounded by the time-out, so that each of them can still
-  // learn who broke the job.
+  // The job's rendezvous goes with its last user (internal::JobRendezvous): this strategy, or
+  // the TPU system that joined the job first.
+  health_.reset();
+  store_.reset();
+  rendezvous_.reset();
 }
 
 VariableKind MultiWorkerMirroredStrategy::PlacementFor(

@@ -1,12 +1,19 @@
 #include <chorus/base/environment.h>
 #include <chorus/base/error.h>
+#include <chorus/cluster_resolver/host_identity.h>
+#include <chorus/collective/communication_options.h>
 #include <chorus/distribute/tpu_strategy.h>
+#include <chorus/rendezvous/rendezvous.h>
 #include <chorus/runtime/device_program.h>
 #include <chorus/runtime/registry.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <utility>
+
+#include "distribute/job_rendezvous.h"
 
 namespace chorus {
 namespace {
@@ -32,6 +39,58 @@ std::vector<Device> TpuSystemDevices() {
   return {};
 }
 
+// The job of this process's TPU system, when it spans several hosts: joined by
+// InitializeTpuSystem, so that the device plugin's runtime (a PJRT client's key-value exchange)
+// meets the other hosts through the job's store before any strategy exists; the TPUStrategy
+// then joins the same rendezvous. Released by ShutdownTpuSystem, else at exit (where the
+// leader's server waits for the others to leave, as a strategy's does).
+struct TpuSystemJob {
+  std::mutex mutex;
+  std::shared_ptr<internal::JobRendezvous> rendezvous;
+};
+TpuSystemJob& SystemJob() {
+  static TpuSystemJob* job = [] {
+    std::atexit([] {
+      std::shared_ptr<internal::JobRendezvous> last;
+      {
+        std::lock_guard<std::mutex> lock(SystemJob().mutex);
+        last = std::move(SystemJob().rendezvous);
+      }
+      // The device plugin's context (in the registry, never destroyed) still holds the store:
+      // say goodbye for it, or the leader would record this worker as lost.
+      if (last) {
+        try {
+          LeaveTcpStore(*last->store());
+        } catch (const Error&) {  // not a tcp store
+        }
+      }
+    });
+    return new TpuSystemJob;
+  }();
+  return *job;
+}
+
+// Joins the job of `resolver` (several workers) and has device contexts made for it from now
+// on; returns its id.
+std::string JoinTpuSystemJob(const TPUClusterResolver& resolver) {
+  const double seconds = *CommunicationOptions{}.Resolved().timeout_seconds;
+  auto rendezvous = internal::JobRendezvous::Join(
+      resolver, std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)),
+      "InitializeTpuSystem");
+  auto job = std::make_shared<DeviceJob>();
+  job->id = rendezvous->id();
+  job->task_index = static_cast<uint32_t>(resolver.id_in_cluster());
+  job->num_tasks = static_cast<uint32_t>(resolver.num_workers());
+  job->host_id = HostIdentity();
+  job->store = rendezvous->store();
+  job->timeout_ms = static_cast<int64_t>(seconds * 1000);
+  Registry::Global().SetDeviceJob(std::move(job));
+  const std::string id = rendezvous->id();
+  std::lock_guard<std::mutex> lock(SystemJob().mutex);
+  SystemJob().rendezvous = std::move(rendezvous);
+  return id;
+}
+
 }  // namespace
 
 Topology InitializeTpuSystem(const TPUClusterResolver& resolver) {
@@ -40,8 +99,40 @@ Topology InitializeTpuSystem(const TPUClusterResolver& resolver) {
     if (job == resolver.job_name()) workers = std::max(1, static_cast<int>(tasks.size()));
   }
   Topology topology;
+  // The devices' runtime must meet the other hosts: join the job first, so that the device
+  // context is made for it; one made for this process alone already (by DefaultDevices, say) is
+  // made again.
+  const std::string job = workers > 1 ? JoinTpuSystemJob(resolver) : std::string();
   topology.devices = TpuSystemDevices();
+  if (workers > 1) {
+    if (!topology.devices.empty() && topology.devices.front().enumerator->job_id() != job) {
+      const std::string platform = topology.devices.front().enumerator->platform();
+      topology.devices.clear();
+      try {
+        Registry::Global().ReleaseDeviceEnumerator(platform);
+      } catch (const Error& e) {
+        throw Error(e.status(),
+                    std::string("InitializeTpuSystem: the devices were made for this process "
+                                "alone and cannot be made again for the job of ") +
+                        std::to_string(workers) + " hosts: " + e.what() +
+                        " (call InitializeTpuSystem first)");
+      }
+      topology.devices = TpuSystemDevices();
+    }
+  }
   if (topology.devices.empty()) {
+    // A plugin whose devices could not be made says why (a PJRT client that refused its
+    // options, a host of the job that never came): that is the cause, not a missing plugin.
+    std::string failures;
+    for (const std::string& failure : Registry::Global().DeviceEnumeratorFailures()) {
+      failures += "; " + failure;
+    }
+    if (!failures.empty()) {
+      throw Error(CHORUS_UNAVAILABLE,
+                  "InitializeTpuSystem: this process has no TPU or PJRT devices, because the "
+                  "devices of a plugin could not be made" +
+                      failures);
+    }
     throw Error(CHORUS_NOT_FOUND,
                 "InitializeTpuSystem: this process has no TPU or PJRT devices: set "
                 "CHORUS_PJRT_PLUGIN to a PJRT plugin's path (or 'reference' for chorus's "
@@ -146,13 +237,24 @@ void ShutdownTpuSystem() {
   std::string platform;
   {
     const std::vector<Device> devices = TpuSystemDevices();
-    if (devices.empty()) {
+    bool joined = false;
+    {
+      std::lock_guard<std::mutex> lock(SystemJob().mutex);
+      joined = SystemJob().rendezvous != nullptr;
+    }
+    if (devices.empty() && !joined) {
       throw Error(CHORUS_NOT_FOUND,
                   "ShutdownTpuSystem: this process has no TPU system to shut down");
     }
-    platform = devices.front().enumerator->platform();
+    if (!devices.empty()) platform = devices.front().enumerator->platform();
   }  // this function's own references go before the registry counts the others
-  Registry::Global().ReleaseDeviceEnumerator(platform);
+  // (A system whose devices could not be made for its job has only the job to leave.)
+  if (!platform.empty()) Registry::Global().ReleaseDeviceEnumerator(platform);
+  // The job goes too, once no strategy holds it: the next InitializeTpuSystem joins anew.
+  Registry::Global().SetDeviceJob(nullptr);
+  std::shared_ptr<internal::JobRendezvous> job;
+  std::lock_guard<std::mutex> lock(SystemJob().mutex);
+  job = std::move(SystemJob().rendezvous);
 }
 
 TPUStrategy::TPUStrategy(const TPUClusterResolver& resolver, std::string_view cross_device_ops,

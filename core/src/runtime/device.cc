@@ -1,5 +1,6 @@
 #include <chorus/base/environment.h>
 #include <chorus/base/error.h>
+#include <chorus/rendezvous/kv_store.h>
 #include <chorus/runtime/device.h>
 
 #include <algorithm>
@@ -36,9 +37,19 @@ std::shared_ptr<DeviceEnumerator> DeviceEnumerator::Create(std::shared_ptr<Plugi
   return Create(std::move(library), api, options);
 }
 
+// The chorus_job a context is made for, and what its pointers point to.
+struct DeviceEnumerator::JobView {
+  std::shared_ptr<const DeviceJob> job;
+  std::unique_ptr<CKvStore> store;
+  chorus_job raw{};
+};
+
+std::string DeviceEnumerator::job_id() const { return job_ ? job_->job->id : std::string(); }
+
 std::shared_ptr<DeviceEnumerator> DeviceEnumerator::Create(std::shared_ptr<PluginLibrary> library,
                                                            const chorus_device_enumerator_api& api,
-                                                           const Options& options) {
+                                                           const Options& options,
+                                                           std::shared_ptr<const DeviceJob> job) {
   if (!library) throw Error(CHORUS_INVALID_ARGUMENT, "device enumerator: no plugin");
   const auto& known = library->device_enumerators();
   if (std::find(known.begin(), known.end(), &api) == known.end()) {
@@ -60,6 +71,21 @@ std::shared_ptr<DeviceEnumerator> DeviceEnumerator::Create(std::shared_ptr<Plugi
   args.struct_size = sizeof(args);
   args.options = raw.data();
   args.num_options = raw.size();
+  if (job) {
+    auto view = std::make_shared<JobView>();
+    view->store =
+        std::make_unique<CKvStore>(WithPrefix(job->store, "devices/" + self->platform_ + "/"));
+    view->raw.struct_size = sizeof(view->raw);
+    view->raw.id = job->id.c_str();
+    view->raw.task_index = job->task_index;
+    view->raw.num_tasks = job->num_tasks;
+    view->raw.host_id = job->host_id.c_str();
+    view->raw.store = view->store->get();
+    view->raw.timeout_ms = job->timeout_ms;
+    view->job = std::move(job);
+    self->job_ = std::move(view);
+    args.job = &self->job_->raw;
+  }
   chorus_status status = self->api_->create(&args, &self->context_);
   if (status != CHORUS_OK) {
     self->context_ = nullptr;

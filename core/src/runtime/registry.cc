@@ -190,13 +190,23 @@ std::shared_ptr<DeviceEnumerator> Registry::CpuDevices() const {
 
 std::vector<std::shared_ptr<DeviceEnumerator>> Registry::DeviceEnumerators() const {
   std::lock_guard<std::mutex> lock(enumerators_mutex_);
-  auto create = [](const EnumeratorSlot& slot) -> std::shared_ptr<DeviceEnumerator> {
+  auto create = [this](EnumeratorSlot& slot) {
+    const std::string which =
+        "devices '" + std::string(slot.api->platform) + "' of plugin " + slot.library->name();
+    auto& failures = enumerator_failures_;
+    failures.erase(
+        std::remove_if(failures.begin(), failures.end(),
+                       [&](const std::string& f) { return f.rfind(which + ":", 0) == 0; }),
+        failures.end());
     try {
-      return DeviceEnumerator::Create(slot.library, *slot.api);
+      slot.enumerator = DeviceEnumerator::Create(slot.library, *slot.api, {}, device_job_);
+      slot.failed = false;
     } catch (const Error& e) {
-      Log().warn("devices '{}' of plugin {} are not used: {}", slot.api->platform,
-                 slot.library->name(), e.what());
-      return nullptr;
+      // Left out, with what it lacked logged once; tried again only for another job.
+      Log().warn("{} are not used: {}", which, e.what());
+      failures.push_back(which + ": " + e.what());
+      slot.failed = true;
+      slot.failed_for_job = job_generation_;
     }
   };
   if (!enumerators_created_) {
@@ -209,16 +219,16 @@ std::vector<std::shared_ptr<DeviceEnumerator>> Registry::DeviceEnumerators() con
     for (size_t i = 1; i < plugins_.size(); ++i) {
       for (const auto* api : plugins_[i]->device_enumerators()) {
         EnumeratorSlot slot{plugins_[i], api, nullptr};
-        slot.enumerator = create(slot);
-        // An enumerator that failed stays out: what it lacked is logged once.
-        if (slot.enumerator) enumerators_.push_back(std::move(slot));
+        create(slot);
+        enumerators_.push_back(std::move(slot));
       }
     }
     enumerators_created_ = true;
   }
   std::vector<std::shared_ptr<DeviceEnumerator>> enumerators;
   for (EnumeratorSlot& slot : enumerators_) {
-    if (!slot.enumerator) slot.enumerator = create(slot);  // released, wanted again
+    // Released and wanted again, or failed for an earlier job.
+    if (!slot.enumerator && !(slot.failed && slot.failed_for_job == job_generation_)) create(slot);
     if (slot.enumerator) enumerators.push_back(slot.enumerator);
   }
   return enumerators;
@@ -243,6 +253,17 @@ void Registry::ReleaseDeviceEnumerator(std::string_view platform) {
   }
   throw Error(CHORUS_NOT_FOUND,
               "no plugin device enumerator of platform '" + std::string(platform) + "' to release");
+}
+
+std::vector<std::string> Registry::DeviceEnumeratorFailures() const {
+  std::lock_guard<std::mutex> lock(enumerators_mutex_);
+  return enumerator_failures_;
+}
+
+void Registry::SetDeviceJob(std::shared_ptr<const DeviceJob> job) {
+  std::lock_guard<std::mutex> lock(enumerators_mutex_);
+  device_job_ = std::move(job);
+  ++job_generation_;
 }
 
 std::vector<Device> Registry::DefaultDevices() const {

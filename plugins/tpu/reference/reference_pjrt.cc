@@ -5,8 +5,22 @@
 // the size it was built with are refused; a handle used after it was destroyed is an error, not a
 // crash).
 //
-// Client options (PJRT_NamedValue): "device_count" (int64, 1..64, default 4) and
-// "visible_devices" (int64 list of device ids to keep). Any other name is refused, naming it.
+// Client options (PJRT_NamedValue): "device_count" (int64, 1..64, default 4), "visible_devices"
+// (int64 list of this process's device ids to keep), and for a multi-process client, as XLA's GPU
+// plugin has one: "node_id" (int64, 0..num_nodes-1, default 0), "num_nodes" (int64, 1..64,
+// default 1) and "kv_timeout_ms" (int64, 1..2147483647, default 60000: how long a key-value get
+// waits). Any other name is refused, naming it.
+//
+// Multi-process (num_nodes > 1; PJRT_Client_Create_Args' kv_get_callback and kv_put_callback are
+// then required): at create, node k puts "reference_pjrt/devices/<k>" = its device count (decimal
+// text, after visible_devices) and gets every other node's. The client then has global devices:
+// node n's are numbered after nodes 0..n-1's, in node order, with process_index n, coords
+// {index within node n, n, 0} and local hardware id the index within node n (for this node's
+// own devices, the id visible_devices names). PJRT_Client_Devices lists them all,
+// PJRT_Client_AddressableDevices this node's; PJRT_Client_ProcessIndex is node_id. It runs no
+// collective across processes: a buffer, a compile's device assignment or an execute on another
+// process's device is refused. With num_nodes 1 (the default) the devices are this process's
+// device_count devices, numbered 0..device_count-1 (visible_devices keeps some, with their ids).
 //
 // Built several times (Vulkan-Loader style) for the loader's tests, each variant one fault:
 // CHORUS_REFERENCE_PJRT_FAULT = 0 (none), 1 (no GetPjrtApi symbol), 2 (GetPjrtApi returns
@@ -27,6 +41,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -54,7 +69,8 @@ namespace reference_plugin {
 constexpr char kPlatformName[] = "reference";
 constexpr char kPlatformVersion[] = "chorus reference PJRT plugin 1";
 constexpr char kDeviceKind[] = "chorus reference host device";
-constexpr int64_t kMaxDevices = 64;
+constexpr int64_t kMaxDevices = 64;  // per process
+constexpr int64_t kMaxNodes = 64;
 
 PJRT_Error* MakeError(PJRT_Error_Code code, std::string message) {
   return new PJRT_Error{code, "reference PJRT plugin: " + std::move(message)};
@@ -194,6 +210,7 @@ class WorkQueue {
 using reference_plugin::EventState;
 using reference_plugin::kDeviceKind;
 using reference_plugin::kMaxDevices;
+using reference_plugin::kMaxNodes;
 using reference_plugin::kPlatformName;
 using reference_plugin::kPlatformVersion;
 using reference_plugin::Live;
@@ -205,19 +222,26 @@ struct PJRT_Event {
 };
 
 struct PJRT_DeviceDescription {
-  int id = 0;
+  int id = 0;             // global: unique across the processes of a multi-process client
+  int process_index = 0;  // the node that owns the device
   std::vector<int64_t> coords;
   PJRT_NamedValue attributes[1] = {};
 };
 
+// One of a client's devices. Another process's device has only its description: nothing runs on
+// it, and no buffer is put on it.
 struct PJRT_Device {
+  PJRT_Client* client = nullptr;
   PJRT_DeviceDescription description;
   int local_hardware_id = 0;
+  bool addressable = true;
 };
 
 struct PJRT_Client {
-  std::vector<std::unique_ptr<PJRT_Device>> devices;
-  std::vector<PJRT_Device*> device_list;
+  int process_index = 0;                              // node_id
+  std::vector<std::unique_ptr<PJRT_Device>> devices;  // every process's, in id order
+  std::vector<PJRT_Device*> device_list;              // the same devices
+  std::vector<PJRT_Device*> addressable_devices;      // this process's, in id order
   reference_plugin::WorkQueue queue;  // last member: its thread stops before the devices go
 };
 
@@ -381,6 +405,96 @@ std::string OptionName(const PJRT_NamedValue& option) {
   return option.name == nullptr ? std::string() : std::string(option.name, option.name_size);
 }
 
+// An int64 option's value in `value`; an error naming the option when it is of another type or
+// outside lo..hi.
+PJRT_Error* ReadInt64Option(const PJRT_NamedValue& option, const std::string& name, int64_t lo,
+                            int64_t hi, int64_t& value) {
+  if (option.type != PJRT_NamedValue_kInt64) {
+    return MakeError(PJRT_Error_Code_INVALID_ARGUMENT, "option " + name + " must be an int64");
+  }
+  value = option.int64_value;
+  if (value < lo || value > hi) {
+    return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
+                     "option " + name + "=" + std::to_string(value) + " is outside " +
+                         std::to_string(lo) + ".." + std::to_string(hi));
+  }
+  return nullptr;
+}
+
+// The key under which node `node` of a multi-process client puts its device count.
+std::string DevicesKey(int64_t node) { return "reference_pjrt/devices/" + std::to_string(node); }
+
+// PJRT_CallbackError: how the key-value callbacks make an error this plugin returns and frees.
+PJRT_Error* CallbackError(PJRT_Error_Code code, const char* message, size_t message_size) {
+  return new PJRT_Error{code,
+                        message == nullptr ? std::string() : std::string(message, message_size)};
+}
+
+// A key-value callback's error as PJRT_Client_Create's: its code, and its message after `what`.
+PJRT_Error* CallbackFailed(const std::string& what, PJRT_Error* error) {
+  PJRT_Error* failed = MakeError(error->code, what + " failed: " + error->message);
+  delete error;
+  return failed;
+}
+
+// `text` as a node's device count, 0..kMaxDevices; -1 when it is not one.
+int64_t ParseDeviceCount(const std::string& text) {
+  if (text.empty() || text.size() > 3) return -1;
+  int64_t count = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return -1;
+    count = count * 10 + (c - '0');
+  }
+  return count <= kMaxDevices ? count : -1;
+}
+
+// A multi-process client's exchange at create: puts this node's device count under its key, then
+// gets every other node's (each get waiting up to `timeout_ms`). counts[n]: node n's devices.
+PJRT_Error* ExchangeDeviceCounts(const PJRT_Client_Create_Args& args, int64_t node_id,
+                                 int64_t timeout_ms, std::vector<int64_t>& counts) {
+  const std::string own_key = DevicesKey(node_id);
+  const std::string own_value = std::to_string(counts[node_id]);
+  PJRT_KeyValuePutCallback_Args put{};
+  put.struct_size = CHORUS_PJRT_STRUCT_SIZE(PJRT_KeyValuePutCallback_Args, user_arg);
+  put.key = own_key.data();
+  put.key_size = own_key.size();
+  put.value = own_value.data();
+  put.value_size = own_value.size();
+  put.callback_error = CallbackError;
+  put.user_arg = args.kv_put_user_arg;
+  if (PJRT_Error* error = args.kv_put_callback(&put)) {
+    return CallbackFailed("key-value put of '" + own_key + "'", error);
+  }
+  for (int64_t node = 0; node < static_cast<int64_t>(counts.size()); ++node) {
+    if (node == node_id) continue;
+    const std::string key = DevicesKey(node);
+    PJRT_KeyValueGetCallback_Args get{};
+    get.struct_size =
+        CHORUS_PJRT_STRUCT_SIZE(PJRT_KeyValueGetCallback_Args, value_deleter_callback);
+    get.key = key.data();
+    get.key_size = key.size();
+    get.timeout_in_ms = static_cast<int>(timeout_ms);
+    get.callback_error = CallbackError;
+    get.user_arg = args.kv_get_user_arg;
+    if (PJRT_Error* error = args.kv_get_callback(&get)) {
+      return CallbackFailed("key-value get of '" + key + "'", error);
+    }
+    const std::string value =
+        get.value == nullptr ? std::string() : std::string(get.value, get.value_size);
+    if (get.value != nullptr && get.value_deleter_callback != nullptr) {
+      get.value_deleter_callback(get.value);
+    }
+    counts[node] = ParseDeviceCount(value);
+    if (counts[node] < 0) {
+      return MakeError(PJRT_Error_Code_INVALID_ARGUMENT, "key-value get of '" + key + "' gave '" +
+                                                             value.substr(0, 32) +
+                                                             "', which is not a device count (0.." +
+                                                             std::to_string(kMaxDevices) + ")");
+    }
+  }
+  return nullptr;
+}
+
 PJRT_Error* ClientCreate(PJRT_Client_Create_Args* args) {
   CHECK_ARGS(PJRT_Client_Create_Args, client);
   if (CHORUS_REFERENCE_PJRT_FAULT == 5) {
@@ -389,19 +503,15 @@ PJRT_Error* ClientCreate(PJRT_Client_Create_Args* args) {
   int64_t device_count = 4;
   std::vector<int64_t> visible;
   bool restrict_visible = false;
+  int64_t node_id = 0;
+  int64_t num_nodes = 1;
+  int64_t kv_timeout_ms = 60000;
   for (size_t i = 0; i < args->num_options; ++i) {
     const PJRT_NamedValue& option = args->create_options[i];
     const std::string name = OptionName(option);
+    PJRT_Error* error = nullptr;
     if (name == "device_count") {
-      if (option.type != PJRT_NamedValue_kInt64) {
-        return MakeError(PJRT_Error_Code_INVALID_ARGUMENT, "option device_count must be an int64");
-      }
-      device_count = option.int64_value;
-      if (device_count < 1 || device_count > kMaxDevices) {
-        return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
-                         "option device_count=" + std::to_string(device_count) + " is outside 1.." +
-                             std::to_string(kMaxDevices));
-      }
+      error = ReadInt64Option(option, name, 1, kMaxDevices, device_count);
     } else if (name == "visible_devices") {
       if (option.type != PJRT_NamedValue_kInt64List) {
         return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
@@ -409,30 +519,34 @@ PJRT_Error* ClientCreate(PJRT_Client_Create_Args* args) {
       }
       restrict_visible = true;
       visible.assign(option.int64_array_value, option.int64_array_value + option.value_size);
+    } else if (name == "node_id") {
+      // Its range, 0..num_nodes-1, is checked once every option is read.
+      error = ReadInt64Option(option, name, std::numeric_limits<int64_t>::min(),
+                              std::numeric_limits<int64_t>::max(), node_id);
+    } else if (name == "num_nodes") {
+      error = ReadInt64Option(option, name, 1, kMaxNodes, num_nodes);
+    } else if (name == "kv_timeout_ms") {
+      error = ReadInt64Option(option, name, 1, std::numeric_limits<int>::max(), kv_timeout_ms);
     } else {
       return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
                        "unknown client option '" + name +
-                           "' (this plugin knows device_count and visible_devices)");
+                           "' (this plugin knows device_count, visible_devices, node_id, "
+                           "num_nodes and kv_timeout_ms)");
     }
+    if (error != nullptr) return error;
   }
-  auto client = std::make_unique<PJRT_Client>();
-  for (int64_t id = 0; id < device_count; ++id) {
-    if (restrict_visible && std::find(visible.begin(), visible.end(), id) == visible.end()) {
-      continue;
-    }
-    auto device = std::make_unique<PJRT_Device>();
-    device->description.id = static_cast<int>(id);
-    device->local_hardware_id = static_cast<int>(id);
-    device->description.coords = {id, 0, 0};
-    PJRT_NamedValue& coords = device->description.attributes[0];
-    coords.struct_size = CHORUS_PJRT_STRUCT_SIZE(PJRT_NamedValue, value_size);
-    coords.name = "coords";
-    coords.name_size = std::strlen(coords.name);
-    coords.type = PJRT_NamedValue_kInt64List;
-    coords.int64_array_value = device->description.coords.data();
-    coords.value_size = device->description.coords.size();
-    client->device_list.push_back(device.get());
-    client->devices.push_back(std::move(device));
+  if (node_id < 0 || node_id >= num_nodes) {
+    return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
+                     "option node_id=" + std::to_string(node_id) + " is outside 0.." +
+                         std::to_string(num_nodes - 1) +
+                         " (num_nodes=" + std::to_string(num_nodes) + ")");
+  }
+  if (num_nodes > 1 && (args->kv_get_callback == nullptr || args->kv_put_callback == nullptr)) {
+    return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
+                     "option num_nodes=" + std::to_string(num_nodes) +
+                         ": the key-value callbacks (PJRT_Client_Create_Args' kv_get_callback "
+                         "and kv_put_callback) are needed for num_nodes > 1; the nodes exchange "
+                         "their devices through them");
   }
   for (int64_t id : visible) {
     if (id < 0 || id >= device_count) {
@@ -440,6 +554,48 @@ PJRT_Error* ClientCreate(PJRT_Client_Create_Args* args) {
                        "option visible_devices names device " + std::to_string(id) +
                            ", but the devices are 0.." + std::to_string(device_count - 1));
     }
+  }
+  // This node's devices, by the ids visible_devices names.
+  std::vector<int64_t> local_ids;
+  for (int64_t id = 0; id < device_count; ++id) {
+    if (!restrict_visible || std::find(visible.begin(), visible.end(), id) != visible.end()) {
+      local_ids.push_back(id);
+    }
+  }
+  std::vector<int64_t> counts(static_cast<size_t>(num_nodes), 0);
+  counts[node_id] = static_cast<int64_t>(local_ids.size());
+  if (num_nodes > 1) {
+    if (PJRT_Error* error = ExchangeDeviceCounts(*args, node_id, kv_timeout_ms, counts)) {
+      return error;
+    }
+  }
+  auto client = std::make_unique<PJRT_Client>();
+  client->process_index = static_cast<int>(node_id);
+  int64_t first_id = 0;  // node n's first device's id: the devices of nodes 0..n-1 come first
+  for (int64_t node = 0; node < num_nodes; ++node) {
+    const bool own = node == node_id;
+    for (int64_t index = 0; index < counts[node]; ++index) {
+      // One process keeps the ids visible_devices names; several number each node's densely.
+      const int64_t local_id = own ? local_ids[index] : index;
+      auto device = std::make_unique<PJRT_Device>();
+      device->client = client.get();
+      device->addressable = own;
+      device->local_hardware_id = static_cast<int>(local_id);
+      device->description.id = static_cast<int>(num_nodes == 1 ? local_id : first_id + index);
+      device->description.process_index = static_cast<int>(node);
+      device->description.coords = {num_nodes == 1 ? local_id : index, node, 0};
+      PJRT_NamedValue& coords = device->description.attributes[0];
+      coords.struct_size = CHORUS_PJRT_STRUCT_SIZE(PJRT_NamedValue, value_size);
+      coords.name = "coords";
+      coords.name_size = std::strlen(coords.name);
+      coords.type = PJRT_NamedValue_kInt64List;
+      coords.int64_array_value = device->description.coords.data();
+      coords.value_size = device->description.coords.size();
+      client->device_list.push_back(device.get());
+      if (own) client->addressable_devices.push_back(device.get());
+      client->devices.push_back(std::move(device));
+    }
+    first_id += counts[node];
   }
   for (const auto& device : client->devices) {
     Live().Add(device.get());
@@ -474,7 +630,7 @@ PJRT_Error* ClientPlatformName(PJRT_Client_PlatformName_Args* args) {
 PJRT_Error* ClientProcessIndex(PJRT_Client_ProcessIndex_Args* args) {
   CHECK_ARGS(PJRT_Client_ProcessIndex_Args, process_index);
   CHECK_HANDLE(args->client, "PJRT_Client_ProcessIndex: client");
-  args->process_index = 0;
+  args->process_index = args->client->process_index;
   return nullptr;
 }
 
@@ -497,8 +653,26 @@ PJRT_Error* ClientDevices(PJRT_Client_Devices_Args* args) {
 PJRT_Error* ClientAddressableDevices(PJRT_Client_AddressableDevices_Args* args) {
   CHECK_ARGS(PJRT_Client_AddressableDevices_Args, num_addressable_devices);
   CHECK_HANDLE(args->client, "PJRT_Client_AddressableDevices: client");
-  args->addressable_devices = args->client->device_list.data();
-  args->num_addressable_devices = args->client->device_list.size();
+  args->addressable_devices = args->client->addressable_devices.data();
+  args->num_addressable_devices = args->client->addressable_devices.size();
+  return nullptr;
+}
+
+// Null when `device` is one of `client`'s devices and on this process; else the error `what`
+// (the entry point and the argument) returns. This plugin runs nothing across processes.
+PJRT_Error* CheckOnThisProcess(const PJRT_Client* client, const PJRT_Device* device,
+                               const std::string& what) {
+  const std::string id = std::to_string(device->description.id);
+  if (device->client != client) {
+    return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
+                     what + ": device " + id + " is another client's device, not this client's");
+  }
+  if (!device->addressable) {
+    return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
+                     what + ": device " + id + " belongs to process " +
+                         std::to_string(device->description.process_index) +
+                         "; the reference plugin runs on this process's devices only");
+  }
   return nullptr;
 }
 
@@ -534,15 +708,18 @@ PJRT_Error* ClientCompile(PJRT_Client_Compile_Args* args) {
                          " replicas, the program's module " +
                          std::to_string(program->num_replicas()));
   }
-  if (replicas < 1 || static_cast<size_t>(replicas) > args->client->device_list.size()) {
-    return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
-                     "PJRT_Client_Compile: " + std::to_string(replicas) +
-                         " replicas on a client of " +
-                         std::to_string(args->client->device_list.size()) + " devices");
+  const std::vector<PJRT_Device*>& addressable = args->client->addressable_devices;
+  if (replicas < 1 || static_cast<size_t>(replicas) > addressable.size()) {
+    return MakeError(
+        PJRT_Error_Code_INVALID_ARGUMENT,
+        "PJRT_Client_Compile: " + std::to_string(replicas) + " replicas on a client of " +
+            std::to_string(addressable.size()) +
+            (addressable.size() == args->client->device_list.size() ? " devices"
+                                                                    : " devices on this process"));
   }
   std::vector<PJRT_Device*> devices;
   if (device_ids.empty()) {
-    devices.assign(args->client->device_list.begin(), args->client->device_list.begin() + replicas);
+    devices.assign(addressable.begin(), addressable.begin() + replicas);
   } else if (device_ids.size() != static_cast<size_t>(replicas)) {
     return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
                      "PJRT_Client_Compile: the device assignment lists " +
@@ -554,11 +731,22 @@ PJRT_Error* ClientCompile(PJRT_Client_Compile_Args* args) {
     for (PJRT_Device* device : args->client->device_list) {
       if (device->description.id == id) found = device;
     }
-    if (found == nullptr || std::find(devices.begin(), devices.end(), found) != devices.end()) {
+    const std::string names =
+        "PJRT_Client_Compile: the device assignment names device " + std::to_string(id) + ", ";
+    if (found == nullptr) {
       return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
-                       "PJRT_Client_Compile: the device assignment names device " +
-                           std::to_string(id) + ", which " +
-                           (found == nullptr ? "the client does not have" : "it names twice"));
+                       names + (addressable.size() == args->client->device_list.size()
+                                    ? "which the client does not have"
+                                    : "which no process of the client has"));
+    }
+    if (std::find(devices.begin(), devices.end(), found) != devices.end()) {
+      return MakeError(PJRT_Error_Code_INVALID_ARGUMENT, names + "which it names twice");
+    }
+    if (!found->addressable) {
+      return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
+                       names + "which belongs to process " +
+                           std::to_string(found->description.process_index) +
+                           "; the reference plugin runs on this process's devices only");
     }
     devices.push_back(found);
   }
@@ -574,6 +762,10 @@ PJRT_Error* ClientBufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer_Args* ar
   CHECK_ARGS(PJRT_Client_BufferFromHostBuffer_Args, buffer);
   CHECK_HANDLE(args->client, "PJRT_Client_BufferFromHostBuffer: client");
   CHECK_HANDLE(args->device, "PJRT_Client_BufferFromHostBuffer: device");
+  if (PJRT_Error* error =
+          CheckOnThisProcess(args->client, args->device, "PJRT_Client_BufferFromHostBuffer")) {
+    return error;
+  }
   const size_t element_size = ElementSize(args->type);
   if (element_size == 0) {
     return MakeError(PJRT_Error_Code_UNIMPLEMENTED,
@@ -625,7 +817,7 @@ PJRT_Error* DescriptionId(PJRT_DeviceDescription_Id_Args* args) {
 PJRT_Error* DescriptionProcessIndex(PJRT_DeviceDescription_ProcessIndex_Args* args) {
   CHECK_ARGS(PJRT_DeviceDescription_ProcessIndex_Args, process_index);
   CHECK_HANDLE(args->device_description, "PJRT_DeviceDescription_ProcessIndex: description");
-  args->process_index = 0;
+  args->process_index = args->device_description->process_index;
   return nullptr;
 }
 
@@ -655,7 +847,7 @@ PJRT_Error* DeviceGetDescription(PJRT_Device_GetDescription_Args* args) {
 PJRT_Error* DeviceIsAddressable(PJRT_Device_IsAddressable_Args* args) {
   CHECK_ARGS(PJRT_Device_IsAddressable_Args, is_addressable);
   CHECK_HANDLE(args->device, "PJRT_Device_IsAddressable: device");
-  args->is_addressable = true;
+  args->is_addressable = args->device->addressable;
   return nullptr;
 }
 
@@ -715,6 +907,10 @@ PJRT_Error* LoadedExecutableExecute(PJRT_LoadedExecutable_Execute_Args* args) {
   // execute_device: a one-replica program run on that device (as a portable executable is).
   if (args->execute_device != nullptr) {
     CHECK_HANDLE(args->execute_device, "PJRT_LoadedExecutable_Execute: execute_device");
+    if (PJRT_Error* error = CheckOnThisProcess(executable.client, args->execute_device,
+                                               "PJRT_LoadedExecutable_Execute: execute_device")) {
+      return error;
+    }
     if (program.num_replicas() != 1) {
       return MakeError(PJRT_Error_Code_UNIMPLEMENTED,
                        "PJRT_LoadedExecutable_Execute: execute_device for a program of " +
@@ -854,6 +1050,10 @@ PJRT_Error* BufferCopyToDevice(PJRT_Buffer_CopyToDevice_Args* args) {
   CHECK_ARGS(PJRT_Buffer_CopyToDevice_Args, dst_buffer);
   CHECK_HANDLE(args->buffer, "PJRT_Buffer_CopyToDevice: buffer");
   CHECK_HANDLE(args->dst_device, "PJRT_Buffer_CopyToDevice: dst_device");
+  if (PJRT_Error* error = CheckOnThisProcess(args->buffer->client, args->dst_device,
+                                             "PJRT_Buffer_CopyToDevice: dst_device")) {
+    return error;
+  }
   if (!args->buffer->bytes) {
     return MakeError(PJRT_Error_Code_FAILED_PRECONDITION,
                      "PJRT_Buffer_CopyToDevice: the buffer was deleted");

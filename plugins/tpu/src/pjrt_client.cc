@@ -2,8 +2,10 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <chorus/error.hpp>
+#include <chorus/plugin_sdk.hpp>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -48,6 +50,60 @@ chorus_status StatusFor(PJRT_Error_Code code) {
     default:
       return CHORUS_INTERNAL;
   }
+}
+
+// The PJRT client's key-value callbacks over the job's store (user_arg: the client's PjrtJob).
+// A failure is an error the plugin owns, made by its callback_error, naming the key.
+PJRT_Error* StoreError(PJRT_CallbackError* make_error, chorus_status status,
+                       const std::string& what) {
+  if (make_error == nullptr) {  // a plugin that gives no way to say it: at least the log does
+    sdk::Log(CHORUS_LOG_ERROR, "pjrt: the PJRT plugin's key-value " + what + " failed with " +
+                                   StatusName(status) + " and the plugin gave no callback_error");
+    return nullptr;
+  }
+  const PJRT_Error_Code code = status == CHORUS_TIMEOUT     ? PJRT_Error_Code_DEADLINE_EXCEEDED
+                               : status == CHORUS_NOT_FOUND ? PJRT_Error_Code_NOT_FOUND
+                                                            : PJRT_Error_Code_UNAVAILABLE;
+  const std::string message =
+      "chorus's job store: " + what + " failed with " + std::string(StatusName(status)) +
+      (status == CHORUS_TIMEOUT ? " (is every host's process started, with the same job?)"
+                                : " (the job's leader, worker 0, serves the store)");
+  return (*make_error)(code, message.data(), message.size());
+}
+
+PJRT_Error* KeyValueGet(PJRT_KeyValueGetCallback_Args* args) {
+  const auto* job = static_cast<const PjrtJob*>(args->user_arg);
+  const std::string key(args->key, args->key_size);
+  // The plugin's wait, within the job's time-out (a negative one is the job's).
+  const int64_t limit = job->timeout.count();
+  const int64_t timeout_ms =
+      args->timeout_in_ms < 0 ? limit : std::min<int64_t>(args->timeout_in_ms, limit);
+  const std::string what =
+      "get of '" + key + "' (waited up to " + std::to_string(timeout_ms) + " ms)";
+  std::vector<char> value(256);
+  size_t size = 0;
+  chorus_status status =
+      job->store->get(job->store->ctx, key.c_str(), timeout_ms, value.data(), value.size(), &size);
+  if (status == CHORUS_OK && size > value.size()) {
+    value.resize(size);
+    status = job->store->get(job->store->ctx, key.c_str(), 0, value.data(), value.size(), &size);
+  }
+  if (status != CHORUS_OK) return StoreError(args->callback_error, status, what);
+  char* out = new char[size > 0 ? size : 1];
+  std::memcpy(out, value.data(), size);
+  args->value = out;
+  args->value_size = size;
+  args->value_deleter_callback = [](char* v) { delete[] v; };
+  return nullptr;
+}
+
+PJRT_Error* KeyValuePut(PJRT_KeyValuePutCallback_Args* args) {
+  const auto* job = static_cast<const PjrtJob*>(args->user_arg);
+  const std::string key(args->key, args->key_size);
+  const chorus_status status =
+      job->store->set(job->store->ctx, key.c_str(), args->value, args->value_size);
+  return status == CHORUS_OK ? nullptr
+                             : StoreError(args->callback_error, status, "put of '" + key + "'");
 }
 
 // Sets struct_size to the size chorus was built with, as the ABI asks of every caller.
@@ -369,9 +425,27 @@ size_t PjrtBuffer::size_in_bytes() const {
   return args.on_device_size_in_bytes;
 }
 
-PjrtClient::PjrtClient(std::shared_ptr<PjrtLibrary> library, const std::vector<PjrtOption>& options)
+PjrtClient::PjrtClient(std::shared_ptr<PjrtLibrary> library,
+                       const std::vector<PjrtOption>& given_options, const PjrtJob* job)
     : library_(std::move(library)) {
   const PJRT_Api& api = library_->api();
+  std::vector<PjrtOption> options = given_options;
+  if (job != nullptr && job->num_processes > 1) {
+    job_ = *job;
+    // XLA's GPU plugin's names for its process and the processes; the user's own win.
+    for (const auto& [name, value] :
+         {std::pair<const char*, int64_t>{"node_id", job->process_index},
+          std::pair<const char*, int64_t>{"num_nodes", job->num_processes}}) {
+      if (std::none_of(options.begin(), options.end(),
+                       [&](const PjrtOption& o) { return o.name == name; })) {
+        PjrtOption option;
+        option.name = name;
+        option.type = PJRT_NamedValue_kInt64;
+        option.int64_value = value;
+        options.push_back(std::move(option));
+      }
+    }
+  }
   std::vector<PJRT_NamedValue> values;
   std::string names;
   for (const PjrtOption& option : options) {
@@ -406,6 +480,12 @@ PjrtClient::PjrtClient(std::shared_ptr<PjrtLibrary> library, const std::vector<P
   auto create = MakeArgs<PJRT_Client_Create_Args>();
   create.create_options = values.data();
   create.num_options = values.size();
+  if (multi_process()) {
+    create.kv_get_callback = KeyValueGet;
+    create.kv_get_user_arg = &job_;
+    create.kv_put_callback = KeyValuePut;
+    create.kv_put_user_arg = &job_;
+  }
   library_->Check(api.PJRT_Client_Create(&create),
                   "PJRT_Client_Create" +
                       (names.empty() ? std::string(" (no options)") : " (options: " + names + ")"));
@@ -423,6 +503,11 @@ PjrtClient::PjrtClient(std::shared_ptr<PjrtLibrary> library, const std::vector<P
     process.client = client_;
     library_->Check(api.PJRT_Client_ProcessIndex(&process), "PJRT_Client_ProcessIndex");
     process_index_ = process.process_index;
+
+    auto all = MakeArgs<PJRT_Client_Devices_Args>();
+    all.client = client_;
+    library_->Check(api.PJRT_Client_Devices(&all), "PJRT_Client_Devices");
+    global_device_count_ = all.num_devices;
 
     auto list = MakeArgs<PJRT_Client_AddressableDevices_Args>();
     list.client = client_;

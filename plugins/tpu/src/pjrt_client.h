@@ -4,6 +4,8 @@
 #ifndef CHORUS_PLUGINS_TPU_PJRT_CLIENT_H_
 #define CHORUS_PLUGINS_TPU_PJRT_CLIENT_H_
 
+#include <chorus/plugin.h>
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -126,11 +128,24 @@ class PjrtExecutable {
   size_t num_outputs_;
 };
 
+// The job a client of several processes belongs to: its key-value callbacks are served by the
+// job's store, and it is told its process ("node_id") and the processes ("num_nodes"), the
+// options XLA's GPU plugin takes, unless `options` name them already.
+struct PjrtJob {
+  const chorus_kv_store* store = nullptr;  // borrowed; outlives the client
+  int64_t process_index = 0;
+  int64_t num_processes = 1;
+  // The longest wait of a key-value get, whatever the plugin asks for: the job's time-out.
+  std::chrono::milliseconds timeout{60000};
+};
+
 class PjrtClient {
  public:
-  // Creates the plugin's client with `options`; a refused option comes back as the plugin says
-  // it, prefixed with the option names chorus passed.
-  PjrtClient(std::shared_ptr<PjrtLibrary> library, const std::vector<PjrtOption>& options);
+  // Creates the plugin's client with `options` (and `job`'s, for a client of several
+  // processes); a refused option comes back as the plugin says it, prefixed with the option
+  // names chorus passed.
+  PjrtClient(std::shared_ptr<PjrtLibrary> library, const std::vector<PjrtOption>& options,
+             const PjrtJob* job = nullptr);
   ~PjrtClient();
   PjrtClient(const PjrtClient&) = delete;
   PjrtClient& operator=(const PjrtClient&) = delete;
@@ -139,6 +154,12 @@ class PjrtClient {
   const std::string& platform_name() const { return platform_name_; }
   const std::string& platform_version() const { return platform_version_; }
   int process_index() const { return process_index_; }
+  // Every process's devices (PJRT_Client_Devices): more than addressable_devices() in a job of
+  // several processes.
+  size_t global_device_count() const { return global_device_count_; }
+  // Whether the client was made for a job of several processes (its key-value callbacks are
+  // the job's store).
+  bool multi_process() const { return job_.num_processes > 1; }
   // The devices this process drives, in the plugin's order.
   const std::vector<PjrtDevice>& addressable_devices() const { return devices_; }
 
@@ -179,7 +200,9 @@ class PjrtClient {
   std::string platform_name_;
   std::string platform_version_;
   int process_index_ = 0;
+  size_t global_device_count_ = 0;
   std::vector<PjrtDevice> devices_;
+  PjrtJob job_;  // what the key-value callbacks read; outlives client_
 };
 
 // "INVALID_ARGUMENT", ... for a PJRT error code.

@@ -38,7 +38,8 @@ void WriteBytes(const chorus_device_context& ctx, const HandleMemory::Place& pla
                 const void* data, size_t bytes);
 
 // The PJRT device ids of `devices` (chorus device indices), for a program whose replica r runs on
-// devices[r]; empty when devices[r] == r for every r, the client's default device assignment.
+// devices[r]; empty when devices[r] == r for every r in a client of one process, the client's
+// default device assignment.
 std::vector<int64_t> DeviceAssignment(const chorus_device_context& ctx,
                                       const std::vector<uint32_t>& devices);
 

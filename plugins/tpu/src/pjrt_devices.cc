@@ -73,9 +73,26 @@ chorus_status Create(const chorus_device_context_create_args* args, chorus_devic
       *out = ctx.release();
       return;
     }
+    // A job of several hosts (1.5): the client meets the other hosts' clients through the job's
+    // store, as a multi-process PJRT client does through its key-value callbacks.
+    const chorus_job* job =
+        CHORUS_HAS_FIELD(args, chorus_device_context_create_args, job) ? args->job : nullptr;
+    PjrtJob pjrt_job;
+    if (job != nullptr && job->num_tasks > 1) {
+      if (job->struct_size < CHORUS_STRUCT_SIZE(chorus_job, store) || job->store == nullptr) {
+        Fail(CHORUS_INVALID_ARGUMENT, "pjrt create: the job has no store");
+      }
+      pjrt_job.store = job->store;
+      pjrt_job.process_index = job->task_index;
+      pjrt_job.num_processes = job->num_tasks;
+      if (job->struct_size >= CHORUS_STRUCT_SIZE(chorus_job, timeout_ms) && job->timeout_ms > 0) {
+        pjrt_job.timeout = std::chrono::milliseconds(job->timeout_ms);
+      }
+    }
     const char* options = std::getenv("CHORUS_PJRT_OPTIONS");
     ctx->client = std::make_unique<PjrtClient>(PjrtLibrary::Open(choice),
-                                               ParsePjrtOptions(options ? options : ""));
+                                               ParsePjrtOptions(options ? options : ""),
+                                               pjrt_job.store != nullptr ? &pjrt_job : nullptr);
     const std::string& platform = ctx->client->platform_name();
     for (const PjrtDevice& device : ctx->client->addressable_devices()) {
       const chorus_device_kind kind = KindOf(platform);
@@ -95,6 +112,12 @@ chorus_status Create(const chorus_device_context_create_args* args, chorus_devic
                             ? "; chorus's reference PJRT plugin, a test double over host memory, "
                               "not XLA"
                             : "");
+    if (ctx->client->multi_process()) {
+      ctx->description += "; process " + std::to_string(ctx->client->process_index()) + " of " +
+                          std::to_string(pjrt_job.num_processes) + " (job " + job->id + "), " +
+                          std::to_string(ctx->client->global_device_count()) +
+                          " devices in the job";
+    }
     sdk::Log(CHORUS_LOG_INFO, "pjrt: " + std::to_string(ctx->names.size()) + " " + platform +
                                   " devices; " + ctx->description);
     *out = ctx.release();
@@ -376,7 +399,9 @@ std::shared_ptr<PjrtBuffer> CurrentBuffer(const chorus_device_context& ctx,
 
 std::vector<int64_t> DeviceAssignment(const chorus_device_context& ctx,
                                       const std::vector<uint32_t>& devices) {
-  bool identity = true;
+  // A client of several processes: always say it (its default assignment may name another
+  // process's devices).
+  bool identity = !ctx.client->multi_process();
   for (size_t r = 0; r < devices.size(); ++r) identity = identity && devices[r] == r;
   if (identity) return {};
   std::vector<int64_t> ids;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "chorus-launch/ports.h"
 #include "replicated_step_check.h"
 
 namespace chorus {
@@ -36,14 +37,27 @@ TEST(TpuSystem, InitializeFindsThePjrtDevicesAndTheirTopology) {
   }
 }
 
-// A slice of two hosts, seen from one: this host's devices, two tasks. (TPUStrategy over two
-// hosts runs in tests/multiworker: TwoHostsOfTwoPjrtDevicesTrainToTheBitsOfMirroredWithFour.)
-TEST(TpuSystem, ATwoHostSystemHasThisHostsDevicesAndTwoTasks) {
-  const Topology topology =
-      InitializeTpuSystem(TPUClusterResolver("grpc://10.0.0.1:8470,grpc://10.0.0.2:8470"));
-  EXPECT_EQ(topology.num_tasks, 2);
-  EXPECT_EQ(topology.num_tpus_per_task, kDevices);
-  EXPECT_EQ(topology.devices.size(), static_cast<size_t>(kDevices));
+// A slice of two hosts whose second host never comes: the first host (the leader) serves the
+// job's store, its PJRT client waits there for the other client's devices, and
+// InitializeTpuSystem ends within the job's time-out naming what did not come. (Two hosts that
+// both come run in tests/multiworker: TwoHostsOfTwoPjrtDevicesTrainToTheBitsOfMirroredWithFour.)
+TEST(TpuSystem, ATwoHostSystemWhoseOtherHostNeverComesEndsNamingIt) {
+  ASSERT_EQ(setenv("CHORUS_TIMEOUT_SECONDS", "2", 1), 0);
+  const std::vector<int> ports = launch::PickFreePorts(2);
+  TPUClusterResolver resolver("grpc://127.0.0.1:" + std::to_string(ports[0]) +
+                              ",grpc://127.0.0.1:" + std::to_string(ports[1]));
+  ASSERT_EQ(resolver.task_id(), 0);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    InitializeTpuSystem(resolver);
+    FAIL() << "a TPU system without its second host";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), CHORUS_UNAVAILABLE) << e.what();
+    EXPECT_THAT(e.what(), testing::HasSubstr("reference_pjrt/devices/1")) << e.what();
+    EXPECT_THAT(e.what(), testing::HasSubstr("TIMEOUT")) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  ShutdownTpuSystem();  // leaves the job; its server waits at most the time-out for the other
 }
 
 // ShutdownTpuSystem releases the device context (the PJRT client and its programs), but not

@@ -30,7 +30,7 @@
  *  - Out-pointers (chorus_request**, the `out` of create calls) are never NULL.
  *  - Time-outs are in milliseconds; a negative value means "no time-out" and is used only where
  *    a comment allows it. Every blocking call takes one.
- *  - Fields and tables marked "1.1" ("1.2", "1.3", "1.4") are absent when the other side was
+ *  - Fields and tables marked "1.1" ("1.2" ... "1.5") are absent when the other side was
  *    built against an older minor: a plugin checks CHORUS_HAS_FIELD (or the host's abi_minor)
  *    before it reads one, and the core does the same with a plugin's tables.
  */
@@ -45,7 +45,7 @@ extern "C" {
 #endif
 
 #define CHORUS_ABI_MAJOR 1
-#define CHORUS_ABI_MINOR 4
+#define CHORUS_ABI_MINOR 5
 
 /* Name of the one symbol every plugin exports. */
 #define CHORUS_PLUGIN_ENTRY_SYMBOL "chorus_plugin_get"
@@ -362,10 +362,35 @@ typedef struct chorus_device_info {
   int32_t coords[4];      /* torus coordinates (TPU); -1 where unused */
 } chorus_device_info;
 
+/* 1.5: the job a process belongs to, for a plugin whose own runtime must meet the job's other
+   processes (a PJRT client's key-value exchange of its devices). Owned by the core; lives until
+   the destroy of the object it was handed to returns. */
+typedef struct chorus_job {
+  size_t struct_size;
+  /* The same in every process of the job, and different for every job the same hosts run (the
+     leader draws it when the job starts): for naming what is per job (a segment, a folder). */
+  const char* id;
+  uint32_t task_index; /* this process's index among the job's processes; 0 is the leader */
+  uint32_t num_tasks;
+  /* This host's identity: the same for every process of one host (host name and boot id, or
+     CHORUS_HOST_ID), different across hosts. */
+  const char* host_id;
+  /* The job's rendezvous store, scoped to a prefix of this plugin's own (the job secret, when
+     the job has one, guards it as it guards the core's). */
+  const chorus_kv_store* store;
+  /* How long a wait for the job's other processes may last (CHORUS_TIMEOUT_SECONDS): a wait
+     past it is the job's failure, reported as CHORUS_TIMEOUT naming what did not come. */
+  int64_t timeout_ms;
+} chorus_job;
+
 typedef struct chorus_device_context_create_args {
   size_t struct_size;
   const chorus_option* options; /* borrowed for the call; e.g. {"count", "4"} for cpu */
   size_t num_options;
+  /* 1.5: the job when this process is one of several (InitializeTpuSystem with a cluster of
+     several hosts), else NULL. A context made for a job may keep the pointer until destroy; the
+     core makes a new context when the process joins a job after the first one was made. */
+  const chorus_job* job;
 } chorus_device_context_create_args;
 
 /* dst and src may each be a device index or CHORUS_HOST_DEVICE. */
@@ -479,6 +504,21 @@ typedef struct chorus_all_gather_args {
   chorus_stream* stream;
 } chorus_all_gather_args;
 
+/* 1.5: reduces the inputs elementwise (each holds count * num_outputs elements) and writes part
+   j of the result, elements [j * count, (j + 1) * count), to output j, which holds count. One
+   input and one output per replica, in the same order (num_inputs == num_outputs). */
+typedef struct chorus_cross_device_reduce_scatter_args {
+  size_t struct_size;
+  chorus_dtype dtype;
+  chorus_reduce_op op; /* never MEAN */
+  size_t count;        /* elements of each output */
+  const chorus_buffer* inputs;
+  size_t num_inputs;
+  const chorus_buffer* outputs;
+  size_t num_outputs;
+  chorus_stream* stream;
+} chorus_cross_device_reduce_scatter_args;
+
 /* Each operation either completes before it returns and sets *request to NULL, or returns a
    request the core waits on and frees. Buffers must stay valid until then. Every operation
    needs at least one input and one output (INVALID_ARGUMENT otherwise); count 0 is valid and
@@ -499,6 +539,12 @@ typedef struct chorus_cross_device_ops_api {
                               chorus_request** request);
   /* 1.1: what it serves and how well; static. NULL: it is chosen only by name, never by AUTO. */
   const chorus_capabilities* capabilities;
+  /* 1.5: NULL (or absent) when the plugin has none: the core then reduces to one device and
+     copies each replica's part. Declare CHORUS_OP_REDUCE_SCATTER in capabilities->ops to be
+     routed to under AUTO. */
+  chorus_status (*reduce_scatter)(chorus_cross_device_ops* ops,
+                                  const chorus_cross_device_reduce_scatter_args* args,
+                                  chorus_request** request);
 } chorus_cross_device_ops_api;
 
 /* ------------------------------------------------------------------------------------------ */

@@ -18,7 +18,9 @@ namespace chorus {
 
 class JobHealth;
 class KvStore;
-class TcpStoreServer;
+namespace internal {
+class JobRendezvous;
+}
 
 // The collective a multi-worker strategy runs on, and why (selection.h).
 struct CollectiveSelection {
@@ -53,9 +55,10 @@ class MultiWorkerMirroredStrategy : public Strategy {
   std::shared_ptr<ClusterResolver> resolver_;
   bool is_leader_ = true;
   CollectiveSelection collective_;
-  std::unique_ptr<TcpStoreServer> server_;  // the leader's; outlives the two below
-  std::shared_ptr<KvStore> store_;          // the rendezvous, for the communicator
-  std::shared_ptr<JobHealth> health_;       // names the worker that breaks the job
+  // The job's server, store and health, shared with whatever else in this process joined it.
+  std::shared_ptr<internal::JobRendezvous> rendezvous_;
+  std::shared_ptr<KvStore> store_;     // the rendezvous's store, for the communicator
+  std::shared_ptr<JobHealth> health_;  // names the worker that breaks the job
 };
 
 }  // namespace chorus

@@ -15,6 +15,8 @@
 
 namespace chorus {
 
+class KvStore;
+
 using Options = std::vector<std::pair<std::string, std::string>>;
 
 struct DeviceInfo {
@@ -29,6 +31,17 @@ struct DeviceInfo {
 
 const char* DeviceKindName(chorus_device_kind kind);
 
+// The job a device context is made for (chorus_job, ABI 1.5): what a plugin's own runtime needs
+// to meet the job's other processes (a PJRT client's key-value exchange).
+struct DeviceJob {
+  std::string id;  // the same in every process of the job
+  uint32_t task_index = 0;
+  uint32_t num_tasks = 1;
+  std::string host_id;
+  std::shared_ptr<KvStore> store;  // each enumerator gets a view under a prefix of its own
+  int64_t timeout_ms = 60000;      // how long a wait for the other processes may last
+};
+
 // A device context of one enumerator. Thread-safe as far as the enumerator is.
 class DeviceEnumerator {
  public:
@@ -37,9 +50,12 @@ class DeviceEnumerator {
   static std::shared_ptr<DeviceEnumerator> Create(std::shared_ptr<PluginLibrary> library,
                                                   const Options& options = {});
   // The same for `api`, one of library->device_enumerators() (a 1.1 library may have several).
+  // With `job`, the context is made for that job (chorus_device_context_create_args.job), its
+  // store a view under "devices/<platform>/".
   static std::shared_ptr<DeviceEnumerator> Create(std::shared_ptr<PluginLibrary> library,
                                                   const chorus_device_enumerator_api& api,
-                                                  const Options& options = {});
+                                                  const Options& options = {},
+                                                  std::shared_ptr<const DeviceJob> job = nullptr);
   ~DeviceEnumerator();
   DeviceEnumerator(const DeviceEnumerator&) = delete;
   DeviceEnumerator& operator=(const DeviceEnumerator&) = delete;
@@ -47,6 +63,8 @@ class DeviceEnumerator {
   const std::string& platform() const { return platform_; }
   // What drives the devices, as the plugin describes it (1.4); "" when it says nothing.
   const std::string& description() const { return description_; }
+  // The id of the job the context was made for; "" when it was made for this process alone.
+  std::string job_id() const;
   const PluginLibrary& library() const { return *library_; }
   const chorus_device_enumerator_api& api() const { return *api_; }
   chorus_device_context* context() const { return context_; }
@@ -76,6 +94,8 @@ class DeviceEnumerator {
   std::string platform_;
   std::string description_;
   std::vector<DeviceInfo> infos_;
+  struct JobView;
+  std::shared_ptr<JobView> job_;  // what args.job points to; outlives context_
 };
 
 // One device: an enumerator context and an index in it.

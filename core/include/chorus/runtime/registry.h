@@ -90,6 +90,14 @@ class Registry {
   // tensor on its devices) still holds it, and NOT_FOUND when no enumerator has that platform.
   void ReleaseDeviceEnumerator(std::string_view platform);
 
+  // Device contexts made from now on are made for `job` (chorus_job, ABI 1.5), or for this
+  // process alone with nullptr. A context made already keeps what it was made for: release it
+  // (ReleaseDeviceEnumerator) to have it made again.
+  void SetDeviceJob(std::shared_ptr<const DeviceJob> job);
+  // Why the plugin enumerators whose contexts could not be made (their last try) were left out:
+  // "devices 'pjrt' of plugin tpu: <the plugin's message>", one line each.
+  std::vector<std::string> DeviceEnumeratorFailures() const;
+
   // Default devices: every accelerator (GPU/TPU) when there is one, else the cpu devices.
   std::vector<Device> DefaultDevices() const;
 
@@ -111,10 +119,16 @@ class Registry {
     std::shared_ptr<PluginLibrary> library;
     const chorus_device_enumerator_api* api = nullptr;
     std::shared_ptr<DeviceEnumerator> enumerator;
+    // A context that could not be made is tried again only for another job (SetDeviceJob).
+    bool failed = false;
+    uint64_t failed_for_job = 0;  // job_generation_ of the failed try
   };
   mutable std::mutex enumerators_mutex_;
   mutable bool enumerators_created_ = false;
   mutable std::vector<EnumeratorSlot> enumerators_;
+  std::shared_ptr<const DeviceJob> device_job_;           // under enumerators_mutex_
+  uint64_t job_generation_ = 0;                           // SetDeviceJob calls, under the mutex
+  mutable std::vector<std::string> enumerator_failures_;  // under enumerators_mutex_
 };
 
 }  // namespace chorus

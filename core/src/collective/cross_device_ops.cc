@@ -370,4 +370,62 @@ void CrossDeviceOps::AllGather(chorus_dtype dtype, const std::vector<chorus_buff
   Run(b, "all_gather", [&](chorus_request** r) { return b.api->all_gather(b.handle, &args, r); });
 }
 
+void CrossDeviceOps::ReduceScatter(chorus_reduce_op op, chorus_dtype dtype, size_t count,
+                                   const std::vector<chorus_buffer>& inputs,
+                                   const std::vector<chorus_buffer>& outputs) {
+  if (op < 0 || op >= CHORUS_REDUCE_OP_COUNT) {
+    throw Error(CHORUS_INVALID_ARGUMENT,
+                "reduce op " + std::to_string(op) + " is not a chorus reduce op");
+  }
+  if (inputs.empty() || inputs.size() != outputs.size()) {
+    throw Error(CHORUS_INVALID_ARGUMENT, "reduce_scatter: " + std::to_string(inputs.size()) +
+                                             " inputs and " + std::to_string(outputs.size()) +
+                                             " outputs; give one input and one output per replica");
+  }
+  const size_t workers = cross_worker_ != nullptr ? static_cast<size_t>(cross_worker_->size()) : 1;
+  const size_t rank = cross_worker_ != nullptr ? static_cast<size_t>(cross_worker_->rank()) : 0;
+  const size_t parts = inputs.size() * workers;
+  const size_t element = chorus_dtype_size(dtype);
+  const chorus_reduce_op plugin_op = op == CHORUS_REDUCE_MEAN ? CHORUS_REDUCE_SUM : op;
+  const Backend& b = Route(CHORUS_OP_REDUCE_SCATTER, dtype, count * parts * element);
+  const auto& enumerator = *devices_.front().enumerator;
+  if (workers == 1 && b.api->reduce_scatter != nullptr) {
+    Activity activity(*this, "reduce_scatter");
+    chorus_cross_device_reduce_scatter_args args{};
+    args.struct_size = sizeof(args);
+    args.dtype = dtype;
+    args.op = plugin_op;
+    args.count = count;
+    args.inputs = inputs.data();
+    args.num_inputs = inputs.size();
+    args.outputs = outputs.data();
+    args.num_outputs = outputs.size();
+    Run(b, "reduce_scatter",
+        [&](chorus_request** r) { return b.api->reduce_scatter(b.handle, &args, r); });
+    if (op == CHORUS_REDUCE_MEAN && count > 0) {
+      for (const auto& output : outputs) {
+        enumerator.Divide(output.device, output.data, count, dtype, parts);
+      }
+    }
+    return;
+  }
+  // The whole reduction (across workers too) into a scratch buffer, then each replica's part.
+  if (count == 0) return;
+  DeviceBuffer scratch(Device{devices_.front().enumerator, inputs.front().device},
+                       count * parts * element);
+  ReduceSpec whole;
+  whole.dtype = dtype;
+  whole.count = count * parts;
+  whole.inputs = inputs;
+  whole.outputs = {scratch.buffer()};
+  BatchReduce(op, {whole});
+  const auto* base = static_cast<const unsigned char*>(scratch.data());
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    // A part is an offset into the scratch allocation, as every enumerator's memory allows
+    // (handle memory included: plugin.h, "Devices whose buffers are handles").
+    enumerator.Copy(outputs[j].device, outputs[j].data, scratch.buffer().device,
+                    base + (rank * inputs.size() + j) * count * element, count * element);
+  }
+}
+
 }  // namespace chorus

@@ -9,6 +9,7 @@
 #include <regex>
 #include <stdexcept>
 #include <type_traits>
+#include <utility>
 
 namespace chorus::pjrt::reference_plugin {
 namespace {
@@ -444,6 +445,31 @@ Bytes Reduce(const Bytes& operand, const TensorType& from, const Bytes& init,
   return result;
 }
 
+// `values` (of `type`) split along `dimension` into `parts` equal parts (the dimension divides by
+// `parts`): part k holds indices [k * size / parts, (k + 1) * size / parts) of that dimension.
+std::vector<Bytes> Scatter(const Bytes& values, const TensorType& type, size_t dimension,
+                           size_t parts) {
+  // Row-major: `outer` runs of the dimension's indices, each index `inner` bytes (the elements
+  // of the later dimensions); each run is `row` bytes, of which a part takes `chunk`.
+  size_t outer = 1;
+  for (size_t d = 0; d < dimension; ++d) outer *= static_cast<size_t>(type.dims[d]);
+  size_t inner = ElementBytes(type.element);
+  for (size_t d = dimension + 1; d < type.dims.size(); ++d) {
+    inner *= static_cast<size_t>(type.dims[d]);
+  }
+  const size_t row = static_cast<size_t>(type.dims[dimension]) * inner;
+  const size_t chunk = row / parts;
+  std::vector<Bytes> result(parts);
+  for (size_t k = 0; k < parts; ++k) {
+    result[k].reserve(outer * chunk);
+    for (size_t o = 0; o < outer; ++o) {
+      const auto begin = values.begin() + static_cast<std::ptrdiff_t>(o * row + k * chunk);
+      result[k].insert(result[k].end(), begin, begin + static_cast<std::ptrdiff_t>(chunk));
+    }
+  }
+  return result;
+}
+
 // lhs [.., ..] and rhs [.., ..] contracting lhs_contracting and rhs_contracting (0 or 1);
 // result [lhs free, rhs free].
 template <typename T>
@@ -513,7 +539,7 @@ std::shared_ptr<const SubsetProgram> SubsetProgram::Parse(std::string_view mlir)
   // An op on one line: results, name, operands, attributes, operand types, result types.
   static const std::regex kOp(
       R"re(^(?:(%\w+)(?::(\d+))? = )?"([\w.]+)"\(([^()]*)\)(?: \{(.*)\})? : \(([^()]*)\) -> (.+)$)re");
-  // An op with a region: all_reduce and reduce.
+  // An op with a region: all_reduce, reduce_scatter and reduce.
   static const std::regex kRegionOpen(R"re(^(%\w+) = "stablehlo\.(\w+)"\(([^()]*)\) \(\{$)re");
   static const std::regex kBlock(R"(^\^bb0\((%\w+): tensor<(\w+)>, (%\w+): tensor<(\w+)>\):$)");
   static const std::regex kCombiner(
@@ -521,6 +547,8 @@ std::shared_ptr<const SubsetProgram> SubsetProgram::Parse(std::string_view mlir)
   static const std::regex kRegionReturn(R"re(^"stablehlo\.return"\((%\w+)\) : .*$)re");
   static const std::regex kAllReduceClose(
       R"re(^\}\) \{replica_groups = (.*)\} : \(tensor<([^<>]*)>\) -> tensor<([^<>]*)>$)re");
+  static const std::regex kReduceScatterClose(
+      R"re(^\}\) \{replica_groups = (dense<[^<>]*> : tensor<\w+>), scatter_dimension = (-?\d+) : i64\} : \(tensor<([^<>]*)>\) -> tensor<([^<>]*)>$)re");
   static const std::regex kReduceClose(
       R"re(^\}\) \{dimensions = array<i64(?:: ([0-9, ]*))?>\} : \(tensor<([^<>]*)>, tensor<([^<>]*)>\) -> tensor<([^<>]*)>$)re");
   static const std::regex kReturn(R"re(^"func\.return"\(([^()]*)\) : .*$)re");
@@ -704,12 +732,12 @@ std::shared_ptr<const SubsetProgram> SubsetProgram::Parse(std::string_view mlir)
         instruction.op = op;
         std::vector<size_t> slots_of;
         on_line(line, [&] {
-          if (op != "all_reduce" && op != "reduce") {
+          if (op != "all_reduce" && op != "reduce_scatter" && op != "reduce") {
             Refuse("stablehlo." + op + " is not in the subset");
           }
           if (listed.size() != (op == "reduce" ? 2u : 1u)) {
             Refuse(op == "reduce" ? "reduce of one operand and one init value only"
-                                  : "all_reduce of one operand only");
+                                  : op + " of one operand only");
           }
           for (const std::string& name : listed) slots_of.push_back(operand_slot(name));
         });
@@ -725,6 +753,34 @@ std::shared_ptr<const SubsetProgram> SubsetProgram::Parse(std::string_view mlir)
             instruction.result_types = {ParseTensorType(close[3])};
             if (ParseTensorType(close[2]) != from || instruction.result_types[0] != from) {
               Refuse("all_reduce's types differ");
+            }
+          });
+        } else if (op == "reduce_scatter") {
+          if (++i >= lines.size() || !std::regex_match(lines[i], close, kReduceScatterClose)) {
+            refuse_at(i,
+                      "expected the end of reduce_scatter with its replica_groups and "
+                      "scatter_dimension");
+          }
+          on_line(i, [&] {
+            instruction.group = ParseGroup(close[1], program->num_replicas_);
+            if (ParseTensorType(close[3]) != from) Refuse("reduce_scatter's operand type differs");
+            const int64_t dimension = std::stoll(close[2]);
+            if (dimension < 0 || dimension >= static_cast<int64_t>(from.dims.size())) {
+              Refuse("reduce_scatter's scatter_dimension " + std::to_string(dimension) +
+                     " is not a dimension of its operand " + TypeText(from));
+            }
+            const auto parts = static_cast<int64_t>(instruction.group.size());
+            const int64_t size = from.dims[static_cast<size_t>(dimension)];
+            if (size % parts != 0) {
+              Refuse("reduce_scatter's scatter dimension (" + std::to_string(size) +
+                     ") does not split into the group's " + std::to_string(parts) + " equal parts");
+            }
+            TensorType expected = from;
+            expected.dims[static_cast<size_t>(dimension)] = size / parts;
+            instruction.dimensions = {dimension};
+            instruction.result_types = {ParseTensorType(close[4])};
+            if (instruction.result_types[0] != expected) {
+              Refuse("reduce_scatter's result type is not " + TypeText(expected));
             }
           });
         } else {
@@ -1093,6 +1149,16 @@ std::vector<std::vector<HostTensor>> SubsetProgram::Execute(
       if (instruction.op == "all_reduce") {
         result =
             std::make_shared<const Bytes>(PairwiseTree(group, type.element, instruction.combiner));
+      } else if (instruction.op == "reduce_scatter") {
+        // The all-reduce's values (the same tree), then the group's k-th replica gets part k.
+        const Bytes reduced = PairwiseTree(group, type.element, instruction.combiner);
+        std::vector<Bytes> parts =
+            Scatter(reduced, operand(static_cast<size_t>(instruction.group.front()), 0).type,
+                    static_cast<size_t>(instruction.dimensions[0]), instruction.group.size());
+        for (size_t k = 0; k < parts.size(); ++k) {
+          out[static_cast<size_t>(instruction.group[k])].bytes =
+              std::make_shared<const Bytes>(std::move(parts[k]));
+        }
       } else if (instruction.op == "all_gather") {
         auto gathered = std::make_shared<Bytes>();
         for (const Bytes* part : group)
@@ -1101,7 +1167,9 @@ std::vector<std::vector<HostTensor>> SubsetProgram::Execute(
       } else {  // collective_broadcast: the first of the group's
         result = std::make_shared<const Bytes>(*group.front());
       }
-      for (int replica : instruction.group) out[static_cast<size_t>(replica)].bytes = result;
+      if (result != nullptr) {
+        for (int replica : instruction.group) out[static_cast<size_t>(replica)].bytes = result;
+      }
     }
     for (size_t r = 0; r < replicas; ++r) values[r][instruction.result] = out[r];
   }

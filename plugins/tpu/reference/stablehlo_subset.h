@@ -18,9 +18,10 @@
 //     on signed ones);
 //   - a scalar constant, broadcast_in_dim (operand dimension i to result dimension
 //     broadcast_dimensions[i], of the same size or 1);
-//   - reduce of one operand and one init value over any of its dimensions, and all_reduce, each
-//     with one combiner region (add, multiply, minimum or maximum of the block's two arguments,
-//     in order);
+//   - reduce of one operand and one init value over any of its dimensions, all_reduce, and
+//     reduce_scatter (of one operand of rank >= 1 along any scatter_dimension whose size the
+//     group's size divides; the result that dimension divided by it), each with one combiner
+//     region (add, multiply, minimum or maximum of the block's two arguments, in order);
 //   - dot_general of two rank-2 f32 or f64 operands contracting one dimension each, with no
 //     batching dimensions (result: lhs's free dimension, then rhs's);
 //   - all_gather (dimension 0) and collective_broadcast. A collective's replica_groups are one
@@ -32,6 +33,8 @@
 // (((r0 + r1) + (r2 + r3)) + ...), 16-bit floats computed in float and rounded after each op,
 // integers wrapping, minimum/maximum as std::min/std::max (XLA's propagate NaN), and division as
 // chorus's divide kernel (floats in double, rounded once; integers truncated toward zero).
+// reduce_scatter combines exactly as all_reduce (the same tree, the same bits), then gives the
+// replica at position k of the group part k of the result along scatter_dimension.
 // Unary ops use the <cmath> function of the element type (float for f32, f16 and bf16, double
 // for f64); rsqrt is 1 / sqrt. reduce starts each result element from the init value and
 // combines the reduced elements into it one at a time (acc = combine(acc, x)) in increasing
@@ -87,12 +90,13 @@ class SubsetProgram {
     std::vector<size_t> operands;  // value slots of the function
     size_t result = 0;             // the first result's slot; further results take the next ones
     std::vector<TensorType> result_types;
-    std::string combiner;  // all_reduce, reduce, element-wise and unary: "add", "exponential", ...
-    double constant = 0;   // a constant's value
-    std::vector<int> group;           // collectives: the replica group, in order
+    std::string combiner;    // all_reduce, reduce_scatter, reduce, element-wise, unary: "add", ...
+    double constant = 0;     // a constant's value
+    std::vector<int> group;  // collectives: the replica group, in order
     std::vector<int64_t> dimensions;  // broadcast_in_dim: broadcast_dimensions; reduce: the
                                       // reduced ones, increasing; dot_general: lhs's and rhs's
-                                      // contracting dimension
+                                      // contracting dimension; reduce_scatter: the
+                                      // scatter_dimension
     size_t callee = 0;                // call: the function's index
   };
 

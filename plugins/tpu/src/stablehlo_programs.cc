@@ -313,6 +313,24 @@ std::string AllReduceProgram(const std::vector<AllReducePart>& parts, int num_re
   return Module("chorus_all_reduce", num_replicas, arguments, results, body);
 }
 
+std::string ReduceScatterProgram(chorus_dtype dtype, chorus_reduce_op op, size_t count,
+                                 const ReplicaGroup& group, int num_replicas) {
+  const Packing whole(dtype, count * group.size());
+  const Packing part(dtype, count);
+  const std::string scalar = "tensor<" + whole.element + ">";
+  std::string body;
+  const std::string in = whole.Unpack("%arg0", "", body);
+  body += "    %part = \"stablehlo.reduce_scatter\"(" + in + ") ({\n" + "    ^bb0(%lhs: " + scalar +
+          ", %rhs: " + scalar + "):\n" + "      %combined = \"" + CombinerOp(op) +
+          "\"(%lhs, %rhs) : (" + scalar + ", " + scalar + ") -> " + scalar + "\n" +
+          "      \"stablehlo.return\"(%combined) : (" + scalar + ") -> ()\n" +
+          "    }) {replica_groups = " + Groups(group) + ", scatter_dimension = 0 : i64} : (" +
+          whole.typed + ") -> " + part.typed + "\n";
+  const std::string out = part.Pack("%part", "_out", body);
+  body += Return({out}, {part.bytes});
+  return Module("chorus_reduce_scatter", num_replicas, "%arg0: " + whole.bytes, part.bytes, body);
+}
+
 std::string ReduceKernelProgram(chorus_dtype dtype, chorus_reduce_op op, size_t count) {
   const Packing packing(dtype, count);
   std::string body;

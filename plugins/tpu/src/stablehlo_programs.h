@@ -45,6 +45,11 @@ struct AllReducePart {
 
 // Argument i of every replica is part i's bytes; result i is their reduction over the group.
 std::string AllReduceProgram(const std::vector<AllReducePart>& parts, int num_replicas);
+// Argument 0 of every replica is count * group.size() values of `dtype`; the result of the
+// replica at position k of the group is values [k * count, (k + 1) * count) of their reduction
+// over the group (stablehlo.reduce_scatter, scatter_dimension 0).
+std::string ReduceScatterProgram(chorus_dtype dtype, chorus_reduce_op op, size_t count,
+                                 const ReplicaGroup& group, int num_replicas);
 // One device's kernels (one replica, run on any device): the result is arg0 `op` arg1 element by
 // element, and arg0 divided by `divisor` (integers truncated toward zero).
 std::string ReduceKernelProgram(chorus_dtype dtype, chorus_reduce_op op, size_t count);

@@ -436,6 +436,61 @@ chorus_status AllGather(chorus_cross_device_ops* ops, const chorus_all_gather_ar
   });
 }
 
+chorus_status ReduceScatter(chorus_cross_device_ops* ops,
+                            const chorus_cross_device_reduce_scatter_args* args,
+                            chorus_request** request) {
+  return Guard([&] {
+    NoRequest(request, "reduce_scatter");
+    chorus_cross_device_ops& o = Ops(ops, "reduce_scatter");
+    const auto& a =
+        sdk::RequireArgs(args, CHORUS_STRUCT_SIZE(chorus_cross_device_reduce_scatter_args, stream),
+                         "tpu reduce_scatter");
+    sdk::RequireDtype(a.dtype, "tpu reduce_scatter");
+    sdk::RequireReduceOp(a.op, "tpu reduce_scatter");
+    if (a.op == CHORUS_REDUCE_MEAN) {
+      Fail(CHORUS_UNSUPPORTED, "tpu reduce_scatter: MEAN (the core divides a SUM)");
+    }
+    if (a.num_inputs != a.num_outputs) {
+      Fail(CHORUS_INVALID_ARGUMENT, "tpu reduce_scatter: ", a.num_inputs, " inputs but ",
+           a.num_outputs, " outputs; give one of each per replica");
+    }
+    RequireBuffers(o, a.inputs, a.num_inputs, a.count > 0, "reduce_scatter input");
+    RequireBuffers(o, a.outputs, a.num_outputs, a.count > 0, "reduce_scatter output");
+    const size_t part_bytes = Bytes(a.count, a.dtype, "reduce_scatter");
+    if (a.count > SIZE_MAX / a.num_inputs) {
+      Fail(CHORUS_INVALID_ARGUMENT, "tpu reduce_scatter: count ", a.count, " overflows");
+    }
+    const size_t whole_count = a.count * a.num_inputs;
+    const size_t whole_bytes = Bytes(whole_count, a.dtype, "reduce_scatter");
+    if (a.count == 0) return;
+    // A program when every replica gives a whole input and takes its part on the same device:
+    // the replica at position k of the group (input k's) gets part k.
+    bool same_devices = true;
+    for (size_t j = 0; j < a.num_inputs; ++j) {
+      same_devices = same_devices && a.outputs[j].device == a.inputs[j].device;
+    }
+    if (same_devices) {
+      std::optional<Placement> placement =
+          Place(o, a.inputs, a.num_inputs, whole_bytes, a.outputs, a.num_outputs, part_bytes);
+      if (placement) {
+        RunProgram(o,
+                   ReduceScatterProgram(a.dtype, a.op, a.count, placement->group, NumReplicas(o)),
+                   {placement->inputs}, {placement->outputs});
+        return;
+      }
+    }
+    std::vector<std::vector<char>> inputs;
+    for (size_t i = 0; i < a.num_inputs; ++i) {
+      inputs.push_back(ReadBuffer(o, a.inputs[i], whole_bytes, "reduce_scatter input"));
+    }
+    const std::vector<char> sum = PairwiseOnHost(std::move(inputs), whole_count, a.dtype, a.op);
+    for (size_t j = 0; j < a.num_outputs; ++j) {
+      WriteBuffer(o, a.outputs[j], sum.data() + j * part_bytes, part_bytes,
+                  "reduce_scatter output");
+    }
+  });
+}
+
 // Programs on the devices they were made for beat copying every byte through one device; the
 // core's reduction_to_one_device scores 5 on any memory.
 uint32_t TpuScore(const chorus_score_args* args) {
@@ -445,8 +500,9 @@ uint32_t TpuScore(const chorus_score_args* args) {
 }  // namespace
 
 const chorus_cross_device_ops_api* TpuCrossDeviceOpsTable() {
-  static const chorus_capabilities capabilities =
-      sdk::Capabilities(kPjrtMemory, CHORUS_SHAPE_ANY, sdk::kAllCrossDeviceOps, TpuScore);
+  static const chorus_capabilities capabilities = sdk::Capabilities(
+      kPjrtMemory, CHORUS_SHAPE_ANY,
+      sdk::kAllCrossDeviceOps | CHORUS_OP_BIT(CHORUS_OP_REDUCE_SCATTER), TpuScore);
   static const chorus_cross_device_ops_api table = [] {
     chorus_cross_device_ops_api t{};
     t.struct_size = sizeof(t);
@@ -458,6 +514,7 @@ const chorus_cross_device_ops_api* TpuCrossDeviceOpsTable() {
     t.broadcast = Broadcast;
     t.all_gather = AllGather;
     t.capabilities = &capabilities;
+    t.reduce_scatter = ReduceScatter;
     return t;
   }();
   return &table;

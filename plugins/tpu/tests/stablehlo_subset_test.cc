@@ -7,14 +7,18 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chorus/plugin_sdk.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "stablehlo_programs.h"
@@ -806,6 +810,243 @@ TEST(StablehloSubset, ChorusAllReduceProgramsRunAsBefore) {
   ReplaceAll(sine, "stablehlo.reshape\"(%arg0)", "stablehlo.sine\"(%arg0)");
   EXPECT_THAT(Refusal(sine), HasSubstr("line 3"));
   EXPECT_THAT(Refusal(sine), HasSubstr("stablehlo.sine is not in the subset"));
+}
+
+// ---- chorus's reduce-scatter (ReduceScatterProgram): the all-reduce's values, split.
+
+HostTensor ByteTensor(Bytes bytes) {
+  const auto size = static_cast<int64_t>(bytes.size());
+  return {TensorType{"ui8", {size}}, std::make_shared<Bytes>(std::move(bytes))};
+}
+
+// Bytes [begin, begin + size) of `tensor`.
+Bytes Slice(const HostTensor& tensor, size_t begin, size_t size) {
+  const auto start = tensor.bytes->begin() + static_cast<std::ptrdiff_t>(begin);
+  return Bytes(start, start + static_cast<std::ptrdiff_t>(size));
+}
+
+// Runs chorus's reduce-scatter program and its all-reduce program (of count * group.size()
+// values) on the same arguments, and expects the result of the replica at position k of the group
+// to be part k of the all-reduce's, bit for bit. Returns the reduce-scatter's results.
+std::vector<std::vector<HostTensor>> ExpectPartsOfTheAllReduce(
+    chorus_dtype dtype, chorus_reduce_op op, size_t count, const chorus::tpu::ReplicaGroup& group,
+    int replicas, const std::vector<std::vector<HostTensor>>& arguments) {
+  const auto scatter =
+      SubsetProgram::Parse(chorus::tpu::ReduceScatterProgram(dtype, op, count, group, replicas));
+  const auto all_reduce = SubsetProgram::Parse(
+      chorus::tpu::AllReduceProgram({{dtype, op, count * group.size(), group, false}}, replicas));
+  const auto parts = scatter->Run(arguments);
+  const auto sums = all_reduce->Run(arguments);
+  const size_t part_bytes = count * chorus_dtype_size(dtype);
+  for (size_t k = 0; k < group.size(); ++k) {
+    const auto r = static_cast<size_t>(group[k]);
+    EXPECT_EQ(parts[r][0].type.dims, (std::vector<int64_t>{static_cast<int64_t>(part_bytes)}));
+    EXPECT_EQ(*parts[r][0].bytes, Slice(sums[r][0], k * part_bytes, part_bytes))
+        << "replica " << r << ", position " << k << " of the group";
+  }
+  return parts;
+}
+
+TEST(StablehloSubset, ChorusReduceScatterGivesEachReplicaItsPartOfTheAllReduce) {
+  const std::string text =
+      chorus::tpu::ReduceScatterProgram(CHORUS_F32, CHORUS_REDUCE_SUM, 2, {0, 1}, 2);
+  EXPECT_THAT(text, HasSubstr("%part = \"stablehlo.reduce_scatter\"(%in) ({\n"));
+  EXPECT_THAT(text, HasSubstr("scatter_dimension = 0 : i64} : (tensor<4xf32>) -> tensor<2xf32>"));
+  const auto results =
+      ExpectPartsOfTheAllReduce(CHORUS_F32, CHORUS_REDUCE_SUM, 2, {0, 1}, 2,
+                                {{AsBytes({1, 2, 3, 4})}, {AsBytes({10, 20, 30, 0.5f})}});
+  EXPECT_EQ(Values<float>(results[0][0]), (std::vector<float>{11, 22}));
+  EXPECT_EQ(Values<float>(results[1][0]), (std::vector<float>{33, 4.5f}));
+}
+
+TEST(StablehloSubset, ChorusReduceScatterSumsInTheGroupsOrder) {
+  // Four replicas, group {2, 0, 3, 1}: element j of replica r is kBase[(r + j) % 4], whose float
+  // sum depends on the order: for j = 0, (r2 + r0) + (r3 + r1) = (-1e8 + 1e8) + (1 + 1) = 2, where
+  // (r0 + r1) + (r2 + r3) is 0 and ((r0 + r1) + r2) + r3 is 1.
+  const std::vector<float> kBase = {1e8f, 1.0f, -1e8f, 1.0f};
+  const chorus::tpu::ReplicaGroup group = {2, 0, 3, 1};
+  std::vector<std::vector<float>> values(4, std::vector<float>(8));
+  std::vector<std::vector<HostTensor>> arguments(4);
+  for (size_t r = 0; r < 4; ++r) {
+    for (size_t j = 0; j < 8; ++j) values[r][j] = kBase[(r + j) % 4];
+    arguments[r] = {AsBytes(values[r])};
+  }
+  const auto results =
+      ExpectPartsOfTheAllReduce(CHORUS_F32, CHORUS_REDUCE_SUM, 2, group, 4, arguments);
+  for (size_t k = 0; k < 4; ++k) {
+    std::vector<float> expected;
+    for (size_t j = 2 * k; j < 2 * k + 2; ++j) {
+      expected.push_back((values[2][j] + values[0][j]) + (values[3][j] + values[1][j]));
+    }
+    EXPECT_EQ(Values<float>(results[static_cast<size_t>(group[k])][0]), expected) << "part " << k;
+  }
+  EXPECT_EQ(Values<float>(results[2][0])[0], 2.0f);
+  EXPECT_NE(Values<float>(results[2][0])[0],
+            (values[0][0] + values[1][0]) + (values[2][0] + values[3][0]));
+  EXPECT_NE(Values<float>(results[2][0])[0],
+            ((values[0][0] + values[1][0]) + values[2][0]) + values[3][0]);
+}
+
+TEST(StablehloSubset, ChorusReduceScatterGivesPartKToTheGroupsKthReplica) {
+  const std::string text =
+      chorus::tpu::ReduceScatterProgram(CHORUS_U8, CHORUS_REDUCE_MAX, 3, {1, 0, 2}, 3);
+  EXPECT_THAT(text, HasSubstr("%part = \"stablehlo.reduce_scatter\"(%arg0) ({\n"));
+  const std::vector<std::vector<HostTensor>> arguments = {
+      {ByteTensor({1, 2, 3, 4, 5, 6, 7, 8, 9})},
+      {ByteTensor({9, 8, 7, 6, 5, 4, 3, 2, 1})},
+      {ByteTensor({0, 10, 0, 0, 200, 0, 255, 0, 3})}};
+  // The maximum: {9, 10, 7, 6, 200, 6, 255, 8, 9}.
+  const auto results =
+      ExpectPartsOfTheAllReduce(CHORUS_U8, CHORUS_REDUCE_MAX, 3, {1, 0, 2}, 3, arguments);
+  EXPECT_EQ(*results[1][0].bytes, (Bytes{9, 10, 7}));
+  EXPECT_EQ(*results[0][0].bytes, (Bytes{6, 200, 6}));
+  EXPECT_EQ(*results[2][0].bytes, (Bytes{255, 8, 9}));
+
+  // No replica_groups: every replica in order, replica r part r.
+  std::string every = text;
+  ReplaceAll(every, "dense<[[1, 0, 2]]> : tensor<1x3xi64>", "dense<> : tensor<0x0xi64>");
+  const auto in_order = SubsetProgram::Parse(every)->Run(arguments);
+  EXPECT_EQ(*in_order[0][0].bytes, (Bytes{9, 10, 7}));
+  EXPECT_EQ(*in_order[1][0].bytes, (Bytes{6, 200, 6}));
+  EXPECT_EQ(*in_order[2][0].bytes, (Bytes{255, 8, 9}));
+
+  // A replica outside the group gets zeros, as from the interpreter's other collectives.
+  const auto partial = SubsetProgram::Parse(chorus::tpu::ReduceScatterProgram(
+                                                CHORUS_U8, CHORUS_REDUCE_SUM, 2, {2, 0}, 3))
+                           ->Run({{ByteTensor({1, 2, 3, 4})},
+                                  {ByteTensor({50, 50, 50, 50})},
+                                  {ByteTensor({10, 20, 30, 40})}});
+  EXPECT_EQ(*partial[2][0].bytes, (Bytes{11, 22}));
+  EXPECT_EQ(*partial[0][0].bytes, (Bytes{33, 44}));
+  EXPECT_EQ(*partial[1][0].bytes, (Bytes{0, 0}));
+}
+
+TEST(StablehloSubset, ChorusReduceScatterOfEveryDtypeAndOpIsPartOfTheAllReduce) {
+  const chorus::tpu::ReplicaGroup group = {2, 0, 3, 1};
+  const std::vector<float> scales = {1.0f, 300.0f, 0.01f, 30.0f};  // per replica
+  Random random{11};
+  for (chorus_dtype dtype : {CHORUS_F32, CHORUS_F64, CHORUS_F16, CHORUS_BF16, CHORUS_I32,
+                             CHORUS_I64, CHORUS_U8, CHORUS_I8}) {
+    const bool floating =
+        dtype == CHORUS_F32 || dtype == CHORUS_F64 || dtype == CHORUS_F16 || dtype == CHORUS_BF16;
+    for (chorus_reduce_op op :
+         {CHORUS_REDUCE_SUM, CHORUS_REDUCE_PROD, CHORUS_REDUCE_MIN, CHORUS_REDUCE_MAX}) {
+      for (size_t count : {size_t{1}, size_t{3}, size_t{17}}) {
+        SCOPED_TRACE(std::string(chorus::tpu::StablehloElementType(dtype)) + ", op " +
+                     std::to_string(op) + ", count " + std::to_string(count));
+        const size_t n = count * group.size();
+        std::vector<std::vector<HostTensor>> arguments(4);
+        for (size_t r = 0; r < 4; ++r) {
+          Bytes bytes(n * chorus_dtype_size(dtype));
+          for (size_t i = 0; i < n; ++i) {
+            const float unit = random.Next();  // [0, 1)
+            const double value = floating             ? (2.0f * unit - 1.0f) * scales[r]
+                                 : dtype == CHORUS_U8 ? std::floor(unit * 20.0f)
+                                                      : std::floor(unit * 20.0f) - 10.0;
+            chorus::sdk::StoreElement(bytes.data(), i, dtype, value);
+          }
+          arguments[r] = {ByteTensor(std::move(bytes))};
+        }
+        const auto results = ExpectPartsOfTheAllReduce(dtype, op, count, group, 4, arguments);
+        if (op != CHORUS_REDUCE_MIN && op != CHORUS_REDUCE_MAX) continue;
+        // Minimum and maximum exactly, whatever the order.
+        for (size_t k = 0; k < group.size(); ++k) {
+          for (size_t e = 0; e < count; ++e) {
+            double expected = 0;
+            for (size_t g = 0; g < group.size(); ++g) {
+              const double v = chorus::sdk::LoadElement(
+                  arguments[static_cast<size_t>(group[g])][0].bytes->data(), k * count + e, dtype);
+              expected = g == 0                    ? v
+                         : op == CHORUS_REDUCE_MIN ? std::min(expected, v)
+                                                   : std::max(expected, v);
+            }
+            EXPECT_EQ(chorus::sdk::LoadElement(
+                          results[static_cast<size_t>(group[k])][0].bytes->data(), e, dtype),
+                      expected)
+                << "part " << k << ", element " << e;
+          }
+        }
+      }
+    }
+  }
+}
+
+// A reduce_scatter (add) of %x: tensor<2x4xf32> over two replicas, group {1, 0}.
+std::string Rank2ReduceScatter(int dimension, const std::string& result) {
+  return Module(2,
+                "  func.func public @main(%x: tensor<2x4xf32>) -> " + result +
+                    " {\n"
+                    "    %part = \"stablehlo.reduce_scatter\"(%x) ({\n"
+                    "    ^bb0(%lhs: tensor<f32>, %rhs: tensor<f32>):\n"
+                    "      %added = \"stablehlo.add\"(%lhs, %rhs) : (tensor<f32>, tensor<f32>) -> "
+                    "tensor<f32>\n"
+                    "      \"stablehlo.return\"(%added) : (tensor<f32>) -> ()\n"
+                    "    }) {replica_groups = dense<[[1, 0]]> : tensor<1x2xi64>, "
+                    "scatter_dimension = " +
+                    std::to_string(dimension) + " : i64} : (tensor<2x4xf32>) -> " + result +
+                    "\n"
+                    "    \"func.return\"(%part) : (" +
+                    result +
+                    ") -> ()\n"
+                    "  }\n");
+}
+
+TEST(StablehloSubset, ReduceScatterAlongEitherDimensionOfARank2Operand) {
+  // The sum is [[11, 22, 33, 44], [55, 66, 77, 88]]; replica 1 is the group's first.
+  const std::vector<std::vector<HostTensor>> arguments = {
+      {F32({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8})}, {F32({2, 4}, {10, 20, 30, 40, 50, 60, 70, 80})}};
+  const auto columns =
+      SubsetProgram::Parse(Rank2ReduceScatter(1, "tensor<2x2xf32>"))->Run(arguments);
+  EXPECT_EQ(columns[1][0].type.dims, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(Values<float>(columns[1][0]), (std::vector<float>{11, 22, 55, 66}));
+  EXPECT_EQ(Values<float>(columns[0][0]), (std::vector<float>{33, 44, 77, 88}));
+  const auto rows = SubsetProgram::Parse(Rank2ReduceScatter(0, "tensor<1x4xf32>"))->Run(arguments);
+  EXPECT_EQ(Values<float>(rows[1][0]), (std::vector<float>{11, 22, 33, 44}));
+  EXPECT_EQ(Values<float>(rows[0][0]), (std::vector<float>{55, 66, 77, 88}));
+}
+
+TEST(StablehloSubset, ReduceScatterOutsideTheSubsetIsRefusedNamingTheLine) {
+  // Line 9 closes the f32 program's reduce_scatter; line 7 the u8 program's.
+  const std::string f32 =
+      chorus::tpu::ReduceScatterProgram(CHORUS_F32, CHORUS_REDUCE_SUM, 2, {0, 1}, 2);
+  std::string dimension_1 = f32;
+  ReplaceAll(dimension_1, "scatter_dimension = 0 : i64", "scatter_dimension = 1 : i64");
+  EXPECT_THAT(Refusal(dimension_1), HasSubstr("line 9 (}) {replica_groups = dense<[[0, 1]]>"));
+  EXPECT_THAT(Refusal(dimension_1),
+              HasSubstr("reduce_scatter's scatter_dimension 1 is not a dimension of its operand "
+                        "tensor<4xf32>"));
+
+  std::string wrong_result = f32;
+  ReplaceAll(wrong_result, "(tensor<4xf32>) -> tensor<2xf32>\n",
+             "(tensor<4xf32>) -> tensor<4xf32>\n");
+  EXPECT_THAT(Refusal(wrong_result), HasSubstr("line 9"));
+  EXPECT_THAT(Refusal(wrong_result),
+              HasSubstr("reduce_scatter's result type is not tensor<2xf32>"));
+
+  std::string more_attributes = f32;
+  ReplaceAll(more_attributes, "scatter_dimension = 0 : i64}",
+             "scatter_dimension = 0 : i64, use_global_device_ids}");
+  EXPECT_THAT(Refusal(more_attributes), HasSubstr("line 9"));
+  EXPECT_THAT(Refusal(more_attributes),
+              HasSubstr("expected the end of reduce_scatter with its replica_groups and "
+                        "scatter_dimension"));
+  std::string between = f32;
+  ReplaceAll(between, "tensor<1x2xi64>, scatter_dimension",
+             "tensor<1x2xi64>, channel_handle = 1, scatter_dimension");
+  EXPECT_THAT(Refusal(between), HasSubstr("line 9"));
+
+  std::string indivisible =
+      chorus::tpu::ReduceScatterProgram(CHORUS_U8, CHORUS_REDUCE_MAX, 3, {1, 0, 2}, 3);
+  ReplaceAll(indivisible, "9xui8", "8xui8");
+  EXPECT_THAT(Refusal(indivisible), HasSubstr("line 7"));
+  EXPECT_THAT(Refusal(indivisible),
+              HasSubstr("reduce_scatter's scatter dimension (8) does not split into the group's 3 "
+                        "equal parts"));
+
+  std::string divide = f32;
+  ReplaceAll(divide, "\"stablehlo.add\"(%lhs, %rhs)", "\"stablehlo.divide\"(%lhs, %rhs)");
+  EXPECT_THAT(Refusal(divide), HasSubstr("line 7"));
+  EXPECT_THAT(Refusal(divide), HasSubstr("expected one of add, multiply, minimum, maximum"));
 }
 
 // The compile options the tpu plugin writes with a device assignment (pjrt_client_test pins

@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chorus/plugin_sdk.hpp>
 #include <cstdint>
 #include <cstring>
@@ -145,6 +146,87 @@ TEST(TpuCrossDeviceOps, AllReduceIsAProgramWithTheBitsOfTheHostPath) {
         }
       }
     }
+  }
+}
+
+// Every dtype and op, 1 to 4 replicas, sizes 0, 1 and odd: replica j gets part j of the host
+// path's all-reduce, bit for bit, from one program compiled once; outputs on other devices than
+// their inputs take the host path to the same bits; MEAN divides by the replicas.
+TEST(TpuCrossDeviceOps, ReduceScatterIsAProgramWithTheBitsOfTheHostPathsParts) {
+  for (int n : {1, 2, 3, 4}) {
+    auto devices = ReferenceDevices(n);
+    auto ops = CrossDeviceOps::Create(TpuRegistry(), "tpu", All(devices));
+    for (int d = 0; d < CHORUS_DTYPE_COUNT; ++d) {
+      const auto dtype = static_cast<chorus_dtype>(d);
+      for (int o = CHORUS_REDUCE_SUM; o <= CHORUS_REDUCE_MAX; ++o) {
+        const auto op = static_cast<chorus_reduce_op>(o);
+        for (size_t count : {size_t{0}, size_t{1}, size_t{333}}) {
+          SCOPED_TRACE(std::to_string(n) + " replicas, " + DtypeName(dtype) + " " +
+                       ReduceOpName(op) + ", " + std::to_string(count) + " elements per part");
+          const size_t element = chorus_dtype_size(dtype);
+          const size_t whole = count * static_cast<size_t>(n);
+          std::vector<std::vector<unsigned char>> inputs;
+          for (int r = 0; r < n; ++r) {
+            inputs.push_back(Values(dtype, whole, static_cast<size_t>(r)));
+          }
+          Replicas in(devices, std::max<size_t>(whole * element, 1));
+          Replicas out(devices, std::max<size_t>(count * element, 1));
+          std::vector<chorus_buffer> ins, outs, shifted;
+          for (uint32_t i = 0; i < devices->count(); ++i) {
+            if (whole > 0) in.Write(i, inputs[i]);
+            ins.push_back({i, in.buffers[i]});
+            outs.push_back({i, out.buffers[i]});
+            // Output j on the next replica's device: no program maps it, the host path runs.
+            const uint32_t next = (i + 1) % devices->count();
+            shifted.push_back({next, out.buffers[next]});
+          }
+          const uint64_t before = ProgramsCompiled();
+          ops->ReduceScatter(op, dtype, count, ins, outs);
+          ops->ReduceScatter(op, dtype, count, ins, outs);
+          EXPECT_EQ(ProgramsCompiled(), before + (count > 0 ? 1 : 0))
+              << "one program, compiled once";
+          if (count == 0) continue;
+          const std::vector<unsigned char> sum = HostPath(inputs, dtype, op, whole);
+          auto part = [&](size_t j) {
+            return std::vector<unsigned char>(sum.begin() + j * count * element,
+                                              sum.begin() + (j + 1) * count * element);
+          };
+          for (uint32_t j = 0; j < devices->count(); ++j) {
+            EXPECT_EQ(out.Read(j), part(j)) << "program, replica " << j;
+            EXPECT_EQ(in.Read(j), inputs[j]) << "an input changed";
+          }
+          if (n > 1) {
+            ops->ReduceScatter(op, dtype, count, ins, shifted);
+            for (uint32_t j = 0; j < devices->count(); ++j) {
+              EXPECT_EQ(out.Read((j + 1) % devices->count()), part(j)) << "host path, part " << j;
+            }
+          }
+        }
+      }
+    }
+  }
+  // MEAN: a SUM divided by the replicas.
+  auto devices = ReferenceDevices(4);
+  auto ops = CrossDeviceOps::Create(TpuRegistry(), "tpu", All(devices));
+  Replicas in(devices, 8 * sizeof(float)), out(devices, 2 * sizeof(float));
+  std::vector<chorus_buffer> ins, outs;
+  for (uint32_t i = 0; i < 4; ++i) {
+    std::vector<float> values(8);
+    for (size_t k = 0; k < 8; ++k) values[k] = static_cast<float>(k + 8 * i);
+    std::vector<unsigned char> bytes(sizeof(float) * 8);
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    in.Write(i, bytes);
+    ins.push_back({i, in.buffers[i]});
+    outs.push_back({i, out.buffers[i]});
+  }
+  ops->ReduceScatter(CHORUS_REDUCE_MEAN, CHORUS_F32, 2, ins, outs);
+  for (uint32_t j = 0; j < 4; ++j) {
+    float got[2];
+    const std::vector<unsigned char> bytes = out.Read(j);
+    std::memcpy(got, bytes.data(), sizeof got);
+    // Element k of the sum is 4k + 8(0+1+2+3) = 4k + 48; its mean k + 12.
+    EXPECT_EQ(got[0], static_cast<float>(2 * j + 12));
+    EXPECT_EQ(got[1], static_cast<float>(2 * j + 13));
   }
 }
 

@@ -171,6 +171,51 @@ TEST(ReductionToOneDevice, BatchReduceAndUnevenAllGather) {
   EXPECT_EQ(out, (std::vector<int32_t>{1, 2, 3}));
 }
 
+// Cross-device ops without a reduce_scatter of their own (the core's): the core reduces into a
+// scratch buffer and copies each replica's part, for 1 to 4 replicas and sizes 0, 1 and odd;
+// MEAN divides by the replicas; inputs and outputs that do not pair up are refused.
+TEST(ReductionToOneDevice, ReduceScatterGivesEachReplicaItsPartOfTheReduction) {
+  for (size_t n : {1, 2, 3, 4}) {
+    for (size_t count : {size_t{0}, size_t{1}, size_t{37}}) {
+      SCOPED_TRACE(std::to_string(n) + " replicas, " + std::to_string(count) + " per part");
+      Replicas r(n, 1);
+      auto ops = CrossDeviceOps::Create(BareRegistry(), "reduction_to_one_device", r.devices);
+      std::vector<std::vector<int32_t>> in(n, std::vector<int32_t>(count * n));
+      std::vector<std::vector<int32_t>> out(n, std::vector<int32_t>(count, -1));
+      std::vector<chorus_buffer> ins, outs;
+      for (size_t d = 0; d < n; ++d) {
+        for (size_t k = 0; k < count * n; ++k) in[d][k] = static_cast<int32_t>(k * 10 + d);
+        ins.push_back({r.devices[d].index, in[d].data()});
+        outs.push_back({r.devices[d].index, out[d].data()});
+      }
+      ops->ReduceScatter(CHORUS_REDUCE_SUM, CHORUS_I32, count, ins, outs);
+      for (size_t j = 0; j < n; ++j) {
+        for (size_t k = 0; k < count; ++k) {
+          const size_t at = j * count + k;  // element of the whole reduction
+          EXPECT_EQ(out[j][k], static_cast<int32_t>(at * 10 * n + n * (n - 1) / 2)) << j << k;
+        }
+      }
+      ops->ReduceScatter(CHORUS_REDUCE_MEAN, CHORUS_I32, count, ins, outs);
+      for (size_t j = 0; j < n; ++j) {
+        for (size_t k = 0; k < count; ++k) {
+          const size_t at = j * count + k;
+          EXPECT_EQ(out[j][k], static_cast<int32_t>((at * 10 * n + n * (n - 1) / 2) / n));
+        }
+      }
+    }
+  }
+  Replicas r(2, 4);
+  auto ops = CrossDeviceOps::Create(BareRegistry(), "reduction_to_one_device", r.devices);
+  try {
+    ops->ReduceScatter(CHORUS_REDUCE_SUM, CHORUS_F32, 1, r.Views(), {r.Views()[0]});
+    FAIL() << "two inputs, one output";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), CHORUS_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("one input and one output per replica"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ReductionToOneDevice, MismatchedArgumentsGiveTheKernelsMessage) {
   Replicas r(2, 1);
   auto ops = CrossDeviceOps::Create(BareRegistry(), "reduction_to_one_device", r.devices);

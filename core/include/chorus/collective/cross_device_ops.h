@@ -71,6 +71,15 @@ class CrossDeviceOps {
                  const std::vector<chorus_buffer>& outputs);
   void AllGather(chorus_dtype dtype, const std::vector<chorus_buffer>& inputs,
                  const std::vector<size_t>& counts, const std::vector<chorus_buffer>& outputs);
+  // One input and one output per local replica. Every input holds count x (every worker's
+  // replicas) elements; their reduction is split into that many parts of `count`, and local
+  // replica j's output gets part (worker rank x local replicas + j): the global replica's. MEAN
+  // divides by every worker's replicas. The backend's reduce_scatter runs it where it has one
+  // (one worker); otherwise the reduction goes to a scratch buffer on the first input's device
+  // and each part is copied from there.
+  void ReduceScatter(chorus_reduce_op op, chorus_dtype dtype, size_t count,
+                     const std::vector<chorus_buffer>& inputs,
+                     const std::vector<chorus_buffer>& outputs);
 
   // Makes the pending and later operations fail with ABORTED naming `reason`: raises the abort
   // flag the plugins' waits on the operations' threads see (the interface has no abort()).

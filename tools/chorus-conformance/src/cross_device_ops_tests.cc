@@ -5,7 +5,9 @@
 // swept on that enumerator's devices instead, every buffer written and read through its copy.
 //
 // One test per (operation, dtype), e.g. CrossDeviceOps.AllReduceInPlace/f16, so a filter picks
-// one; a test stops after kMaxFailures failing cases and names each case it failed.
+// one; a test stops after kMaxFailures failing cases and names each case it failed. ReduceScatter
+// (ABI 1.5) is registered only for a table whose reduce_scatter is not NULL: without one the core
+// does it itself, and there is nothing of the plugin's to check.
 #include <chorus/base/dtype.h>
 #include <chorus/base/error.h>
 
@@ -35,6 +37,7 @@ enum class Kind {
   kBatchReduce,          // five all-reduces of mixed sizes (incl. 0 and 1) in one call
   kBroadcast,            // one replica's buffer to every replica
   kAllGather,            // uneven per-replica counts, concatenated on every replica
+  kReduceScatter,        // 1.5, where reduce_scatter is not NULL: replica r gets part r
 };
 
 struct KindInfo {
@@ -51,6 +54,7 @@ constexpr KindInfo kKinds[] = {
     {Kind::kBatchReduce, "BatchReduce", true, CHORUS_OP_ALL_REDUCE},
     {Kind::kBroadcast, "Broadcast", false, CHORUS_OP_BROADCAST},
     {Kind::kAllGather, "AllGather", false, CHORUS_OP_ALL_GATHER},
+    {Kind::kReduceScatter, "ReduceScatter", true, CHORUS_OP_REDUCE_SCATTER},
 };
 
 const std::vector<chorus_reduce_op>& AllReduceOps() {
@@ -166,6 +170,17 @@ testing::AssertionResult CheckOutputs(const std::vector<DeviceBuffer>& outputs,
   return testing::AssertionSuccess();
 }
 
+// Elements [first, first + count) of `tensor`.
+HostTensor Slice(const HostTensor& tensor, size_t first, size_t count) {
+  HostTensor part(tensor.dtype(), count);
+  if (part.bytes() > 0) {  // data() of an empty tensor may be NULL
+    std::memcpy(part.data(),
+                static_cast<const char*>(tensor.data()) + first * chorus_dtype_size(tensor.dtype()),
+                part.bytes());
+  }
+  return part;
+}
+
 testing::AssertionResult CheckUnchanged(const std::vector<DeviceBuffer>& buffers,
                                         const std::vector<HostTensor>& host) {
   for (size_t r = 0; r < buffers.size(); ++r) {
@@ -269,6 +284,29 @@ testing::AssertionResult RunAllGather(const Replicas& replicas, chorus_dtype dty
   return result;
 }
 
+// Every replica's input holds count x replicas elements; output r gets part r of the reduction.
+testing::AssertionResult RunReduceScatter(const Replicas& replicas, chorus_dtype dtype,
+                                          chorus_reduce_op op, size_t count) {
+  const size_t n = replicas.devices.size();
+  const ReduceData data = MakeReduceData(replicas, dtype, op, count * n, 0);
+  std::vector<DeviceBuffer> outputs;
+  for (const auto& device : replicas.devices) outputs.push_back(Poisoned(device, dtype, count));
+  auto result =
+      replicas.ops->ReduceScatter(op, dtype, count, Buffers(data.inputs), Buffers(outputs));
+  if (!result) return result;
+  for (size_t r = 0; r < n; ++r) {
+    auto same = SameValues(Download(outputs[r], dtype, count),
+                           Slice(data.expected, r * count, count), Tolerance(op, dtype));
+    if (!same) {
+      return testing::AssertionFailure()
+             << "output " << r << " (on device " << outputs[r].device().index << "; part " << r
+             << ", elements [" << r * count << ", " << (r + 1) * count
+             << ") of the reduction): " << same.message();
+    }
+  }
+  return CheckUnchanged(data.inputs, data.host);
+}
+
 // What plugin.h asks of `kind`, for a failure message: the change a failing plugin needs.
 const char* Requirement(Kind kind) {
   switch (kind) {
@@ -290,6 +328,10 @@ const char* Requirement(Kind kind) {
     case Kind::kAllGather:
       return "every output must hold the inputs in replica order, input r's counts[r] elements "
              "each, and the inputs must stay unchanged";
+    case Kind::kReduceScatter:
+      return "output j must hold part j (elements [j*count, (j+1)*count)) of the elementwise "
+             "reduction of all inputs, each input holding count x replicas elements, and the "
+             "inputs must stay unchanged (MEAN arrives as SUM; the core divides)";
   }
   return "";
 }
@@ -348,8 +390,10 @@ void Sweep(const Suite& suite, const chorus_cross_device_ops_api& api, const Kin
       if (kind.reduces) {
         for (chorus_reduce_op op : AllReduceOps()) {
           if (!InSweep(dtype, op, count)) continue;
-          if (!report(Describe(kind, dtype, &op, count, indices, sweep.words),
-                      RunReduce(replicas, kind.kind, dtype, op, count))) {
+          const auto result = kind.kind == Kind::kReduceScatter
+                                  ? RunReduceScatter(replicas, dtype, op, count)
+                                  : RunReduce(replicas, kind.kind, dtype, op, count);
+          if (!report(Describe(kind, dtype, &op, count, indices, sweep.words), result)) {
             return;
           }
         }
@@ -371,6 +415,8 @@ void RegisterCrossDeviceOpsTests(const SuitePtr& suite) {
     // CrossDeviceOps.<kind>/<dtype>, and /<name> when the plugin has several.
     const std::string of = all.size() > 1 ? std::string("/") + api->name : "";
     for (const KindInfo& kind : kKinds) {
+      // reduce_scatter (1.5) is optional: without it the core reduces and copies each part.
+      if (kind.kind == Kind::kReduceScatter && api->reduce_scatter == nullptr) continue;
       for (chorus_dtype dtype : Dtypes()) {
         AddTest("CrossDeviceOps", std::string(kind.name) + "/" + DtypeName(dtype) + of,
                 [suite, api, kind, dtype] { Sweep(*suite, *api, kind, dtype); });

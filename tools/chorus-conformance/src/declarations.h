@@ -15,7 +15,8 @@ namespace chorus::conformance::internal {
 
 // Every operation of plugin.h's chorus_collective_op, as CHORUS_OP_BIT bits.
 inline constexpr uint32_t kKnownOps = (1u << (CHORUS_OP_BARRIER + 1)) - 1;
-// The operations cross-device ops have functions for (reduce and batch_reduce are ALL_REDUCE).
+// The operations every cross-device ops table has functions for (reduce and batch_reduce are
+// ALL_REDUCE); REDUCE_SCATTER too where the table has reduce_scatter (1.5).
 inline constexpr uint32_t kCrossDeviceOps = CHORUS_OP_BIT(CHORUS_OP_ALL_REDUCE) |
                                             CHORUS_OP_BIT(CHORUS_OP_BROADCAST) |
                                             CHORUS_OP_BIT(CHORUS_OP_ALL_GATHER);

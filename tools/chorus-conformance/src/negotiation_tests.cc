@@ -305,8 +305,14 @@ void RegisterNegotiationTests(const SuitePtr& suite) {
              MakeSlot("broadcast", t.broadcast), MakeSlot("all_gather", t.all_gather)});
         // Devices of one host: 2, 4 and 3 replicas.
         if (const chorus_capabilities* c = RawCapabilities(t)) {
-          CheckCapabilities("cross_device_ops", t.name, c, kCrossDeviceOps,
-                            {{2, 1, 2}, {4, 1, 4}, {3, 1, 3}});
+          // Reduce-scatter (1.5) only with the function that runs it.
+          const bool scatters =
+              t.struct_size >= CHORUS_STRUCT_SIZE(chorus_cross_device_ops_api, reduce_scatter) &&
+              t.reduce_scatter != nullptr;
+          CheckCapabilities(
+              "cross_device_ops", t.name, c,
+              kCrossDeviceOps | (scatters ? CHORUS_OP_BIT(CHORUS_OP_REDUCE_SCATTER) : 0u),
+              {{2, 1, 2}, {4, 1, 4}, {3, 1, 3}});
         }
       });
   AddInterfaceTests(

@@ -164,4 +164,28 @@ testing::AssertionResult OpsDriver::AllGather(chorus_dtype dtype,
   return Finish(api_.all_gather(handle_, &args, &request), request, "all_gather");
 }
 
+testing::AssertionResult OpsDriver::ReduceScatter(chorus_reduce_op op, chorus_dtype dtype,
+                                                  size_t count,
+                                                  const std::vector<chorus_buffer>& inputs,
+                                                  const std::vector<chorus_buffer>& outputs) {
+  last_status_ = CHORUS_OK;
+  if (api_.reduce_scatter == nullptr) {  // also for a table older than 1.5 (a padded copy)
+    return testing::AssertionFailure() << "the table's reduce_scatter is NULL";
+  }
+  chorus_cross_device_reduce_scatter_args args{};
+  args.struct_size = sizeof(args);
+  args.dtype = dtype;
+  args.op = op == CHORUS_REDUCE_MEAN ? CHORUS_REDUCE_SUM : op;  // MEAN is the core's
+  args.count = count;
+  args.inputs = inputs.data();
+  args.num_inputs = inputs.size();
+  args.outputs = outputs.data();
+  args.num_outputs = outputs.size();
+  chorus_request* request = nullptr;
+  auto result = Finish(api_.reduce_scatter(handle_, &args, &request), request, "reduce_scatter");
+  // Each output holds `count` elements of a sum over every input.
+  if (result && op == CHORUS_REDUCE_MEAN) result = DivideOutputs({dtype, count, inputs, outputs});
+  return result;
+}
+
 }  // namespace chorus::conformance::internal

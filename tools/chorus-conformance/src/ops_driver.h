@@ -50,6 +50,11 @@ class OpsDriver {
   testing::AssertionResult AllGather(chorus_dtype dtype, const std::vector<chorus_buffer>& inputs,
                                      const std::vector<size_t>& counts,
                                      const std::vector<chorus_buffer>& outputs);
+  // 1.5, for a table whose reduce_scatter is not NULL: one input of count x inputs.size()
+  // elements and one output of `count` per replica; MEAN as in Reduce.
+  testing::AssertionResult ReduceScatter(chorus_reduce_op op, chorus_dtype dtype, size_t count,
+                                         const std::vector<chorus_buffer>& inputs,
+                                         const std::vector<chorus_buffer>& outputs);
 
   chorus_status last_status() const { return last_status_; }
 

@@ -42,7 +42,8 @@ std::vector<std::string> Limitations(const PluginLibrary& plugin, const KitOptio
     if (internal::DeclaresAnyOnCpuDevices(*t)) continue;
     std::string own;  // an enumerator of the plugin whose memory the ops declare
     for (const auto* enumerator : plugin.device_enumerators()) {
-      for (int op : {CHORUS_OP_ALL_REDUCE, CHORUS_OP_BROADCAST, CHORUS_OP_ALL_GATHER}) {
+      for (int op : {CHORUS_OP_ALL_REDUCE, CHORUS_OP_BROADCAST, CHORUS_OP_ALL_GATHER,
+                     CHORUS_OP_REDUCE_SCATTER}) {
         if (own.empty() && internal::DeclaresOnMemory(*t, static_cast<chorus_collective_op>(op),
                                                       enumerator->platform)) {
           own = enumerator->platform;

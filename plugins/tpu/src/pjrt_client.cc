@@ -267,6 +267,8 @@ std::vector<PjrtOption> ParsePjrtOptions(std::string_view text) {
         items =
             separator == std::string_view::npos ? std::string_view() : items.substr(separator + 1);
       }
+    } else if (value.empty()) {
+      option.omit = true;
     } else if (value == "true" || value == "false") {
       option.type = PJRT_NamedValue_kBool;
       option.bool_value = value == "true";
@@ -433,15 +435,16 @@ PjrtClient::PjrtClient(std::shared_ptr<PjrtLibrary> library,
   if (job != nullptr && job->num_processes > 1) {
     job_ = *job;
     // XLA's GPU plugin's names for its process and the processes; the user's own win.
-    for (const auto& [name, value] :
-         {std::pair<const char*, int64_t>{"node_id", job->process_index},
-          std::pair<const char*, int64_t>{"num_nodes", job->num_processes}}) {
+    const std::pair<const char*, int64_t> process_options[] = {{"node_id", job->process_index},
+                                                               {"num_nodes", job->num_processes}};
+    for (const auto& process_option : process_options) {
+      const std::string name = process_option.first;
       if (std::none_of(options.begin(), options.end(),
-                       [&](const PjrtOption& o) { return o.name == name; })) {
+                       [&name](const PjrtOption& o) { return o.name == name; })) {
         PjrtOption option;
         option.name = name;
         option.type = PJRT_NamedValue_kInt64;
-        option.int64_value = value;
+        option.int64_value = process_option.second;
         options.push_back(std::move(option));
       }
     }
@@ -449,6 +452,7 @@ PjrtClient::PjrtClient(std::shared_ptr<PjrtLibrary> library,
   std::vector<PJRT_NamedValue> values;
   std::string names;
   for (const PjrtOption& option : options) {
+    if (option.omit) continue;
     PJRT_NamedValue value{};
     value.struct_size = sizeof(PJRT_NamedValue);
     value.name = option.name.c_str();

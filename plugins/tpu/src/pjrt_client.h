@@ -42,11 +42,14 @@ struct PjrtOption {
   std::vector<int64_t> int64_list;
   float float_value = 0;
   bool bool_value = false;
+  bool omit = false;  // "name=": pass no option of this name (not even one chorus would add)
 };
 
 // CHORUS_PJRT_OPTIONS: "name=value,..." where a value is an integer, a float (with a '.'),
 // true/false, a list of integers in brackets ("visible_devices=[0;1]", ';' between them), or else
-// a string. A malformed entry is chorus::Error INVALID_ARGUMENT naming it.
+// a string; an empty value ("node_id=") passes no option of that name, not even the node_id and
+// num_nodes chorus adds for a job of several hosts. A malformed entry is chorus::Error
+// INVALID_ARGUMENT naming it.
 std::vector<PjrtOption> ParsePjrtOptions(std::string_view text);
 
 // A loaded PJRT plugin library. Open checks, in this order, with an error naming the path: the

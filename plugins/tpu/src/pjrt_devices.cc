@@ -114,7 +114,8 @@ chorus_status Create(const chorus_device_context_create_args* args, chorus_devic
                             : "");
     if (ctx->client->multi_process()) {
       ctx->description += "; process " + std::to_string(ctx->client->process_index()) + " of " +
-                          std::to_string(pjrt_job.num_processes) + " (job " + job->id + "), " +
+                          std::to_string(pjrt_job.num_processes) + " (job " +
+                          (job->id != nullptr ? job->id : "without an id") + "), " +
                           std::to_string(ctx->client->global_device_count()) +
                           " devices in the job";
     }

@@ -8,12 +8,18 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chorus/error.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "scoped_variable.h"
@@ -98,6 +104,10 @@ TEST(ParsePjrtOptions, EveryValueType) {
   EXPECT_EQ(options[4].string_value, "abc");
   EXPECT_TRUE(ParsePjrtOptions("").empty());
   EXPECT_EQ(ParsePjrtOptions("visible_devices=[1,2]")[0].int64_list, (std::vector<int64_t>{1, 2}));
+  const auto omitted = ParsePjrtOptions("node_id=");
+  ASSERT_EQ(omitted.size(), 1u);
+  EXPECT_EQ(omitted[0].name, "node_id");
+  EXPECT_TRUE(omitted[0].omit) << "an empty value passes no option of that name";
 }
 
 TEST(ParsePjrtOptions, MalformedEntriesAreNamed) {
@@ -146,6 +156,100 @@ TEST(PjrtClient, AClientThatFailsToCreateSaysWhy) {
   EXPECT_EQ(error.status(), CHORUS_INTERNAL);
   EXPECT_THAT(error.what(), HasSubstr("PJRT_Client_Create"));
   EXPECT_THAT(error.what(), HasSubstr("no devices could be opened"));
+}
+
+// A job's store as the core hands it to a plugin (chorus_kv_store), in this process's memory:
+// set and get (waiting up to the time-out) are what the PJRT client's callbacks use.
+class MemoryJobStore {
+ public:
+  MemoryJobStore() {
+    table_.struct_size = sizeof(table_);
+    table_.ctx = this;
+    table_.set = [](void* ctx, const char* key, const void* value, size_t size) {
+      auto* self = static_cast<MemoryJobStore*>(ctx);
+      std::lock_guard<std::mutex> lock(self->mutex_);
+      self->values_[key].assign(static_cast<const char*>(value),
+                                static_cast<const char*>(value) + size);
+      self->changed_.notify_all();
+      return CHORUS_OK;
+    };
+    table_.get = [](void* ctx, const char* key, int64_t timeout_ms, void* value, size_t capacity,
+                    size_t* size) {
+      auto* self = static_cast<MemoryJobStore*>(ctx);
+      std::unique_lock<std::mutex> lock(self->mutex_);
+      if (!self->changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                                   [&] { return self->values_.count(key) > 0; })) {
+        return CHORUS_TIMEOUT;
+      }
+      const std::string& stored = self->values_[key];
+      std::memcpy(value, stored.data(), std::min(capacity, stored.size()));
+      *size = stored.size();
+      return CHORUS_OK;
+    };
+  }
+  const chorus_kv_store* table() const { return &table_; }
+  bool Has(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return values_.count(key) > 0;
+  }
+
+ private:
+  chorus_kv_store table_{};
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<std::string, std::string> values_;
+};
+
+// Two processes' clients of one job (threads here): each is told its process and the
+// processes, their key-value exchange goes through the job's store, and each sees the job's
+// devices with its own addressable.
+TEST(PjrtClient, AClientOfAJobMeetsTheOtherProcessesThroughTheJobsStore) {
+  MemoryJobStore store;
+  std::unique_ptr<PjrtClient> clients[2];
+  std::thread other([&] {
+    const PjrtJob job{store.table(), 1, 2, std::chrono::milliseconds(20000)};
+    clients[1] =
+        std::make_unique<PjrtClient>(Reference(), ParsePjrtOptions("device_count=2"), &job);
+  });
+  const PjrtJob job{store.table(), 0, 2, std::chrono::milliseconds(20000)};
+  clients[0] = std::make_unique<PjrtClient>(Reference(), ParsePjrtOptions("device_count=2"), &job);
+  other.join();
+  ASSERT_TRUE(clients[1] != nullptr);
+  for (int p = 0; p < 2; ++p) {
+    EXPECT_TRUE(clients[p]->multi_process());
+    EXPECT_EQ(clients[p]->process_index(), p);
+    EXPECT_EQ(clients[p]->global_device_count(), 4u);
+    ASSERT_EQ(clients[p]->addressable_devices().size(), 2u);
+    EXPECT_EQ(clients[p]->addressable_devices()[0].id, 2 * p);
+    EXPECT_EQ(clients[p]->addressable_devices()[1].process_index, p);
+  }
+  EXPECT_TRUE(store.Has("reference_pjrt/devices/0"));
+  EXPECT_TRUE(store.Has("reference_pjrt/devices/1"));
+}
+
+// A process whose peers never come: the plugin asks to wait a minute, chorus caps the wait at
+// the job's time-out and the create fails naming the key and the store.
+TEST(PjrtClient, AClientWhosePeersNeverComeFailsWithinTheJobsTimeOut) {
+  MemoryJobStore store;
+  const PjrtJob job{store.table(), 0, 2, std::chrono::milliseconds(300)};
+  const auto start = std::chrono::steady_clock::now();
+  const Error error = Thrown([&] { PjrtClient client(Reference(), {}, &job); });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  EXPECT_EQ(error.status(), CHORUS_TIMEOUT) << error.what();
+  EXPECT_THAT(error.what(), HasSubstr("chorus's job store: get of 'reference_pjrt/devices/1' "
+                                      "(waited up to 300 ms) failed with TIMEOUT"));
+  EXPECT_THAT(error.what(), HasSubstr("options: node_id, num_nodes"));
+}
+
+// "node_id=" and "num_nodes=" leave chorus's process options out: the plugin then makes a client
+// of this process alone, which touches no store.
+TEST(PjrtClient, EmptyOptionValuesLeaveTheJobsProcessOptionsOut) {
+  MemoryJobStore store;
+  const PjrtJob job{store.table(), 1, 2, std::chrono::milliseconds(300)};
+  PjrtClient client(Reference(), ParsePjrtOptions("device_count=2,node_id=,num_nodes="), &job);
+  EXPECT_EQ(client.process_index(), 0);
+  EXPECT_EQ(client.global_device_count(), 2u);
+  EXPECT_FALSE(store.Has("reference_pjrt/devices/1"));
 }
 
 TEST(PjrtClient, AnUnknownOptionIsRefusedByName) {

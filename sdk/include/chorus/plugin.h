@@ -178,7 +178,13 @@ typedef struct chorus_p2p_request chorus_p2p_request;
 
 /* One buffer on one device: `device` is an index of the device enumerator in use (or
    CHORUS_HOST_DEVICE), `data` an address in that device's memory. Frozen element struct. The
-   memory is borrowed for the call, or until the request completes. */
+   memory is borrowed for the call, or until the request completes.
+   A part of an allocation is addressed as the allocation's address plus the part's byte offset,
+   on every enumerator: the core and plugins slice buffers that way (a tensor's slice, a packed
+   batch, a reduce-scatter's part). An enumerator whose memory is not byte-addressable (PJRT
+   buffers are handles) hands out address ranges of its own and maps each address it is given to
+   (allocation, offset), refusing one outside its allocations; it never hands out the handle
+   itself (the SDK guide, "Devices whose buffers are handles"). */
 typedef struct chorus_buffer {
   uint32_t device;
   void* data;

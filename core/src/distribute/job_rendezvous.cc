@@ -7,7 +7,6 @@
 
 #include <cstdio>
 #include <map>
-#include <sstream>
 
 #include "base/hmac_sha256.h"
 #include "base/socket_util.h"

@@ -9,22 +9,11 @@
 #include <map>
 
 #include "base/hmac_sha256.h"
-#include "base/socket_util.h"
 
 namespace chorus::internal {
 namespace {
 
 using std::chrono::milliseconds;
-
-// The host (without an IPv6 address's brackets) and port of a cluster address.
-HostPort SplitAddress(const std::string& address, const std::string& who) {
-  HostPort split;
-  if (const std::string problem = ParseHostPort(address, &split); !problem.empty()) {
-    throw Error(CHORUS_INVALID_ARGUMENT, who + ": address '" + address + "' " + problem +
-                                             "; write it as \"host:port\" or \"[IPv6]:port\"");
-  }
-  return split;
-}
 
 // Where the leader's port comes from, by resolver.
 std::string WhereThePortIsSet(const ClusterResolver& resolver) {
@@ -51,6 +40,15 @@ constexpr const char* kJobIdKey = "job/id";
 
 }  // namespace
 
+HostPort SplitClusterAddress(const std::string& address, const std::string& who) {
+  HostPort split;
+  if (const std::string problem = ParseHostPort(address, &split); !problem.empty()) {
+    throw Error(CHORUS_INVALID_ARGUMENT, who + ": address '" + address + "' " + problem +
+                                             "; write it as \"host:port\" or \"[IPv6]:port\"");
+  }
+  return split;
+}
+
 std::shared_ptr<JobRendezvous> JobRendezvous::Join(const ClusterResolver& resolver,
                                                    milliseconds timeout, const std::string& who) {
   const int workers = resolver.num_workers();
@@ -63,7 +61,7 @@ std::shared_ptr<JobRendezvous> JobRendezvous::Join(const ClusterResolver& resolv
   }
   std::shared_ptr<JobRendezvous> self(new JobRendezvous());
   self->key_ = key;
-  const auto [host, port] = SplitAddress(resolver.leader_address(), who);
+  const auto [host, port] = SplitClusterAddress(resolver.leader_address(), who);
   self->leader_host_ = host;
   // Destroyed, the leader's server serves on until the other workers have come (each says hello
   // with its task name) and left, or `timeout` passed: so no worker loses the store while it

@@ -12,6 +12,8 @@
 #include <mutex>
 #include <string>
 
+#include "base/socket_util.h"
+
 namespace chorus {
 
 class JobHealth;
@@ -19,6 +21,10 @@ class KvStore;
 class TcpStoreServer;
 
 namespace internal {
+
+// The host (without an IPv6 address's brackets) and port of a cluster address; throws
+// Error(INVALID_ARGUMENT) naming `who` and the address when it is not "host:port".
+HostPort SplitClusterAddress(const std::string& address, const std::string& who);
 
 class JobRendezvous {
  public:

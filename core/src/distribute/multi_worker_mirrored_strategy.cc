@@ -10,7 +10,6 @@
 
 #include "base/launcher_watch.h"
 #include "base/logging.h"
-#include "base/socket_util.h"
 #include "distribute/default_devices.h"
 #include "distribute/job_rendezvous.h"
 #include "distribute/replicated_placement.h"
@@ -21,17 +20,6 @@ namespace {
 using std::chrono::milliseconds;
 
 using internal::OrDefaultDevices;
-
-// The host (without an IPv6 address's brackets) of a cluster address.
-std::string HostOf(const std::string& address) {
-  HostPort split;
-  if (const std::string problem = ParseHostPort(address, &split); !problem.empty()) {
-    throw Error(CHORUS_INVALID_ARGUMENT, "MultiWorkerMirroredStrategy: address '" + address + "' " +
-                                             problem +
-                                             "; write it as \"host:port\" or \"[IPv6]:port\"");
-  }
-  return split.host;
-}
 
 milliseconds TimeoutOf(const CommunicationOptions& options) {
   return milliseconds(static_cast<int64_t>(*options.timeout_seconds * 1000));
@@ -133,7 +121,7 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(
   config.name = scope;
   config.timeout_seconds = *communication_options().timeout_seconds;
   // Peers reach this worker at the host of its own cluster address.
-  config.address = HostOf(resolver_->AddressOf(id));
+  config.address = internal::SplitClusterAddress(resolver_->AddressOf(id), name()).host;
   config.host_id = machine;
   for (int w = 0; w < workers; ++w) config.task_names.push_back(resolver_->TaskNameOf(w));
   config.health = health_;

@@ -193,32 +193,29 @@ std::vector<std::shared_ptr<DeviceEnumerator>> Registry::DeviceEnumerators() con
   auto create = [this](EnumeratorSlot& slot) {
     const std::string which =
         "devices '" + std::string(slot.api->platform) + "' of plugin " + slot.library->name();
-    auto& failures = enumerator_failures_;
-    failures.erase(
-        std::remove_if(failures.begin(), failures.end(),
-                       [&](const std::string& f) { return f.rfind(which + ":", 0) == 0; }),
-        failures.end());
     try {
       slot.enumerator = DeviceEnumerator::Create(slot.library, *slot.api, {}, device_job_);
-      slot.failed = false;
+      slot.failure.clear();
     } catch (const Error& e) {
       // Left out, with what it lacked logged once; tried again only for another job.
       Log().warn("{} are not used: {}", which, e.what());
-      failures.push_back(which + ": " + e.what());
-      slot.failed = true;
+      slot.failure = which + ": " + e.what();
       slot.failed_for_job = job_generation_;
     }
   };
   if (!enumerators_created_) {
     const uint32_t cpu_count = CpuDeviceCountFromEnvironment();
     EnumeratorSlot cpu{
-        plugins_.front(), nullptr,
-        DeviceEnumerator::Create(plugins_.front(), {{"count", std::to_string(cpu_count)}})};
+        plugins_.front(),
+        nullptr,
+        DeviceEnumerator::Create(plugins_.front(), {{"count", std::to_string(cpu_count)}}),
+        {},
+        0};
     cpu.api = &cpu.enumerator->api();
     enumerators_.push_back(std::move(cpu));
     for (size_t i = 1; i < plugins_.size(); ++i) {
       for (const auto* api : plugins_[i]->device_enumerators()) {
-        EnumeratorSlot slot{plugins_[i], api, nullptr};
+        EnumeratorSlot slot{plugins_[i], api, nullptr, {}, 0};
         create(slot);
         enumerators_.push_back(std::move(slot));
       }
@@ -228,7 +225,9 @@ std::vector<std::shared_ptr<DeviceEnumerator>> Registry::DeviceEnumerators() con
   std::vector<std::shared_ptr<DeviceEnumerator>> enumerators;
   for (EnumeratorSlot& slot : enumerators_) {
     // Released and wanted again, or failed for an earlier job.
-    if (!slot.enumerator && !(slot.failed && slot.failed_for_job == job_generation_)) create(slot);
+    if (!slot.enumerator && (slot.failure.empty() || slot.failed_for_job != job_generation_)) {
+      create(slot);
+    }
     if (slot.enumerator) enumerators.push_back(slot.enumerator);
   }
   return enumerators;
@@ -257,7 +256,11 @@ void Registry::ReleaseDeviceEnumerator(std::string_view platform) {
 
 std::vector<std::string> Registry::DeviceEnumeratorFailures() const {
   std::lock_guard<std::mutex> lock(enumerators_mutex_);
-  return enumerator_failures_;
+  std::vector<std::string> failures;
+  for (const EnumeratorSlot& slot : enumerators_) {
+    if (!slot.failure.empty()) failures.push_back(slot.failure);
+  }
+  return failures;
 }
 
 void Registry::SetDeviceJob(std::shared_ptr<const DeviceJob> job) {

@@ -119,16 +119,16 @@ class Registry {
     std::shared_ptr<PluginLibrary> library;
     const chorus_device_enumerator_api* api = nullptr;
     std::shared_ptr<DeviceEnumerator> enumerator;
-    // A context that could not be made is tried again only for another job (SetDeviceJob).
-    bool failed = false;
+    // Why the last try to make the context failed ("" when it did not); such a context is
+    // tried again only for another job (SetDeviceJob).
+    std::string failure;
     uint64_t failed_for_job = 0;  // job_generation_ of the failed try
   };
   mutable std::mutex enumerators_mutex_;
   mutable bool enumerators_created_ = false;
   mutable std::vector<EnumeratorSlot> enumerators_;
-  std::shared_ptr<const DeviceJob> device_job_;           // under enumerators_mutex_
-  uint64_t job_generation_ = 0;                           // SetDeviceJob calls, under the mutex
-  mutable std::vector<std::string> enumerator_failures_;  // under enumerators_mutex_
+  std::shared_ptr<const DeviceJob> device_job_;  // under enumerators_mutex_
+  uint64_t job_generation_ = 0;                  // SetDeviceJob calls, under the mutex
 };
 
 }  // namespace chorus

@@ -1,6 +1,7 @@
 #include "multi_worker_bench.h"
 
 #include <chorus/base/dtype.h>
+#include <chorus/base/environment.h>
 #include <chorus/base/error.h>
 #include <chorus/cluster_resolver/host_identity.h>
 #include <chorus/collective/communicator.h>
@@ -16,6 +17,7 @@
 #include <memory>
 #include <sstream>
 
+#include "auto_backend.h"
 #include "collective_run.h"
 #include "list_text.h"
 #include "metrics.h"
@@ -33,14 +35,12 @@ using Clock = std::chrono::steady_clock;
 // Bad input the user can fix: exit code 2.
 using UsageError = std::invalid_argument;
 
-// The core's reference collective, measured when --backends names none.
-constexpr const char* kDefaultBackend = "core_ring";
-
 }  // namespace
 
 void CheckCollectiveBackends(const std::vector<std::string>& backends) {
   const auto available = Registry::Global().CollectiveNames();
   for (const auto& name : backends) {
+    if (IsAutoBackend(name) || name == "RING" || name == "NCCL") continue;  // requests, not names
     if (name == "mpi" && !StartedByMpirun()) {
       throw UsageError(
           "backend 'mpi' works only in processes started by mpirun; run e.g. "
@@ -69,8 +69,27 @@ void CheckCollectiveBackends(const std::vector<std::string>& backends) {
 
 namespace {
 
+chorus_collective_op ToOp(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllGather:
+      return CHORUS_OP_ALL_GATHER;
+    case CollectiveKind::kBroadcast:
+      return CHORUS_OP_BROADCAST;
+    case CollectiveKind::kReduceScatter:
+      return CHORUS_OP_REDUCE_SCATTER;
+    default:
+      return CHORUS_OP_ALL_REDUCE;
+  }
+}
+
+// "out.csv" -> "out.regret.csv".
+std::string RegretCsvPath(const std::string& csv) {
+  const bool suffix = csv.size() > 4 && csv.compare(csv.size() - 4, 4, ".csv") == 0;
+  return (suffix ? csv.substr(0, csv.size() - 4) : csv) + ".regret.csv";
+}
+
 std::unique_ptr<Communicator> Connect(const WorkerJob& job, const std::string& backend,
-                                      double timeout_seconds) {
+                                      const JobShape& shape, double timeout_seconds) {
   CommunicatorConfig config;
   config.rank = job.rank;
   config.size = job.size;
@@ -84,7 +103,22 @@ std::unique_ptr<Communicator> Connect(const WorkerJob& job, const std::string& b
   // its machine is CHORUS_HOST_ID's (--hosts sets one per worker) or this machine's.
   config.address = job.host;
   config.host_id = HostIdentity();
-  return Communicator::Create(Registry::Global(), backend, config);
+  return Communicator::Create(Registry::Global(),
+                              PlanForBackend(Registry::Global(), backend, shape), config);
+}
+
+// How the job's workers sit on hosts (each worker's CHORUS_HOST_ID or machine), as
+// MultiWorkerMirroredStrategy sees it: what AUTO's scores look at.
+JobShape ShapeOfJob(WorkerJob& job, double timeout_seconds) {
+  const std::string prefix = "bench/host/";
+  job.store->Set(prefix + std::to_string(job.rank), ToBytes(HostIdentity()));
+  std::vector<std::string> hosts;
+  for (int r = 0; r < job.size; ++r) {
+    hosts.push_back(ToString(
+        job.store->Get(prefix + std::to_string(r),
+                       std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000)))));
+  }
+  return JobShape::FromHostIds(hosts, "host");
 }
 
 // What one rank measured for a backend, placement and size.
@@ -135,6 +169,13 @@ std::optional<Samples> GatherSamples(WorkerJob& job, uint64_t sequence, const Sa
 // warm-up + iters iterations, each between barriers; the last one's result is checked.
 void Measure(const BenchOptions& options, const RunSpec& spec, RunBuffers& buffers,
              Communicator& comm, Samples& samples) {
+  // Under autotuning (CHORUS_AUTOTUNE=1) the first calls of a size band time the candidates in
+  // turn: they are warm-up too, so that the figures are those of the decision.
+  for (int tuning_calls = 0; tuning_calls < 100000; ++tuning_calls) {
+    if (!comm.Tuning(ToOp(spec.kind), spec.count * chorus_dtype_size(spec.dtype))) break;
+    PrepareIteration(spec, buffers, false);
+    RunOperation(spec, buffers, comm);
+  }
   const int total = options.warmup_iters + options.iters;
   for (int it = 0; it < total; ++it) {
     const bool checked = it == total - 1;
@@ -194,8 +235,15 @@ void WriteTuningFile(const BenchOptions& options, const WorkerJob& job,
 }
 
 int Run(const BenchOptions& options, WorkerJob& job) {
+  const JobShape shape = ShapeOfJob(job, options.timeout_seconds);
   std::vector<std::string> backends = options.backends;
-  if (backends.empty()) backends = {kDefaultBackend};
+  if (options.auto_mode) {
+    if (backends.empty()) backends = AutoCandidates(Registry::Global(), shape, StartedByMpirun());
+    std::erase_if(backends, IsAutoBackend);
+    backends.insert(backends.begin(), "auto");
+  } else if (backends.empty()) {
+    backends = DefaultBackends();
+  }
   if (options.workers > 0 && options.workers != job.size) {
     throw UsageError("-n " + std::to_string(options.workers) + " but the job (" + job.source +
                      ") has " + std::to_string(job.size) + " workers");
@@ -206,15 +254,20 @@ int Run(const BenchOptions& options, WorkerJob& job) {
   }
   std::vector<std::unique_ptr<Communicator>> comms;
   for (const auto& backend : backends) {
-    comms.push_back(Connect(job, backend, options.timeout_seconds));
+    comms.push_back(Connect(job, backend, shape, options.timeout_seconds));
   }
   const bool leader = job.rank == 0;
   ResultsWriter writer(
       options.csv_path, options.plot_path,
       "chorus-bench: busbw, " + std::to_string(job.size) + " workers, " + DtypeName(options.dtype));
   if (leader) {
-    writer.Comment("chorus-bench: " + std::to_string(job.size) + " workers (" + job.source +
-                   "), backends " + JoinNames(backends));
+    writer.Comment("chorus-bench: " + std::to_string(job.size) + " workers (" + job.source + "; " +
+                   shape.Describe() + "), backends " + JoinNames(backends));
+    for (size_t b = 0; b < backends.size(); ++b) {
+      if (IsAutoBackend(backends[b])) {
+        writer.Comment("auto: " + comms[b]->plan().source);
+      }
+    }
     writer.Comment("dtype " + std::string(DtypeName(options.dtype)) + ", reduce op " +
                    ReduceOpName(options.reduce_op) + ", warm-up " +
                    std::to_string(options.warmup_iters) + ", iterations " +
@@ -284,6 +337,22 @@ int Run(const BenchOptions& options, WorkerJob& job) {
   comms.front()->Barrier();
   if (!leader) return 0;
   writer.Finish();
+  for (size_t b = 0; b < backends.size(); ++b) {
+    if (!IsAutoBackend(backends[b])) continue;
+    for (const auto& line : comms[b]->AutotuneDecisions())
+      std::cout << "# autotuned " << line << "\n";
+    const auto regret = RegretRows(writer.rows(), [&](CollectiveKind kind, uint64_t bytes) {
+      return comms[b]->BackendFor(ToOp(kind), bytes, options.dtype);
+    });
+    std::cout << RegretTable(regret);
+    if (!options.csv_path.empty()) {
+      const std::string path = RegretCsvPath(options.csv_path);
+      std::ofstream out(path);
+      out << RegretCsv(regret);
+      if (!out) throw std::runtime_error("cannot write " + path);
+    }
+    break;
+  }
   if (options.suggest_rules) {
     const std::string rules = SuggestAlgorithmRules(writer.rows());
     std::cout << "#\n# the fastest backend at each size, as rules (--suggest-rules):\n"
@@ -304,8 +373,7 @@ int RunMultiWorkerBench(const BenchOptions& options) {
   return RunAsWorker(
       options.timeout_seconds,
       [&] {
-        CheckCollectiveBackends(options.backends.empty() ? std::vector<std::string>{kDefaultBackend}
-                                                         : options.backends);
+        CheckCollectiveBackends(options.backends.empty() ? DefaultBackends() : options.backends);
       },
       [&](WorkerJob& job) { return Run(options, job); });
 }

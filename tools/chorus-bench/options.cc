@@ -19,6 +19,7 @@ std::optional<int> ParseOptions(int argc, char** argv, BenchOptions* options) {
       "examples:\n"
       "  chorus-bench -n 2 --backends core_ring,gloo,ring_grpc -b 4K -e 64M -f 4\n"
       "  chorus-bench -n 2 --backends core_ring,ring@tcp,ring@ucx -b 4K -e 64M\n"
+      "  chorus-bench -n 4 --hosts 2 --auto -b 4K -e 64M\n"
       "  chorus-bench -n 2 --transports tcp,ucx -b 8 -e 64M --window 16\n"
       "  chorus-bench --in-process --replicas 4 --stream-bandwidth\n"
       "  mpirun -n 2 chorus-bench --backends mpi,core_ring");
@@ -28,8 +29,14 @@ std::optional<int> ParseOptions(int argc, char** argv, BenchOptions* options) {
       "--backends", backends,
       "comma list of collectives (core_ring, gloo, ring_grpc, mpi, shm, ..., an algorithm over a "
       "transport ALGORITHM@TRANSPORT such as ring@tcp or ring@ucx, or local+cross such as "
-      "shm+gloo), or with --in-process of cross-device ops (default: core_ring; in-process: "
-      "every cross-device ops found)");
+      "shm+gloo, or auto: the communicator AUTO makes for the job, as a trainer gets it with "
+      "neither CHORUS_COMMUNICATION nor CHORUS_ALGORITHM set), or with --in-process of "
+      "cross-device ops (default: CHORUS_COMMUNICATION's value when set, else core_ring; "
+      "in-process: every cross-device ops found)");
+  app.add_flag("--auto", options->auto_mode,
+               "measure `auto` beside every collective that serves the job (or those --backends "
+               "names), alternating, and print AUTO's regret per size: AUTO's time / the "
+               "fastest's (also as CSV beside --csv: FILE.regret.csv)");
   std::string transports;
   auto* transports_option = app.add_option(
       "--transports", transports,
@@ -157,7 +164,8 @@ std::optional<int> ParseOptions(int argc, char** argv, BenchOptions* options) {
           {!options->plot_path.empty(), "--plot"},
           {options->suggest_rules || !options->tuning_file.empty(),
            "--suggest-rules/--tuning-file"},
-          {options->stream_bandwidth, "--stream-bandwidth"}};
+          {options->stream_bandwidth, "--stream-bandwidth"},
+          {options->auto_mode, "--auto"}};
       for (const auto& [given, flag] : excluded) {
         if (given) {
           throw std::invalid_argument(
@@ -214,6 +222,11 @@ std::optional<int> ParseOptions(int argc, char** argv, BenchOptions* options) {
     }
     if (options->devices != "cpu" && !options->kernels && !options->in_process) {
       throw std::invalid_argument("--devices is for --kernels and --in-process");
+    }
+    if (options->auto_mode && (options->in_process || options->kernels)) {
+      throw std::invalid_argument(
+          "--auto is for collectives across workers (-n, or a job's workers); cross-device ops "
+          "are compared with --in-process --backends");
     }
     if (options->in_process && options->workers > 0) {
       throw std::invalid_argument("--in-process and -n exclude each other");

@@ -15,6 +15,9 @@ namespace chorus::bench {
 
 struct BenchOptions {
   std::vector<std::string> backends;  // empty: the mode's default
+  // --auto: the backend `auto` (the communicator AUTO makes) beside every candidate that serves
+  // the job, and AUTO's regret per size.
+  bool auto_mode = false;
   // --transports: measure these transports (plugin.h interface 5) point to point instead.
   std::vector<std::string> transports;
   int window = 16;  // --transports: messages in flight in the streaming test

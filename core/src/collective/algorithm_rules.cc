@@ -77,7 +77,9 @@ uint64_t ParseBytes(const std::string& word, const std::string& source, const st
   return value * scale;
 }
 
-std::string BytesText(uint64_t bytes) {
+}  // namespace
+
+std::string RuleBytesText(uint64_t bytes) {
   if (bytes == UINT64_MAX) return "inf";
   for (const auto& [shift, suffix] : {std::pair{30, "G"}, {20, "M"}, {10, "K"}}) {
     const uint64_t unit = uint64_t{1} << shift;
@@ -85,8 +87,6 @@ std::string BytesText(uint64_t bytes) {
   }
   return std::to_string(bytes);
 }
-
-}  // namespace
 
 std::vector<AlgorithmRule> ParseAlgorithmRules(const std::string& text, const std::string& source) {
   std::vector<AlgorithmRule> rules;
@@ -118,9 +118,9 @@ std::vector<AlgorithmRule> ParseAlgorithmRules(const std::string& text, const st
         if (other.op == op && rule.min_bytes < other.max_bytes &&
             other.min_bytes < rule.max_bytes) {
           Fail(source, text,
-               "the ranges " + BytesText(other.min_bytes) + "-" + BytesText(other.max_bytes) +
-                   " and " + BytesText(rule.min_bytes) + "-" + BytesText(rule.max_bytes) + " of " +
-                   NameOf(op) + " overlap");
+               "the ranges " + RuleBytesText(other.min_bytes) + "-" +
+                   RuleBytesText(other.max_bytes) + " and " + RuleBytesText(rule.min_bytes) + "-" +
+                   RuleBytesText(rule.max_bytes) + " of " + NameOf(op) + " overlap");
         }
       }
       rules.push_back(rule);
@@ -148,8 +148,8 @@ std::string DescribeRules(const std::vector<AlgorithmRule>& rules) {
     std::string group;
     for (const AlgorithmRule& rule : rules) {
       if (rule.op != entry.op) continue;
-      group += (group.empty() ? "" : ",") + BytesText(rule.min_bytes) + "-" +
-               BytesText(rule.max_bytes) + "=" + rule.collective;
+      group += (group.empty() ? "" : ",") + RuleBytesText(rule.min_bytes) + "-" +
+               RuleBytesText(rule.max_bytes) + "=" + rule.collective;
     }
     if (!group.empty()) text += (text.empty() ? "" : ";") + std::string(entry.name) + ":" + group;
   }

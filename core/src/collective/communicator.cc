@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <map>
+#include <mutex>
 #include <string_view>
 #include <thread>
 
@@ -16,6 +18,7 @@
 #include "base/host_kernels.h"
 #include "base/logging.h"
 #include "base/watchdog.h"
+#include "collective/autotune.h"
 #include "collective/current_registry.h"
 #include "collective/plan_check.h"
 #include "collective/signature_check.h"
@@ -61,6 +64,19 @@ Registry::CollectiveImplementation FindCollective(const Registry& registry,
                                             : ComposingCollective(registry, "'" + name + "'");
 }
 
+// "gloo 1.1.0, ABI 1.1": the plugin (a pair algorithm@transport: both) that serves a collective.
+std::string PluginVersions(const Registry::CollectiveImplementation& entry) {
+  // A pair algorithm@transport is as much its two plugins' as the core's that runs it.
+  std::vector<std::shared_ptr<PluginLibrary>> libraries{entry.plugin};
+  libraries.insert(libraries.end(), entry.parts.begin(), entry.parts.end());
+  std::string text;
+  for (const auto& library : libraries) {
+    text += (text.empty() ? "" : " + ") + library->name() + " " + library->version() + ", ABI " +
+            std::to_string(library->abi_major()) + "." + std::to_string(library->abi_minor());
+  }
+  return text;
+}
+
 // What this rank is about to create, for comparing with the other ranks (collective/plan_check.h).
 // A collective this rank cannot find sets choices.error and *failure (the error to throw).
 internal::PlanChoices ChoicesOf(const Registry& registry, const CollectivePlan& plan,
@@ -74,19 +90,16 @@ internal::PlanChoices ChoicesOf(const Registry& registry, const CollectivePlan& 
   choices.algorithm = DescribeRules(plan.variable_rules);
   choices.tuning = DescribeRules(plan.tuning_rules);
   choices.tuning_from = plan.tuning_source;
+  if (!plan.autotune_candidates.empty()) {
+    choices.autotune = JoinNames(plan.autotune_candidates) + "; " +
+                       std::to_string(plan.autotune_samples) + " samples" +
+                       (plan.autotune_cache.empty() ? "" : "; cache " + plan.autotune_cache);
+  }
   for (size_t i = 0; i < plan.collectives.size(); ++i) {
     internal::PlanChoices::Collective collective;
     collective.name = plan.collectives[i];
     try {
-      const auto entry = FindCollective(registry, collective.name);
-      // A pair algorithm@transport is as much its two plugins' as the core's that runs it.
-      std::vector<std::shared_ptr<PluginLibrary>> libraries{entry.plugin};
-      libraries.insert(libraries.end(), entry.parts.begin(), entry.parts.end());
-      for (const auto& library : libraries) {
-        collective.plugin += (collective.plugin.empty() ? "" : " + ") + library->name() + " " +
-                             library->version() + ", ABI " + std::to_string(library->abi_major()) +
-                             "." + std::to_string(library->abi_minor());
-      }
+      collective.plugin = PluginVersions(FindCollective(registry, collective.name));
     } catch (const std::exception& e) {
       if (!*failure) *failure = std::current_exception();
       if (choices.error.empty()) choices.error = e.what();
@@ -139,6 +152,23 @@ class Communicator::Activity {
   internal::AbortScope scope_;
 };
 
+struct Communicator::Autotune {
+  struct Band {
+    uint64_t calls = 0;                        // tuned calls so far
+    std::vector<std::vector<double>> samples;  // per candidate slot, microseconds
+    int winner = -1;                           // slot, once decided
+  };
+  std::vector<size_t> backends;  // backends_ index of each candidate slot
+  std::vector<std::string> names;
+  int samples = 5;
+  std::string cache_path;
+  bool write_cache = false;  // rank 0, and the cache was not refused as someone else's
+  internal::TuningCacheKey key;
+  mutable std::mutex mutex;
+  std::map<uint64_t, Band> bands;  // by the band's lower end
+  std::vector<internal::BandDecision> decisions;
+};
+
 Communicator::Communicator() : abort_flag_(std::make_unique<internal::AbortFlag>()) {}
 
 bool Communicator::WaitIdle(std::chrono::milliseconds timeout) const {
@@ -187,6 +217,7 @@ std::unique_ptr<Communicator> Communicator::Create(const Registry& registry,
     for (size_t i = 0; i < plan.collectives.size(); ++i) {
       self->AddBackend(registry, plan.collectives[i], OptionsFor(plan, i, config));
     }
+    if (!plan.autotune_candidates.empty() && config.size > 1) self->StartAutotune(registry);
   } catch (const Error& e) {
     // A peer that went or fell silent during the creation: the job's health knows which worker.
     const chorus_status status = e.status();
@@ -326,6 +357,13 @@ const Communicator::Backend& Communicator::Route(chorus_collective_op op, chorus
   if (auto routed = RouteFor(plan_.variable_rules, op, bytes)) return find(*routed);
   if (!plan_.fixed.empty()) return find(plan_.fixed);
   if (auto routed = RouteFor(plan_.tuning_rules, op, bytes)) return find(*routed);
+  if (autotune_ && op == CHORUS_OP_ALL_REDUCE) {
+    std::lock_guard<std::mutex> lock(autotune_->mutex);
+    const auto band = autotune_->bands.find(internal::BandOf(bytes).lo);
+    if (band != autotune_->bands.end() && band->second.winner >= 0) {
+      return backends_[autotune_->backends[static_cast<size_t>(band->second.winner)]];
+    }
+  }
   // The best score among the collectives created (ties: the first created).
   const auto args = ScoreArgs(op, dtype, bytes, plan_.shape, plan_.request);
   const Backend* best = nullptr;
@@ -353,6 +391,158 @@ const Communicator::Backend& Communicator::Route(chorus_collective_op op, chorus
 const std::string& Communicator::BackendFor(chorus_collective_op op, uint64_t bytes,
                                             chorus_dtype dtype) const {
   return Route(op, dtype, bytes).name;
+}
+
+// ---- Autotuning (collective/autotune.h) -------------------------------------------------------
+
+void Communicator::StartAutotune(const Registry& registry) {
+  auto tune = std::make_unique<Autotune>();
+  tune->samples = std::max(1, plan_.autotune_samples);
+  tune->cache_path = plan_.autotune_cache;
+  tune->key.workers = config_.size;
+  tune->key.hosts = plan_.shape.hosts;
+  tune->key.ranks_per_host = plan_.shape.ranks_per_host;
+  tune->key.chorus_version = CHORUS_VERSION_STRING;
+  for (const auto& name : plan_.autotune_candidates) {
+    for (size_t i = 0; i < backends_.size(); ++i) {
+      if (backends_[i].name != name) continue;
+      tune->backends.push_back(i);
+      tune->names.push_back(name);
+      tune->key.candidates += (tune->key.candidates.empty() ? "" : ", ") + name + " (" +
+                              PluginVersions(FindCollective(registry, name)) + ")";
+      break;
+    }
+  }
+  if (!tune->cache_path.empty()) {
+    // Rank 0's cache decides for every rank (the workers' hosts may hold different files): it
+    // publishes what it read, as a cache's text, and the others adopt that.
+    KvStore& store = *config_.store;
+    const std::string base = "comm/" + config_.name + "/autotune/";
+    const int64_t generation = store.Add(base + "creates/" + std::to_string(config_.rank), 1);
+    const std::string key = base + std::to_string(generation) + "/cache";
+    internal::TuningCacheRead read;
+    if (config_.rank == 0) {
+      read = internal::ReadTuningCache(tune->cache_path, tune->key);
+      if (!read.problem.empty()) Log().warn("communicator '{}': {}", config_.name, read.problem);
+      tune->write_cache = !read.foreign;
+      store.Set(key, ToBytes(internal::WriteTuningCache(tune->key, read.decisions)));
+    } else {
+      const std::string text =
+          ToString(store.Get(key, std::chrono::milliseconds(TimeoutMs(config_.timeout_seconds))));
+      read =
+          internal::ParseTuningCache(text, tune->cache_path + " (as worker 0 read it)", tune->key);
+      if (!read.problem.empty()) {
+        throw Error(CHORUS_INVALID_ARGUMENT,
+                    "communicator '" + config_.name + "': " + read.problem +
+                        "; this worker's plugins or chorus differ from worker 0's");
+      }
+    }
+    for (const auto& decision : read.decisions) {
+      const auto slot = std::find(tune->names.begin(), tune->names.end(), decision.winner);
+      if (slot == tune->names.end()) continue;
+      tune->bands[decision.band.lo].winner = static_cast<int>(slot - tune->names.begin());
+      tune->decisions.push_back(decision);
+    }
+    if (!tune->decisions.empty() && config_.rank == 0) {
+      Log().info("communicator '{}': CHORUS_TUNING_CACHE={} decides {} size band(s): {}",
+                 config_.name, tune->cache_path, tune->decisions.size(), DescribeRules([&] {
+                   std::vector<AlgorithmRule> rules;
+                   for (const auto& d : tune->decisions) {
+                     rules.push_back({CHORUS_OP_ALL_REDUCE, d.band.lo, d.band.hi, d.winner});
+                   }
+                   return rules;
+                 }()));
+    }
+  }
+  autotune_ = std::move(tune);
+}
+
+const Communicator::Backend* Communicator::TunedBackend(uint64_t bytes, size_t* slot) {
+  // A rule the user wrote outranks autotuning.
+  if (RouteFor(plan_.variable_rules, CHORUS_OP_ALL_REDUCE, bytes) ||
+      RouteFor(plan_.tuning_rules, CHORUS_OP_ALL_REDUCE, bytes)) {
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(autotune_->mutex);
+  Autotune::Band& band = autotune_->bands[internal::BandOf(bytes).lo];
+  if (band.winner >= 0) return nullptr;  // Route runs it on the winner
+  const size_t candidates = autotune_->backends.size();
+  if (band.samples.empty()) band.samples.resize(candidates);
+  *slot = static_cast<size_t>(band.calls % candidates);
+  return &backends_[autotune_->backends[*slot]];
+}
+
+void Communicator::RecordTunedCall(uint64_t bytes, size_t slot, double microseconds) {
+  const internal::SizeBand band_range = internal::BandOf(bytes);
+  const size_t candidates = autotune_->backends.size();
+  std::vector<double> medians;
+  {
+    std::lock_guard<std::mutex> lock(autotune_->mutex);
+    Autotune::Band& band = autotune_->bands[band_range.lo];
+    if (band.winner >= 0) return;
+    ++band.calls;
+    // The first call on each candidate warms it up (connections, first-touch pages): not timed.
+    if (band.calls > candidates) band.samples[slot].push_back(microseconds);
+    if (band.calls < candidates * static_cast<uint64_t>(autotune_->samples + 1)) return;
+    for (const auto& samples : band.samples) medians.push_back(internal::MedianOf(samples));
+  }
+  // Every rank gets here at the same call of the band (the ranks issue the same operations in
+  // the same order, which the signature check enforces): the slowest rank's median decides, so
+  // every rank computes the same winner.
+  std::vector<double> slowest(medians.size());
+  chorus_all_reduce_args args{};
+  args.struct_size = sizeof(args);
+  args.send = medians.data();
+  args.recv = slowest.data();
+  args.count = medians.size();
+  args.dtype = CHORUS_F64;
+  args.op = CHORUS_REDUCE_MAX;
+  Run(backends_[0], "all_reduce (autotuning's exchange of timings)", StartAllReduce, &args);
+  internal::BandDecision decision;
+  decision.band = band_range;
+  decision.winner = autotune_->names[internal::FastestCandidate(slowest)];
+  for (size_t i = 0; i < candidates; ++i) {
+    decision.times_us.emplace_back(autotune_->names[i], slowest[i]);
+  }
+  std::string cache;
+  {
+    std::lock_guard<std::mutex> lock(autotune_->mutex);
+    autotune_->bands[band_range.lo].winner = static_cast<int>(internal::FastestCandidate(slowest));
+    autotune_->decisions.push_back(decision);
+    if (autotune_->write_cache) {
+      cache = internal::WriteTuningCache(autotune_->key, autotune_->decisions);
+    }
+  }
+  if (config_.rank == 0) {
+    Log().info("communicator '{}': autotuned {} (CHORUS_AUTOTUNE, {} calls per candidate)",
+               config_.name, decision.Describe(), autotune_->samples);
+  }
+  if (cache.empty()) return;
+  try {
+    internal::ReplaceFileAtomically(autotune_->cache_path, cache);
+  } catch (const Error& e) {
+    Log().warn("communicator '{}': {}; the decisions are not kept", config_.name, e.what());
+    std::lock_guard<std::mutex> lock(autotune_->mutex);
+    autotune_->write_cache = false;
+  }
+}
+
+bool Communicator::Tuning(chorus_collective_op op, uint64_t bytes) const {
+  if (!autotune_ || op != CHORUS_OP_ALL_REDUCE || bytes == 0 ||
+      RouteFor(plan_.variable_rules, op, bytes) || RouteFor(plan_.tuning_rules, op, bytes)) {
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(autotune_->mutex);
+  const auto band = autotune_->bands.find(internal::BandOf(bytes).lo);
+  return band == autotune_->bands.end() || band->second.winner < 0;
+}
+
+std::vector<std::string> Communicator::AutotuneDecisions() const {
+  std::vector<std::string> lines;
+  if (!autotune_) return lines;
+  std::lock_guard<std::mutex> lock(autotune_->mutex);
+  for (const auto& decision : autotune_->decisions) lines.push_back(decision.Describe());
+  return lines;
 }
 
 std::string Communicator::TaskName(int rank) const {
@@ -520,7 +710,10 @@ void Communicator::AllReduce(const void* send, void* recv, size_t count, chorus_
     throw Error(CHORUS_INVALID_ARGUMENT,
                 "all_reduce: reduce op " + std::to_string(op) + " is not a chorus reduce op");
   }
-  const Backend& b = Route(CHORUS_OP_ALL_REDUCE, dtype, count * chorus_dtype_size(dtype));
+  const uint64_t bytes = count * chorus_dtype_size(dtype);
+  size_t tuned_slot = 0;
+  const Backend* tuned = autotune_ && count > 0 ? TunedBackend(bytes, &tuned_slot) : nullptr;
+  const Backend& b = tuned != nullptr ? *tuned : Route(CHORUS_OP_ALL_REDUCE, dtype, bytes);
   CheckSignature(internal::kAllReduce, count, dtype, op, 0, b);
   if (count == 0) return;
   chorus_all_reduce_args args{};
@@ -530,7 +723,12 @@ void Communicator::AllReduce(const void* send, void* recv, size_t count, chorus_
   args.count = count;
   args.dtype = dtype;
   args.op = op == CHORUS_REDUCE_MEAN ? CHORUS_REDUCE_SUM : op;
+  const auto start = std::chrono::steady_clock::now();
   Run(b, "all_reduce", StartAllReduce, &args);
+  if (tuned != nullptr) {
+    const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
+    RecordTunedCall(bytes, tuned_slot, took.count());
+  }
   if (op == CHORUS_REDUCE_MEAN) {
     internal::DivideHost(recv, count, dtype, static_cast<uint64_t>(config_.size));
   }

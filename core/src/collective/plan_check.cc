@@ -100,6 +100,7 @@ std::string PlanChoices::Serialize() const {
   Put(out, algorithm);
   Put(out, tuning);
   Put(out, tuning_from);
+  Put(out, autotune);
   Put(out, error);
   Put(out, std::to_string(collectives.size()));
   for (const auto& c : collectives) {
@@ -121,6 +122,7 @@ PlanChoices PlanChoices::Parse(const std::string& text) {
   c.algorithm = in.Next();
   c.tuning = in.Next();
   c.tuning_from = in.Next();
+  c.autotune = in.Next();
   c.error = in.Next();
   const int count = in.NextInt();
   for (int i = 0; i < count; ++i) {
@@ -183,6 +185,15 @@ std::string PlanMismatch(const PlanChoices& ref, const std::string& ref_task,
     };
     return task + " routes by " + tuning(theirs) + but + "by " + tuning(ref) +
            "; give every worker the same CHORUS_TUNING_FILE, with the same contents";
+  }
+  if (theirs.autotune != ref.autotune) {
+    const auto autotune = [](const PlanChoices& c) {
+      return c.autotune.empty() ? std::string("does not autotune")
+                                : "autotunes among " + c.autotune;
+    };
+    return task + " " + autotune(theirs) + but + autotune(ref) +
+           "; give every worker the same CHORUS_AUTOTUNE, CHORUS_AUTOTUNE_SAMPLES and "
+           "CHORUS_AUTOTUNE_CANDIDATES";
   }
   if (CollectiveNames(theirs) != CollectiveNames(ref)) {
     return task + " would create " + CollectivesWithPlugins(theirs) + but + "would create " +

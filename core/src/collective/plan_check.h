@@ -30,6 +30,7 @@ struct PlanChoices {
   std::string algorithm;    // CHORUS_ALGORITHM's rules, described ("" = none)
   std::string tuning;       // CHORUS_TUNING_FILE's rules for this job, described ("" = none)
   std::string tuning_from;  // "CHORUS_TUNING_FILE=/path [workers=2 hosts=1]"
+  std::string autotune;     // "shm, core_ring, gloo; 5 samples" (CHORUS_AUTOTUNE=1), or ""
   struct Collective {
     std::string name;     // [0] is the primary one
     std::string plugin;   // "gloo 1.1.0 (Gloo 0.5.0), ABI 1.1"

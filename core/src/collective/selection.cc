@@ -13,6 +13,7 @@
 
 #include "base/logging.h"
 #include "base/variable_file.h"
+#include "collective/autotune.h"
 #include "collective/current_registry.h"
 #include "runtime/capability_score.h"
 
@@ -444,6 +445,96 @@ void AddRuleCollectives(const Registry& registry, std::vector<AlgorithmRule>& ru
   }
 }
 
+// The tuning file (under AUTO only: a RING or NCCL request outranks it), autotuning's
+// candidates (AUTO only), then the scores, into `plan`, whose source already says who asked. The
+// primary collective is the one that serves an all_reduce of 1 MiB of f32 (the tuning file's
+// choice where it covers it, else the best score).
+// The candidates autotuning times (CHORUS_AUTOTUNE=1): the best few by score for an all_reduce
+// at sizes across the bands, and on several hosts of several ranks also the best collective
+// within a host composed with each of the best few across hosts ("shm+core_ring"), since which
+// pair is fastest is what scores know least.
+void AddAutotuneCandidates(const Registry& registry, CollectivePlan& plan) {
+  const auto settings = internal::AutotuneSettings::FromEnvironment();
+  if (!settings.enabled || plan.shape.ranks < 2) return;
+  const auto best_few = [&](const JobShape& shape, std::string_view exclude_plugin) {
+    std::vector<std::string> names;
+    for (int shift = 10; shift <= 26; shift += 4) {
+      const auto ranked =
+          RankCollectives(registry,
+                          ScoreArgs(CHORUS_OP_ALL_REDUCE, CHORUS_F32, uint64_t{1} << shift, shape,
+                                    CHORUS_REQUEST_AUTO),
+                          exclude_plugin);
+      for (size_t i = 0; i < ranked.size() && i < static_cast<size_t>(settings.candidates_per_size);
+           ++i) {
+        if (ranked[i].score.value > 0) AddOnce(names, ranked[i].name);
+      }
+    }
+    return names;
+  };
+  std::vector<std::string> candidates = best_few(plan.shape, {});
+  if (plan.shape.hosts > 1 && plan.shape.ranks_per_host > 1) {
+    std::optional<Registry::CollectiveImplementation> composing;
+    try {
+      composing = ComposingCollective(registry, "autotuning");
+    } catch (const Error&) {
+    }
+    if (composing) {
+      const std::string exclude = composing->plugin->name();
+      JobShape local = plan.shape;
+      local.ranks = plan.shape.ranks_per_host;
+      local.hosts = 1;
+      JobShape cross = plan.shape;
+      cross.ranks = plan.shape.hosts;
+      cross.ranks_per_host = 1;
+      const auto within = best_few(local, exclude);
+      if (!within.empty()) {
+        for (const auto& across : best_few(cross, exclude)) {
+          AddOnce(candidates,
+                  CanonicalCollectiveName(registry, within.front() + "+" + across, "autotuning"));
+        }
+      }
+    }
+  }
+  if (candidates.size() < 2) return;  // nothing to choose between
+  for (const auto& name : candidates) AddOnce(plan.collectives, name);
+  plan.autotune_candidates = candidates;
+  plan.autotune_samples = settings.samples;
+  plan.autotune_cache = settings.cache_path;
+}
+
+void PlanFromTuningAndScores(const Registry& registry, CollectivePlan& plan) {
+  std::vector<std::string> from_rules;
+  if (plan.request == CHORUS_REQUEST_AUTO) {
+    const TuningFile tuning = TuningFile::FromEnvironment();
+    std::string sections;
+    plan.tuning_rules = tuning.RulesFor(plan.shape, &sections);
+    if (!plan.tuning_rules.empty()) {
+      plan.tuning_source = "CHORUS_TUNING_FILE=" + tuning.path + " " + sections;
+    }
+    AddRuleCollectives(registry, plan.tuning_rules, "CHORUS_TUNING_FILE=" + tuning.path,
+                       from_rules);
+  }
+  AddRuleCollectives(registry, plan.variable_rules, "CHORUS_ALGORITHM", from_rules);
+
+  CollectivePlan scored;
+  try {
+    scored = PlanByScores(registry, plan.shape, plan.request);
+  } catch (const Error& e) {
+    throw Error(e.status(), plan.source + ": " + e.what() +
+                                ". Available: " + Join(registry.CollectiveNames()) + ".");
+  }
+  if (const auto routed = RouteFor(plan.tuning_rules, CHORUS_OP_ALL_REDUCE, uint64_t{1} << 20)) {
+    plan.collectives.push_back(*routed);
+    plan.source += ": " + plan.tuning_source;
+  } else {
+    plan.collectives.push_back(scored.collectives.front());
+    plan.source += ": " + scored.source;
+  }
+  for (const auto& name : from_rules) AddOnce(plan.collectives, name);
+  for (const auto& name : scored.collectives) AddOnce(plan.collectives, name);
+  if (plan.request == CHORUS_REQUEST_AUTO) AddAutotuneCandidates(registry, plan);
+}
+
 }  // namespace
 
 CollectivePlan PlanNamed(const Registry& registry, const std::string& name, const JobShape& shape,
@@ -500,39 +591,22 @@ CollectivePlan PlanCollectives(const Registry& registry, CommunicationImplementa
     return plan;
   }
 
-  // The tuning file (under AUTO only: a RING or NCCL request outranks it), then the scores. The
-  // primary collective is the one that serves an all_reduce of 1 MiB of f32 (the tuning file's
-  // choice where it covers it, else the best score).
-  std::vector<std::string> from_rules;
-  if (plan.request == CHORUS_REQUEST_AUTO) {
-    const TuningFile tuning = TuningFile::FromEnvironment();
-    std::string sections;
-    plan.tuning_rules = tuning.RulesFor(shape, &sections);
-    if (!plan.tuning_rules.empty()) {
-      plan.tuning_source = "CHORUS_TUNING_FILE=" + tuning.path + " " + sections;
-    }
-    AddRuleCollectives(registry, plan.tuning_rules, "CHORUS_TUNING_FILE=" + tuning.path,
-                       from_rules);
-  }
-  AddRuleCollectives(registry, plan.variable_rules, "CHORUS_ALGORITHM", from_rules);
-
-  CollectivePlan scored;
-  try {
-    scored = PlanByScores(registry, shape, plan.request);
-  } catch (const Error& e) {
-    throw Error(e.status(), plan.source + ": " + e.what() +
-                                ". Available: " + Join(registry.CollectiveNames()) + ".");
-  }
-  if (const auto routed = RouteFor(plan.tuning_rules, CHORUS_OP_ALL_REDUCE, uint64_t{1} << 20)) {
-    plan.collectives.push_back(*routed);
-    plan.source += ": " + plan.tuning_source;
-  } else {
-    plan.collectives.push_back(scored.collectives.front());
-    plan.source += ": " + scored.source;
-  }
-  for (const auto& name : from_rules) AddOnce(plan.collectives, name);
-  for (const auto& name : scored.collectives) AddOnce(plan.collectives, name);
+  PlanFromTuningAndScores(registry, plan);
   return plan;
+}
+
+CollectivePlan PlanAuto(const Registry& registry, const JobShape& shape,
+                        chorus_implementation_request request) {
+  CollectivePlan plan;
+  plan.shape = shape;
+  plan.request = request;
+  plan.source = RequestName(request);
+  PlanFromTuningAndScores(registry, plan);
+  return plan;
+}
+
+std::string DescribeTuningCache(const std::string& path) {
+  return internal::DescribeTuningCacheFile(path);
 }
 
 CollectivePlan PlanByScores(const Registry& registry, const JobShape& shape,

@@ -70,6 +70,12 @@ TEST(BadInput, SuggestRulesIsNotForCrossDeviceOps) {
   ExpectUsageError("--in-process --suggest-rules", {"--suggest-rules", "CHORUS_CROSS_DEVICE_OPS"});
 }
 
+TEST(BadInput, AutoIsForCollectivesAcrossWorkers) {
+  const BenchResult r = RunBench("--auto --in-process");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--auto is for collectives across workers"), std::string::npos) << r.err;
+}
+
 TEST(BadInput, RootOutsideTheJob) {
   ExpectUsageError("--ops broadcast -r 3 -b 4K -e 4K", {"--root 3", "1 workers"});
 }

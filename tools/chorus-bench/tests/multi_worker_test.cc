@@ -3,6 +3,7 @@
 // when built) must show 0; every operation, sizes 0, 1, odd and large, 2 and 3 workers.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <set>
 #include <tuple>
 
@@ -113,6 +114,80 @@ TEST(Workers, TwoHostsOfTwoWithAHierarchicalBackendAndSuggestedRules) {
   EXPECT_NE(r.out.find("# wrote " + tuning), std::string::npos) << r.out;
   std::remove(csv.c_str());
   std::remove(tuning.c_str());
+}
+
+// --auto: the backend `auto` beside every collective that serves the job, every row right, and
+// AUTO's regret per size on stdout and beside the CSV.
+TEST(Auto, AutoBesideEveryCandidateWithItsRegretPerSize) {
+  const std::string csv = TempPath("auto.csv");
+  const BenchResult r =
+      RunBench("-n 2 --auto -b 4K -e 64K -f 16 -w 1 -i 2 --timeout 60 --csv " + csv);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto rows = ReadCsv(csv);
+  std::set<std::string> backends;
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.wrong, 0u) << row.backend << " " << row.bytes;
+    backends.insert(row.backend);
+  }
+  EXPECT_TRUE(backends.count("auto")) << r.out;
+  EXPECT_TRUE(backends.count("core_ring")) << r.out;  // the core's reference always serves
+  EXPECT_GE(backends.size(), 3u) << r.out;
+  EXPECT_EQ(backends.count("bench_wrong"), 0u) << "a collective AUTO cannot choose is no candidate";
+  EXPECT_NE(r.out.find("# auto: AUTO: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# worst regret of all_reduce: "), std::string::npos) << r.out;
+  const std::string regret_path = csv.substr(0, csv.size() - 4) + ".regret.csv";
+  const std::string regret = ReadFile(regret_path);
+  EXPECT_EQ(regret.rfind("op,bytes,auto_runs_on,auto_us,fastest,fastest_us,regret\n", 0), 0u)
+      << regret;
+  EXPECT_EQ(Count(regret, "\nall_reduce,"), 2u) << regret;  // 4K and 64K
+  std::remove(csv.c_str());
+  std::remove(regret_path.c_str());
+}
+
+// CHORUS_AUTOTUNE=1 under `auto`: the workers time the candidates, agree on a winner, print it,
+// and worker 0 keeps it in CHORUS_TUNING_CACHE; the next run starts from it.
+TEST(Auto, AutotuningDecidesKeepsTheDecisionAndStartsFromIt) {
+  const std::string cache = TempPath("tuning.cache");
+  setenv("CHORUS_AUTOTUNE", "1", 1);
+  setenv("CHORUS_AUTOTUNE_SAMPLES", "2", 1);
+  setenv("CHORUS_TUNING_CACHE", cache.c_str(), 1);
+  const BenchResult first =
+      RunBench("-n 2 --backends auto,core_ring -b 4K -e 4K -w 1 -i 2 --timeout 60");
+  setenv("CHORUS_LOG_LEVEL", "info", 1);
+  const BenchResult second =
+      RunBench("-n 2 --backends auto,core_ring -b 4K -e 4K -w 1 -i 2 --timeout 60");
+  for (const char* name :
+       {"CHORUS_AUTOTUNE", "CHORUS_AUTOTUNE_SAMPLES", "CHORUS_TUNING_CACHE", "CHORUS_LOG_LEVEL"}) {
+    unsetenv(name);
+  }
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  const auto at = first.out.find("# autotuned all_reduce 4K-16K: ");
+  ASSERT_NE(at, std::string::npos) << first.out;
+  const std::string line = first.out.substr(at, first.out.find('\n', at) - at);
+  const std::string winner = line.substr(line.rfind("-> ") + 3);
+  const std::string file = ReadFile(cache);
+  EXPECT_NE(file.find("[workers=2 hosts=1]\nallreduce:4K-16K=" + winner + "\n"), std::string::npos)
+      << file;
+  ASSERT_EQ(second.exit_code, 0) << second.out << second.err;
+  EXPECT_NE(second.err.find("CHORUS_TUNING_CACHE=" + cache +
+                            " decides 1 size band(s): "
+                            "allreduce:4K-16K=" +
+                            winner),
+            std::string::npos)
+      << second.err;
+  std::remove(cache.c_str());
+}
+
+TEST(Workers, CommunicationVariableNamesTheDefaultBackend) {
+  const std::string csv = TempPath("variable.csv");
+  setenv("CHORUS_COMMUNICATION", "AUTO", 1);
+  const BenchResult r = RunBench("-n 2 -b 4K -e 4K -w 0 -i 1 --timeout 60 --csv " + csv);
+  unsetenv("CHORUS_COMMUNICATION");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto rows = ReadCsv(csv);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].backend, "auto");
+  std::remove(csv.c_str());
 }
 
 TEST(Workers, SingleWorkerWithoutAJobRunsAlone) {

@@ -40,6 +40,9 @@ std::vector<AlgorithmRule> AlgorithmRulesFromEnvironment();
 std::optional<std::string> RouteFor(const std::vector<AlgorithmRule>& rules,
                                     chorus_collective_op op, uint64_t bytes);
 
+// A size as the rules write it: "64K", "1M", "4097", "inf" (UINT64_MAX).
+std::string RuleBytesText(uint64_t bytes);
+
 // "allreduce:0-64K=shm,64K-inf=gloo" (the canonical form of the rules).
 std::string DescribeRules(const std::vector<AlgorithmRule>& rules);
 

@@ -5,7 +5,8 @@
 // size), checks that every rank issues the same operation with the same count and dtype (a
 // mismatch is an INVALID_ARGUMENT naming the ranks, never a silent mis-reduce), waits on
 // requests with the time-out, and turns failures into chorus::Error: TIMEOUT, PEER_LOST naming
-// the lost task, ABORTED.
+// the lost task, ABORTED. Under autotuning (CHORUS_AUTOTUNE=1, plan.autotune_candidates) it times
+// the candidates on the first all-reduces of each size band and then runs the band on the fastest.
 #ifndef CHORUS_COMMUNICATOR_H_
 #define CHORUS_COMMUNICATOR_H_
 
@@ -93,7 +94,8 @@ class Communicator {
   const PluginLibrary& library() const { return *backends_[0].library; }
   const CollectivePlan& plan() const { return plan_; }
   // The collective that runs `op` of `bytes` in `dtype` (nccl-tests' bytes, as in
-  // algorithm_rules.h). Throws Error(UNSUPPORTED) when none of the plan's serves it.
+  // algorithm_rules.h): under autotuning, a band's winner once decided (while it is being tuned,
+  // the one the scores pick). Throws Error(UNSUPPORTED) when none of the plan's serves it.
   const std::string& BackendFor(chorus_collective_op op, uint64_t bytes,
                                 chorus_dtype dtype = CHORUS_F32) const;
   double timeout_seconds() const { return config_.timeout_seconds; }
@@ -123,6 +125,13 @@ class Communicator {
   // "worker 2" for rank 2 (from config.task_names), else "rank 2".
   std::string TaskName(int rank) const;
 
+  // Whether autotuning still times the candidates for `op` of `bytes` (its band undecided):
+  // the same answer on every rank after the same operations.
+  bool Tuning(chorus_collective_op op, uint64_t bytes) const;
+  // Autotuning's decisions so far, one line per size band: "all_reduce 64K-256K: shm 12.3 us,
+  // core_ring 40.1 us -> shm" (those read from CHORUS_TUNING_CACHE too). Empty without it.
+  std::vector<std::string> AutotuneDecisions() const;
+
  private:
   // One collective's communicator; backends_[0] is the communicator's own, later ones are those
   // the routes name.
@@ -138,6 +147,14 @@ class Communicator {
   Communicator();
   // One operation on the calling thread: counted in in_flight(), inside the abort scope.
   class Activity;
+  // Autotuning's state (plan.autotune_candidates non-empty), in communicator.cc.
+  struct Autotune;
+  void StartAutotune(const Registry& registry);
+  // The backend that runs an all_reduce of `bytes` while its band is tuned, and its candidate
+  // slot in *slot; nullptr when autotuning does not decide it.
+  const Backend* TunedBackend(uint64_t bytes, size_t* slot);
+  // Records a tuned call's time; at the band's last one exchanges the medians and decides.
+  void RecordTunedCall(uint64_t bytes, size_t slot, double microseconds);
   void AddBackend(const Registry& registry, const std::string& name, const Options& options);
   void CheckPlanAcrossRanks(const Registry& registry);
   const Backend& Route(chorus_collective_op op, chorus_dtype dtype, uint64_t bytes) const;
@@ -168,6 +185,7 @@ class Communicator {
   std::unique_ptr<internal::AbortFlag> abort_flag_;
   std::atomic<int> in_flight_{0};
   JobHealth::Subscription health_subscription_ = 0;
+  std::unique_ptr<Autotune> autotune_;
 };
 
 }  // namespace chorus

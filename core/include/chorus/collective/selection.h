@@ -5,6 +5,8 @@
 //   constructor argument (CommunicationOptions.implementation, a strategy's cross_device_ops)
 //   > variables (CHORUS_COMMUNICATION, CHORUS_ALGORITHM, CHORUS_CROSS_DEVICE_OPS)
 //   > the tuning file (CHORUS_TUNING_FILE, as chorus-bench --suggest-rules writes it)
+//   > autotuning (CHORUS_AUTOTUNE=1: the candidates timed on the job's own all-reduces during
+//     its first steps, the decisions kept in CHORUS_TUNING_CACHE for the next run)
 //   > the highest declared score for the operation and size (AUTO; ties: the first loaded).
 //
 // Nothing here names a plugin: the core's own core_ring and reduction_to_one_device take part
@@ -132,6 +134,12 @@ struct CollectivePlan {
   std::vector<std::string> collectives;
   std::string source;         // why the primary: "CHORUS_COMMUNICATION=gloo", "AUTO: ..."
   std::string tuning_source;  // "CHORUS_TUNING_FILE=/path [workers=2 hosts=1]", or ""
+  // Autotuning (CHORUS_AUTOTUNE=1, under AUTO only): the collectives of `collectives` whose
+  // all-reduces are timed against each other, per size band no rule covers, during the job's
+  // first all-reduces of that band; empty when off. See collective/autotune.h.
+  std::vector<std::string> autotune_candidates;
+  int autotune_samples = 0;    // timed calls per candidate and band (CHORUS_AUTOTUNE_SAMPLES)
+  std::string autotune_cache;  // CHORUS_TUNING_CACHE: read at creation, written per decision
 };
 
 // The plan for a job of `shape`: `implementation` (a constructor argument; AUTO defers) >
@@ -140,6 +148,11 @@ struct CollectivePlan {
 // unknown name, and saying what is missing when RING or NCCL finds no collective answering it.
 CollectivePlan PlanCollectives(const Registry& registry, CommunicationImplementation implementation,
                                const JobShape& shape);
+// The plan AUTO makes for `shape` as no variable but the tuning ones would change it: the tuning
+// file, autotuning (CHORUS_AUTOTUNE, CHORUS_TUNING_CACHE), then the scores; CHORUS_COMMUNICATION
+// and CHORUS_ALGORITHM are not read. PlanCollectives' AUTO, and chorus-bench's backend `auto`.
+CollectivePlan PlanAuto(const Registry& registry, const JobShape& shape,
+                        chorus_implementation_request request = CHORUS_REQUEST_AUTO);
 // The plan AUTO makes from the scores alone (no variable, no tuning file), leaving out the
 // collectives of plugin `exclude_plugin`: for a collective a plugin composes.
 CollectivePlan PlanByScores(const Registry& registry, const JobShape& shape,
@@ -149,6 +162,11 @@ CollectivePlan PlanByScores(const Registry& registry, const JobShape& shape,
 // routing some operations and sizes elsewhere.
 CollectivePlan PlanNamed(const Registry& registry, const std::string& name, const JobShape& shape,
                          std::vector<AlgorithmRule> rules = {});
+
+// What chorus-info shows for a tuning cache (CHORUS_TUNING_CACHE, written by autotuning): the
+// chorus, job shape and candidates it is for, each size band's decision with every candidate's
+// time, and whether this user's jobs would use it (or why not).
+std::string DescribeTuningCache(const std::string& path);
 
 // Where one operation runs under `plan`, and why ("CHORUS_ALGORITHM", "CHORUS_COMMUNICATION=x",
 // "CHORUS_TUNING_FILE ...", "score 80 (best of: shm 80, core_ring 5, gloo 3)"). Scores are taken

@@ -339,6 +339,56 @@ const chorus_algorithm_api kAlgorithm = [] {
 }();
 #endif
 
+#ifdef FAKE_TRANSPORT
+// A transport that carries nothing (every call UNSUPPORTED) and declares 30 under AUTO (1.3;
+// with FAKE_SCORE_OUT_OF_RANGE, 250 from 1 MiB): enough for the registry to pair every algorithm
+// with it, for names and scores to be checked.
+chorus_status TransportCreate(const chorus_transport_create_args*, chorus_transport_endpoint**) {
+  g_error = FAKE_NAME ": a transport that carries nothing";
+  return CHORUS_UNSUPPORTED;
+}
+void TransportDestroy(chorus_transport_endpoint*) {}
+chorus_status TransportMessage(chorus_transport_endpoint*, const chorus_p2p_args*,
+                               chorus_request**) {
+  g_error = FAKE_NAME ": a transport that carries nothing";
+  return CHORUS_UNSUPPORTED;
+}
+void TransportAbort(chorus_transport_endpoint*) {}
+#if CHORUS_ABI_MINOR >= 3
+const char* const kTransportMemory[] = {"host", nullptr};
+uint32_t TransportScore(const chorus_score_args* args) {
+  if (args->request != CHORUS_REQUEST_AUTO) return 0;
+#ifdef FAKE_SCORE_OUT_OF_RANGE
+  // A vendor's "x 2.5 from 1 MiB" without a clamp: 250, which the core takes as 0.
+  if (args->bytes >= (1u << 20)) return 250;
+#endif
+  return 30;
+}
+const chorus_capabilities kTransportCapabilities = [] {
+  chorus_capabilities c{};
+  c.struct_size = sizeof(c);
+  c.memory = kTransportMemory;
+  c.shape = CHORUS_SHAPE_ANY;
+  c.score = TransportScore;
+  return c;
+}();
+#endif
+const chorus_transport_api kTransport = [] {
+  chorus_transport_api t{};
+  t.struct_size = sizeof(t);
+  t.name = FAKE_NAME;
+  t.create = TransportCreate;
+  t.destroy = TransportDestroy;
+  t.isend = TransportMessage;
+  t.irecv = TransportMessage;
+  t.abort = TransportAbort;
+#if CHORUS_ABI_MINOR >= 3
+  t.capabilities = &kTransportCapabilities;
+#endif
+  return t;
+}();
+#endif
+
 // A plugin table as a later minor version would have it: this header's fields, then one more.
 struct NewerTable {
   chorus_plugin base;
@@ -394,6 +444,9 @@ const NewerTable kTable = [] {
 #endif
 #ifdef FAKE_ALGORITHM
   t.algorithm = &kAlgorithm;
+#endif
+#ifdef FAKE_TRANSPORT
+  t.transport = &kTransport;
 #endif
 #ifdef FAKE_TWO_ENUMERATORS
   t.device_enumerator = kEnumerators[0];

@@ -1,8 +1,11 @@
 // chorus-info: every plugin found, its path, ABI version, what it provides, the devices seen,
 // which backend the current variables select, what AUTO picks per operation and size for a job's
-// shape and why (--all: every score; --json: for tools), and why each rejected candidate was
-// rejected.
+// shape and why (--all: every score; --json: for tools), where the core changes a declared score
+// (a pair's algorithm x transport / 100, a score above CHORUS_SCORE_MAX taken as 0, a table
+// without capabilities chosen by name only), and why each rejected candidate was rejected.
+// --tuning-cache PATH shows what autotuning decided and measured (CHORUS_TUNING_CACHE).
 #include <chorus/base/error.h>
+#include <chorus/collective/selection.h>
 #include <chorus/plugin.h>
 
 #include <CLI/CLI.hpp>
@@ -28,7 +31,22 @@ int main(int argc, char** argv) {
                  "CommunicationOptions.implementation: AUTO (default: the variables and scores "
                  "decide), RING or NCCL")
       ->check(CLI::IsMember({"AUTO", "RING", "NCCL"}));
+  std::string tuning_cache;
+  app.add_option("--tuning-cache", tuning_cache,
+                 "show the tuning cache at this path (CHORUS_TUNING_CACHE, written by "
+                 "CHORUS_AUTOTUNE=1): the job shape, chorus and candidates it is for, each size "
+                 "band's winner with every candidate's time, and whether this user's jobs would "
+                 "use it; nothing else is printed");
   CLI11_PARSE(app, argc, argv);
+  if (!tuning_cache.empty()) {
+    const std::string text = chorus::DescribeTuningCache(tuning_cache);
+    std::cout << text;
+    // Usable or not is information, not failure; a file that is no cache at all is bad input.
+    return text.find("not a chorus tuning cache") != std::string::npos ||
+                   text.find(": cannot be read") != std::string::npos
+               ? 2
+               : 0;
+  }
   if (job.hosts > job.workers) {
     std::cerr << "chorus-info: --hosts " << job.hosts << " is more than --workers " << job.workers
               << "\n";

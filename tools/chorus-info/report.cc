@@ -7,10 +7,13 @@
 #include <chorus/collective/selection.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <iomanip>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 #include <sstream>
 
 namespace chorus::info {
@@ -72,12 +75,130 @@ CommunicationImplementation ImplementationOf(const JobDescription& job) {
                                         : CommunicationImplementation::kAuto;
 }
 
-// Fills the rows of `table` for `ops` at every size; `score_at` scores a name, `choice` gives
+// ---- What the core makes of a declared score ---------------------------------------------------
+
+// One candidate's score in one row as the core takes it, and what the core changed of what the
+// plugin declared.
+struct Cell {
+  Score score;
+  std::string how;        // a pair's "ring 50 x ucx 30 / 100"
+  std::string discarded;  // "scores 250 for all_reduce of 1 MiB: above 100, taken as 0"
+  bool by_name_only = false;
+};
+
+// "all_reduce of 1 MiB", "barrier".
+std::string OperationText(const chorus_score_args& args) {
+  if (args.op == CHORUS_OP_BARRIER) return "barrier";
+  return std::string(CollectiveOpName(args.op)) + " of " + SizeName(args.bytes);
+}
+
+// What the core discarded of the score `capabilities` declare for `args` (Score::invalid: above
+// CHORUS_SCORE_MAX, or a score function that threw); "" when it took the score as declared.
+std::string Discarded(const chorus_capabilities* capabilities, const chorus_score_args& args,
+                      const Score& score) {
+  if (!score.invalid || capabilities == nullptr) return "";
+  const std::string max = std::to_string(CHORUS_SCORE_MAX);
+  try {  // asked again for the figure: the core's reason has it only in its text
+    const uint32_t declared = capabilities->score(&args);
+    if (declared > CHORUS_SCORE_MAX) {
+      return "scores " + std::to_string(declared) + " for " + OperationText(args) + ": above " +
+             max + ", taken as 0";
+    }
+  } catch (...) {
+    return "its score function threw for " + OperationText(args) + ": taken as 0";
+  }
+  return score.reason;  // a score that changed between the calls
+}
+
+Cell PlainCell(const chorus_capabilities* capabilities, const chorus_score_args& args) {
+  Cell cell{ScoreOf(capabilities, args), {}, {}, capabilities == nullptr};
+  cell.discarded = Discarded(capabilities, args, cell.score);
+  return cell;
+}
+
+// The algorithm and the transport a collective is made of.
+struct Halves {
+  const chorus_algorithm_api* algorithm = nullptr;
+  const chorus_transport_api* transport = nullptr;
+};
+
+// For a pair the registry made, and core_ring (ring@tcp); nullopt for any other collective.
+std::optional<Halves> HalvesOf(const Registry& registry,
+                               const Registry::CollectiveImplementation& entry) {
+  std::string name = entry.api->name;
+  if (entry.plugin->builtin() && name == kCoreRingName) {
+    name = kCoreRingPairName;
+  } else if (entry.parts.size() != 2) {
+    return std::nullopt;
+  }
+  const auto at = name.find('@');
+  if (at == std::string::npos) return std::nullopt;
+  Halves halves;
+  for (const auto& a : registry.algorithms()) {
+    if (name.compare(0, at, a.api->name) == 0 && std::strlen(a.api->name) == at) {
+      halves.algorithm = a.api;
+    }
+  }
+  for (const auto& t : registry.transports()) {
+    if (name.substr(at + 1) == t.api->name) halves.transport = t.api;
+  }
+  if (halves.algorithm == nullptr || halves.transport == nullptr) return std::nullopt;
+  return halves;
+}
+
+// A pair's score, with each half's: the core scores a pair algorithm x transport / 100, both
+// asked with the same args (a transport's ops ignored), and 0 when a half declares no
+// capabilities or a score the core discards.
+Cell PairCell(const Halves& halves, const chorus_capabilities* pair,
+              const chorus_score_args& args) {
+  Cell cell;
+  cell.score = ScoreOf(pair, args);
+  const char* algorithm = halves.algorithm->name;
+  const char* transport = halves.transport->name;
+  const chorus_capabilities* algorithm_capabilities = halves.algorithm->capabilities;
+  if (algorithm_capabilities == nullptr || halves.transport->capabilities == nullptr) {
+    cell.by_name_only = true;
+    cell.score.reason = algorithm_capabilities == nullptr
+                            ? std::string("its algorithm ") + algorithm +
+                                  " declares no capabilities: chosen by name only"
+                            : std::string("its transport ") + transport +
+                                  " declares no capabilities: chosen by name only";
+    return cell;
+  }
+  chorus_capabilities transport_capabilities = *halves.transport->capabilities;
+  transport_capabilities.ops = (1u << (CHORUS_OP_BARRIER + 1)) - 1;  // ignored: every op
+  const Score a = ScoreOf(algorithm_capabilities, args);
+  const Score t = ScoreOf(&transport_capabilities, args);
+  if (a.value * t.value / CHORUS_SCORE_MAX == cell.score.value) {
+    cell.how = std::string(algorithm) + " " + std::to_string(a.value) + " x " + transport + " " +
+               std::to_string(t.value) + " / " + std::to_string(CHORUS_SCORE_MAX);
+  }
+  // The core asks the transport only where the algorithm scores above 0.
+  if (a.invalid) {
+    cell.discarded = std::string("its algorithm ") + algorithm + " " +
+                     Discarded(algorithm_capabilities, args, a);
+  } else if (a.value > 0 && t.invalid) {
+    cell.discarded = std::string("its transport ") + transport + " " +
+                     Discarded(&transport_capabilities, args, t);
+  }
+  // Why a pair scores 0: the half that does, or what the core discarded.
+  if (cell.score.value == 0 && !cell.discarded.empty()) {
+    cell.score.reason = cell.discarded;
+  } else if (cell.score.value == 0 && !cell.how.empty() &&
+             cell.score.reason.rfind("scores 0", 0) == 0) {
+    cell.score.reason += " (= " + cell.how + ")";
+  }
+  return cell;
+}
+
+// Fills the rows of `table` for `ops` at every size; `cell_at` scores a name, `choice` gives
 // {chosen, why}.
-template <typename ScoreAt, typename Choice>
-void FillTable(const std::vector<chorus_collective_op>& ops, ScoreAt&& score_at, Choice&& choice,
+template <typename CellAt, typename Choice>
+void FillTable(const std::vector<chorus_collective_op>& ops, CellAt&& cell_at, Choice&& choice,
                ScoreTable* table) {
   std::map<std::string, std::string> zero_reasons;  // name -> a reason it scored 0
+  std::map<std::string, std::string> discarded;     // name -> the first score taken as 0
+  std::set<std::string> by_name_only;
   for (chorus_collective_op op : ops) {
     const bool sized = op != CHORUS_OP_BARRIER;
     for (uint64_t bytes : kSizes) {
@@ -86,15 +207,24 @@ void FillTable(const std::vector<chorus_collective_op>& ops, ScoreAt&& score_at,
       row.op = op;
       row.bytes = sized ? bytes : 0;
       for (const auto& name : table->names) {
-        const Score score = score_at(name, op, row.bytes);
-        if (score.value == 0 && !zero_reasons.count(name)) zero_reasons[name] = score.reason;
-        row.scores.push_back(score.value);
+        const Cell cell = cell_at(name, op, row.bytes);
+        if (cell.score.value == 0 && !zero_reasons.count(name)) {
+          zero_reasons[name] = cell.score.reason;
+        }
+        if (!cell.discarded.empty() && !discarded.count(name)) discarded[name] = cell.discarded;
+        if (cell.by_name_only) by_name_only.insert(name);
+        row.scores.push_back(cell.score.value);
+        row.how.push_back(cell.how);
       }
       std::tie(row.chosen, row.why) = choice(op, row.bytes);
       table->rows.push_back(std::move(row));
     }
   }
   for (auto& [name, reason] : zero_reasons) table->excluded.emplace_back(name, reason);
+  for (const auto& name : table->names) {  // in the registry's order
+    if (discarded.count(name)) table->discarded.emplace_back(name, discarded[name]);
+    if (by_name_only.count(name)) table->by_name_only.push_back(name);
+  }
 }
 
 void BuildCrossDeviceOpsScores(const Registry& registry, ScoreTable* table) {
@@ -107,8 +237,8 @@ void BuildCrossDeviceOpsScores(const Registry& registry, ScoreTable* table) {
     auto ops = CrossDeviceOps::Create(registry, selection.names, devices);
     const auto score_at = [&](const std::string& name, chorus_collective_op op, uint64_t bytes) {
       const auto entry = registry.FindCrossDeviceOps(name, "chorus-info");
-      return ScoreOf(entry.api->capabilities,
-                     ScoreArgs(op, CHORUS_F32, bytes, local, CHORUS_REQUEST_AUTO));
+      return PlainCell(entry.api->capabilities,
+                       ScoreArgs(op, CHORUS_F32, bytes, local, CHORUS_REQUEST_AUTO));
     };
     FillTable(
         {CHORUS_OP_ALL_REDUCE, CHORUS_OP_BROADCAST, CHORUS_OP_ALL_GATHER}, score_at,
@@ -167,8 +297,11 @@ void BuildCollectiveScores(const Registry& registry, const JobDescription& job, 
          CHORUS_OP_BARRIER},
         [&](const std::string& name, chorus_collective_op op, uint64_t bytes) {
           const auto entry = registry.FindCollective(name, "chorus-info");
-          return ScoreOf(entry.api->capabilities,
-                         ScoreArgs(op, bytes ? CHORUS_F32 : CHORUS_U8, bytes, shape, plan.request));
+          const chorus_score_args args =
+              ScoreArgs(op, bytes ? CHORUS_F32 : CHORUS_U8, bytes, shape, plan.request);
+          const auto halves = HalvesOf(registry, entry);
+          return halves ? PairCell(*halves, entry.api->capabilities, args)
+                        : PlainCell(entry.api->capabilities, args);
         },
         [&](chorus_collective_op op, uint64_t bytes) {
           const Decision d = Decide(registry, plan, op, bytes ? CHORUS_F32 : CHORUS_U8, bytes);
@@ -183,6 +316,22 @@ void BuildCollectiveScores(const Registry& registry, const JobDescription& job, 
   }
 }
 
+// The plugin's tables that declare no capabilities: "collective(x)", "algorithm(y)".
+std::vector<std::string> ByNameOnly(const PluginLibrary& plugin) {
+  std::vector<std::string> tables;
+  const auto add = [&](const char* interface, const auto& list) {
+    for (const auto* api : list) {
+      if (api->capabilities == nullptr)
+        tables.push_back(std::string(interface) + "(" + api->name + ")");
+    }
+  };
+  add("cross_device_ops", plugin.cross_device_ops_list());
+  add("collective", plugin.collectives());
+  add("algorithm", plugin.algorithms());
+  add("transport", plugin.transports());
+  return tables;
+}
+
 void PrintHeader(const Registry& registry, const Report& report, std::ostream& out) {
   out << "chorus core ABI " << CHORUS_ABI_MAJOR << "." << CHORUS_ABI_MINOR << "\n";
   out << "Plugin folders, in search order:\n";
@@ -194,6 +343,17 @@ void PrintHeader(const Registry& registry, const Report& report, std::ostream& o
         << "  version " << plugin->version() << "\n";
     Wrap(out, "    path:     ", plugin->path(), 14);
     Wrap(out, "    provides: ", Join(plugin->Provides()), 14);
+    if (const auto by_name = ByNameOnly(*plugin); !by_name.empty()) {
+      // An algorithm's or transport's pairs then have no score either.
+      const bool pairs = std::any_of(by_name.begin(), by_name.end(), [](const std::string& t) {
+        return t.rfind("algorithm(", 0) == 0 || t.rfind("transport(", 0) == 0;
+      });
+      Wrap(out, "    by name:  ",
+           Join(by_name) + (by_name.size() == 1 ? " declares" : " declare") +
+               " no capabilities: only a name selects " + (by_name.size() == 1 ? "it" : "them") +
+               (pairs ? " (and the pairs ALGORITHM@TRANSPORT made of them)" : "") + ", never AUTO",
+           14);
+    }
     if (!plugin->description().empty()) Wrap(out, "    about:    ", plugin->description(), 14);
     for (const auto& note : plugin->notes()) Wrap(out, "    note:     ", note, 14);
   }
@@ -269,6 +429,11 @@ std::string Scored(const std::string& name, uint32_t score) {
   return name + " " + std::to_string(score);
 }
 
+// `text` padded to `width`, or followed by one blank when it is as wide or wider (a long name).
+std::string Column(const std::string& text, size_t width) {
+  return text.size() < width ? text + std::string(width - text.size(), ' ') : text + " ";
+}
+
 // Per operation, the sizes that share a pick, a runner-up and a why make one line.
 void PrintPicks(const ScoreTable& table, std::ostream& out) {
   Wrap(out, "  ", table.title + ":", 4);
@@ -286,18 +451,30 @@ void PrintPicks(const ScoreTable& table, std::ostream& out) {
     std::string pick, runner_up, why;
   };
   std::vector<Line> lines;
+  // How the pairs among the picks and runners-up score: "ring@ucx 15 (= ring 50 x ucx 30 / 100)".
+  std::vector<std::string> pairs;
+  const auto add_pair = [&](size_t i, const ScoreRow& row) {
+    if (i >= row.how.size() || row.how[i].empty() || row.scores[i] == 0) return;
+    const std::string pair = Scored(table.names[i], row.scores[i]) + " (= " + row.how[i] + ")";
+    if (std::find(pairs.begin(), pairs.end(), pair) == pairs.end()) pairs.push_back(pair);
+  };
   for (const ScoreRow& row : table.rows) {
     uint32_t chosen_score = 0;
     std::string runner_up = "-";
     uint32_t runner_score = 0;
+    size_t chosen = table.names.size(), runner = table.names.size();
     for (size_t i = 0; i < table.names.size(); ++i) {
       if (table.names[i] == row.chosen) {
         chosen_score = row.scores[i];
+        chosen = i;
       } else if (row.scores[i] > runner_score) {
         runner_score = row.scores[i];
         runner_up = Scored(table.names[i], row.scores[i]);
+        runner = i;
       }
     }
+    add_pair(chosen, row);
+    add_pair(runner, row);
     const std::string pick = chosen_score ? Scored(row.chosen, chosen_score) : row.chosen;
     if (!lines.empty() && lines.back().op == row.op && lines.back().pick == pick &&
         lines.back().runner_up == runner_up && lines.back().why == row.why) {
@@ -312,15 +489,28 @@ void PrintPicks(const ScoreTable& table, std::ostream& out) {
                                   ? SizeName(line.from)
                                   : SizeName(line.from) + " - " + SizeName(line.to);
     std::ostringstream start;
-    start << "    " << std::left << std::setw(15) << CollectiveOpName(line.op) << std::setw(17)
-          << sizes << std::setw(27) << line.pick << std::setw(27) << line.runner_up;
+    start << "    " << Column(CollectiveOpName(line.op), 15) << Column(sizes, 17)
+          << Column(line.pick, 27) << Column(line.runner_up, 27);
     // A long why (a variable's rule, the tuning file's line) goes on lines of its own.
     if (start.str().size() + line.why.size() <= kColumns) {
       out << start.str() << line.why << "\n";
     } else {
-      out << start.str() << "\n";
+      std::string text = start.str();
+      text.erase(text.find_last_not_of(' ') + 1);
+      out << text << "\n";
       Wrap(out, "      why: ", line.why, 11);
     }
+  }
+  // What the core made of the declared scores, where it changed them.
+  if (!pairs.empty()) {
+    Wrap(out, "    pairs score algorithm x transport / " + std::to_string(CHORUS_SCORE_MAX) + ": ",
+         Join(pairs), 6);
+  }
+  for (const auto& [name, what] : table.discarded) {
+    Wrap(out, "    " + name + ": ", what + " (a plugin bug: report it to its vendor)", 6);
+  }
+  if (!table.by_name_only.empty()) {
+    Wrap(out, "    chosen by name only (no capabilities): ", Join(table.by_name_only), 6);
   }
   if (!table.excluded.empty()) {
     out << "    (" << table.excluded.size()
@@ -351,23 +541,44 @@ void PrintMatrix(const ScoreTable& table, std::ostream& out) {
   }
   for (const auto& [name, reason] : table.excluded)
     out << "    (- " << name << ": " << reason << ")\n";
+  // How each pair's scores are made, every distinct one: "(rhd@ucx 12 = rhd 40 x ucx 30 / 100;
+  // 18 = rhd 60 x ucx 30 / 100)". (A score taken as 0 is in the lines above: its reason.)
+  for (size_t i = 0; i < table.names.size(); ++i) {
+    std::vector<std::string> ways;
+    for (const ScoreRow& row : table.rows) {
+      if (i >= row.how.size() || row.how[i].empty() || row.scores[i] == 0) continue;
+      const std::string way = std::to_string(row.scores[i]) + " = " + row.how[i];
+      if (std::find(ways.begin(), ways.end(), way) == ways.end()) ways.push_back(way);
+    }
+    std::string text;
+    for (const auto& way : ways) text += (text.empty() ? "" : "; ") + way;
+    if (!text.empty()) out << "    (" << table.names[i] << " " << text << ")\n";
+  }
 }
 
 nlohmann::json TableJson(const ScoreTable& table) {
   nlohmann::json rows = nlohmann::json::array();
   for (const ScoreRow& row : table.rows) {
     nlohmann::json scores = nlohmann::json::object();
-    for (size_t i = 0; i < table.names.size(); ++i) scores[table.names[i]] = row.scores[i];
+    nlohmann::json how = nlohmann::json::object();  // the pairs': "ring 50 x ucx 30 / 100"
+    for (size_t i = 0; i < table.names.size(); ++i) {
+      scores[table.names[i]] = row.scores[i];
+      if (i < row.how.size() && !row.how[i].empty()) how[table.names[i]] = row.how[i];
+    }
     rows.push_back({{"operation", CollectiveOpName(row.op)},
                     {"bytes", row.bytes},
                     {"scores", scores},
+                    {"how", how},
                     {"chosen", row.chosen},
                     {"why", row.why}});
   }
   nlohmann::json excluded = nlohmann::json::object();
   for (const auto& [name, reason] : table.excluded) excluded[name] = reason;
-  nlohmann::json json = {
-      {"title", table.title}, {"notes", table.notes}, {"rows", rows}, {"excluded", excluded}};
+  nlohmann::json discarded = nlohmann::json::object();
+  for (const auto& [name, what] : table.discarded) discarded[name] = what;
+  nlohmann::json json = {{"title", table.title},   {"notes", table.notes},
+                         {"rows", rows},           {"excluded", excluded},
+                         {"discarded", discarded}, {"by_name_only", table.by_name_only}};
   if (!table.error.empty()) json["error"] = table.error;
   return json;
 }
@@ -452,6 +663,7 @@ void PrintJson(const Registry& registry, const Report& report, std::ostream& out
          {"path", plugin->path()},
          {"provides", plugin->Provides()},
          {"about", plugin->description()},
+         {"by_name_only", ByNameOnly(*plugin)},
          {"notes", plugin->notes()}});
   }
   nlohmann::json rejected = nlohmann::json::array();

@@ -1,6 +1,8 @@
 // What chorus-info reports: plugins, devices, selections, scores and rejected candidates, as a
 // model built once and printed three ways: a summary that fits 100 columns, the full score matrix
-// (--all), and JSON for tools (--json).
+// (--all), and JSON for tools (--json). Where the core changes a declared score it says so: a
+// pair algorithm@transport scores algorithm x transport / 100, a score above CHORUS_SCORE_MAX is
+// taken as 0, and a table without capabilities is chosen by name only.
 #ifndef CHORUS_TOOLS_INFO_REPORT_H_
 #define CHORUS_TOOLS_INFO_REPORT_H_
 
@@ -26,8 +28,11 @@ struct ScoreRow {
   chorus_collective_op op = CHORUS_OP_ALL_REDUCE;
   uint64_t bytes = 0;            // 0 for barrier
   std::vector<uint32_t> scores;  // one per ScoreTable::names
-  std::string chosen;            // "none" when nothing serves it
-  std::string why;               // "best score", a variable's rule, the tuning file's line
+  // One per ScoreTable::names: for a pair algorithm@transport (core_ring = ring@tcp too) how its
+  // score is made, "ring 50 x ucx 30 / 100"; "" for every other collective.
+  std::vector<std::string> how;
+  std::string chosen;  // "none" when nothing serves it
+  std::string why;     // "best score", a variable's rule, the tuning file's line
 };
 
 // The scores of every implementation of one kind (cross-device ops over the default devices, or
@@ -38,6 +43,11 @@ struct ScoreTable {
   std::vector<std::string> names;
   std::vector<ScoreRow> rows;
   std::vector<std::pair<std::string, std::string>> excluded;  // name, why it scores 0
+  // name, a declared score the core took as 0 (the first row where it did): "scores 250 for
+  // all_reduce of 1 MiB: above 100, taken as 0".
+  std::vector<std::pair<std::string, std::string>> discarded;
+  // The names without capabilities (for a pair: a half without), chosen by name only.
+  std::vector<std::string> by_name_only;
   std::vector<std::string> notes;  // the plan's primary, composition, rules
 };
 

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 
 #include "base/logging.h"
+#include "base/text.h"
 #include "runtime/algorithm_pairs.h"
 #include "runtime/core_ring_collective.h"
 
@@ -122,10 +124,19 @@ std::vector<std::string> Registry::CollectiveNames() const {
 
 namespace {
 
+// "did you mean X?" for the available name `name` most likely misspells, "" when none is close.
+std::string DidYouMean(std::string_view name, const std::vector<std::string>& names) {
+  const std::string closest = ClosestName(name, names);
+  return closest.empty() ? "" : "did you mean " + closest + "?";
+}
+
+// `suggest` says what the user may have meant (a sentence, "" for nothing) when no
+// implementation is called `name`.
 template <typename Entry>
 Entry Find(const std::vector<Entry>& list,
            const std::vector<std::shared_ptr<PluginLibrary>>& plugins, const Discovery& discovery,
-           std::string_view name, std::string_view what, const char* interface) {
+           std::string_view name, std::string_view what, const char* interface,
+           const std::function<std::string()>& suggest) {
   for (const auto& entry : list) {
     if (name == entry.api->name) return entry;
   }
@@ -144,7 +155,11 @@ Entry Find(const std::vector<Entry>& list,
   if (of_plugin.size() > 1) {
     message += "a plugin with " + std::to_string(of_plugin.size()) + " of them: name one. ";
   } else {
-    message += "which no loaded plugin provides. ";
+    const std::string suggestion = suggest();
+    const bool ends_sentence =
+        !suggestion.empty() && (suggestion.back() == '.' || suggestion.back() == '?');
+    message += "which no loaded plugin provides" + (suggestion.empty() ? "" : "; " + suggestion) +
+               (ends_sentence ? " " : ". ");
   }
   message += "Available: " + (available.empty() ? std::string("none") : available) + ".";
   for (const auto& rejection : discovery.rejected) {
@@ -166,22 +181,96 @@ Entry Find(const std::vector<Entry>& list,
   throw Error(CHORUS_INVALID_ARGUMENT, message);
 }
 
+// What a user who named the collective `name`, which is not there, may have meant: an algorithm or
+// a transport named alone (each runs only as ALGORITHM@TRANSPORT), an algorithm over a transport
+// that is not loaded, or a close name; "" when nothing fits.
+std::string CollectiveSuggestion(std::string_view name,
+                                 const std::vector<Registry::CollectiveImplementation>& collectives,
+                                 const std::vector<Registry::AlgorithmImplementation>& algorithms,
+                                 const std::vector<Registry::TransportImplementation>& transports) {
+  // The collectives algorithm@transport made of `algorithm` (core_ring as ring@tcp).
+  const auto pairs_of = [&](std::string_view algorithm) {
+    std::vector<std::string> pairs;
+    for (const auto& entry : collectives) {
+      const std::string_view collective = entry.api->name;
+      if (entry.plugin->builtin() && collective == kCoreRingName && algorithm == "ring") {
+        pairs.push_back(kCoreRingPairName);
+      } else if (!entry.parts.empty() && collective.size() > algorithm.size() &&
+                 collective.substr(0, algorithm.size()) == algorithm &&
+                 collective[algorithm.size()] == '@') {
+        pairs.push_back(std::string(collective));
+      }
+    }
+    return pairs;
+  };
+  const auto is_algorithm = [&](std::string_view n) {
+    return std::any_of(algorithms.begin(), algorithms.end(),
+                       [&](const auto& a) { return n == a.api->name; });
+  };
+  // An algorithm named alone runs only over a transport.
+  if (is_algorithm(name)) {
+    const auto pairs = pairs_of(name);
+    if (!pairs.empty()) {
+      return std::string(name) + " is an algorithm: name it with a transport, " +
+             ListOf(pairs, " or ") + ".";
+    }
+  }
+  // An algorithm over a transport that is not loaded.
+  const size_t at = name.find('@');
+  if (at != std::string_view::npos && is_algorithm(name.substr(0, at))) {
+    const auto pairs = pairs_of(name.substr(0, at));
+    const bool transport_loaded =
+        std::any_of(transports.begin(), transports.end(),
+                    [&](const auto& t) { return name.substr(at + 1) == t.api->name; });
+    if (!transport_loaded && !pairs.empty()) {
+      const std::string closest = ClosestName(name, pairs);
+      const std::string why = "no transport '" + std::string(name.substr(at + 1)) +
+                              "' is loaded; " + std::string(name.substr(0, at)) + " runs as " +
+                              ListOf(pairs, " or ");
+      return closest.empty() ? why + "." : "did you mean " + closest + "? (" + why + ")";
+    }
+  }
+  // A transport named alone carries the pairs of every algorithm.
+  for (const auto& transport : transports) {
+    if (name != transport.api->name) continue;
+    std::vector<std::string> pairs;
+    for (const auto& algorithm : algorithms) {
+      for (const std::string& pair : pairs_of(algorithm.api->name)) {
+        if (pair.substr(pair.find('@') + 1) == name) pairs.push_back(pair);
+      }
+    }
+    if (!pairs.empty()) {
+      return std::string(name) + " is a transport: name an algorithm over it, " +
+             ListOf(pairs, " or ") + ".";
+    }
+  }
+  std::vector<std::string> names;
+  for (const auto& entry : collectives) names.push_back(entry.api->name);
+  names.push_back(kCoreRingPairName);  // core_ring's other name
+  return DidYouMean(name, names);
+}
+
 }  // namespace
 
 Registry::CrossDeviceOpsImplementation Registry::FindCrossDeviceOps(std::string_view name,
                                                                     std::string_view what) const {
-  return Find(cross_device_ops_, plugins_, discovery_, name, what, "cross-device ops");
+  return Find(cross_device_ops_, plugins_, discovery_, name, what, "cross-device ops",
+              [&] { return DidYouMean(name, CrossDeviceOpsNames()); });
 }
 
 Registry::CollectiveImplementation Registry::FindCollective(std::string_view name,
                                                             std::string_view what) const {
   if (name == kCoreRingPairName) name = kCoreRingName;
-  return Find(collectives_, plugins_, discovery_, name, what, "a collective");
+  return Find(collectives_, plugins_, discovery_, name, what, "a collective",
+              [&] { return CollectiveSuggestion(name, collectives_, algorithms_, transports_); });
 }
 
 Registry::TransportImplementation Registry::FindTransport(std::string_view name,
                                                           std::string_view what) const {
-  return Find(transports_, plugins_, discovery_, name, what, "a transport");
+  std::vector<std::string> names;
+  for (const auto& entry : transports_) names.push_back(entry.api->name);
+  return Find(transports_, plugins_, discovery_, name, what, "a transport",
+              [&] { return DidYouMean(name, names); });
 }
 
 std::shared_ptr<DeviceEnumerator> Registry::CpuDevices() const {

@@ -126,12 +126,30 @@ void RequireReduceKernel(const chorus_host& host) {
   }
 }
 
+// ---- What it serves, and how well (ABI 1.3) ----------------------------------------------------
+// The core makes a collective "direct@<transport>" of this algorithm and every transport loaded,
+// and AUTO scores it direct's score x the transport's / 100 (plugin.h's bands, sdk/README.md
+// section 5: 1-9 works everywhere, where the core's reference core_ring = ring@tcp scores 50 x 10
+// / 100 = 5; 10-49 general purpose and faster; 50-89 specialists; 90-100 a vendor's library on its
+// own hardware). direct sends every buffer to every peer, so it scores 1: its pairs round down to 0
+// (1 x tcp's 10 / 100), AUTO never picks them and only a name selects one
+// (CHORUS_COMMUNICATION=direct@tcp); chorus-conformance and chorus-info say so. Raise it only
+// where chorus-bench measured your schedule faster (the core's ring scores 50 at every size), by
+// operation, size and rank count. It is no ring and no NCCL: those requests get 0.
+uint32_t Score(const chorus_score_args* args) {
+  return args->request == CHORUS_REQUEST_AUTO ? 1 : 0;
+}
+// Host memory (what the core hands every algorithm), any job shape, every operation it runs.
+const chorus_capabilities kCapabilities =
+    chorus::sdk::Capabilities(chorus::sdk::kHostMemory, CHORUS_SHAPE_ANY, kSupportedOps, Score);
+
 const chorus_algorithm_api kAlgorithm = [] {
   chorus_algorithm_api t{};
   t.struct_size = sizeof(t);
   t.name = "direct";
   t.supported_ops = kSupportedOps;
   t.run = RunTable;
+  t.capabilities = &kCapabilities;
   return t;
 }();
 

@@ -183,10 +183,13 @@ void RequireReduceKernel(const chorus_host& host) {
   }
 }
 
-// Works for any job shape on host memory but is slower than every real collective, so it scores
-// 1 (plugin.h's bands; the core's references score 5): AUTO never prefers it, and it is chosen
-// by name (CHORUS_COMMUNICATION=template_collective). Return what you measured with chorus-bench.
-// It is no ring and no NCCL: those requests get 0.
+// AUTO gives each operation to the highest score declared for it (plugin.h's bands, sdk/README.md
+// section 5: 1-9 works everywhere, where the core's reference core_ring scores 5; 10-49 general
+// purpose and faster; 50-89 specialists; 90-100 a vendor's library on its own hardware). This one
+// works for any job shape on host memory but is slower than every real collective, so it scores
+// 1: AUTO never prefers it, and only a name selects it (CHORUS_COMMUNICATION=template_collective);
+// chorus-conformance and chorus-info say so. Raise it only where chorus-bench measured it faster,
+// by operation, size and job shape. It is no ring and no NCCL: those requests get 0.
 uint32_t Score(const chorus_score_args* args) {
   return args->request == CHORUS_REQUEST_AUTO ? 1 : 0;
 }

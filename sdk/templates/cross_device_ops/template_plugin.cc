@@ -275,11 +275,14 @@ chorus_status AllGather(Ops* ops, const chorus_all_gather_args* args, chorus_req
 }
 
 // ---- What it serves, and how well (ABI 1.1) ----------------------------------------------------
-// AUTO gives each operation to the highest score declared for it (plugin.h's bands: the core's
-// reduction_to_one_device scores 5). Return what you measured with chorus-bench for your
-// hardware; this template is no faster than the reference, so it scores 1 and is chosen only by
-// name (CHORUS_CROSS_DEVICE_OPS=template_reduce). The SDK's out-of-tree test builds it with
-// -DTEMPLATE_SCORE=90 and checks that AUTO then picks it with no variable set.
+// AUTO gives each operation to the highest score declared for it (plugin.h's bands, sdk/README.md
+// section 5: 1-9 works everywhere, where the core's reference reduction_to_one_device scores 5;
+// 10-49 general purpose and faster; 50-89 specialists; 90-100 a vendor's library on its own
+// hardware). This template is no faster than the reference, so it scores 1: AUTO never picks it,
+// and only a name selects it (CHORUS_CROSS_DEVICE_OPS=template_reduce); chorus-conformance and
+// chorus-info say so. Raise it only where chorus-bench measured it faster on your hardware. The
+// SDK's out-of-tree test builds it with -DTEMPLATE_SCORE=90 and checks that AUTO then picks it
+// with no variable set.
 #ifndef TEMPLATE_SCORE
 #define TEMPLATE_SCORE 1
 #endif

@@ -274,6 +274,24 @@ chorus_status RequestWait(chorus_request* request, int64_t timeout_ms) {
 
 void RequestFree(chorus_request* request) { delete request; }
 
+// ---- What it carries, and how well (ABI 1.3) ---------------------------------------------------
+// The core makes a collective "<algorithm>@store" of every algorithm loaded and this transport,
+// and AUTO scores it the algorithm's score x this one / 100 (plugin.h's bands, sdk/README.md
+// section 5: 1-9 works everywhere, where the core's reference core_ring = ring@tcp scores 50 x 10
+// / 100 = 5; 10-49 general purpose and faster; 50-89 specialists; 90-100 a vendor's library on its
+// own hardware). Every byte here goes through the rendezvous store, far slower than the core's tcp
+// (10), so it scores 1: its pairs round down to 0 (ring's 50 x 1 / 100), AUTO never picks them and
+// only a name selects one (CHORUS_COMMUNICATION=ring@store); chorus-conformance and chorus-info
+// say so. Raise it only where chorus-bench --transports tcp,store measured your network faster
+// than tcp, by operation, size and job shape (CHORUS_SHAPE_ONE_HOST for a transport that reaches
+// only one host's ranks). It carries no tf.distribute RING nor NCCL: those requests get 0.
+uint32_t Score(const chorus_score_args* args) {
+  return args->request == CHORUS_REQUEST_AUTO ? 1 : 0;
+}
+// Host memory, any job shape; a transport's ops are ignored (the algorithm's count).
+const chorus_capabilities kCapabilities = chorus::sdk::Capabilities(
+    chorus::sdk::kHostMemory, CHORUS_SHAPE_ANY, chorus::sdk::kAllCollectiveOps, Score);
+
 // ---- The plugin table -------------------------------------------------------------------------
 
 const chorus_transport_api kTransport = [] {
@@ -285,6 +303,7 @@ const chorus_transport_api kTransport = [] {
   t.isend = Isend;
   t.irecv = Irecv;
   t.abort = Abort;
+  t.capabilities = &kCapabilities;
   return t;
 }();
 

@@ -1,14 +1,16 @@
 // Negotiation: the plugin table and every interface table it hands out (each one of the 1.1
-// arrays), as plugin.h defines them, and the 1.1 capabilities of collectives and cross-device
-// ops with their scores. Checked on the table chorus_plugin_get() returned, not the core's copy
+// arrays), as plugin.h defines them, and the capabilities of collectives and cross-device ops
+// (1.1), algorithms and transports (1.3) with their scores (score_checks.h), with a note for a
+// table AUTO never chooses. Checked on the table chorus_plugin_get() returned, not the core's copy
 // (the loader drops capabilities it cannot use).
-#include <chorus/base/dtype.h>
 #include <chorus/runtime/loader.h>
 
 #include <filesystem>
+#include <iostream>
 #include <regex>
 #include <set>
 
+#include "score_checks.h"
 #include "suite.h"
 
 namespace chorus::conformance::internal {
@@ -103,21 +105,12 @@ void AddInterfaceTests(const SuitePtr& suite, const char* test, const Api* choru
   });
 }
 
-// The job shapes, sizes and requests the scores are asked for.
-struct ScoreShape {
-  int32_t ranks, hosts, ranks_per_host;
-};
-const uint64_t kScoreBytes[] = {0, 4096, 1 << 20, uint64_t{64} << 20};
-const chorus_implementation_request kRequests[] = {CHORUS_REQUEST_AUTO, CHORUS_REQUEST_RING,
-                                                   CHORUS_REQUEST_NCCL};
-
-// A capabilities struct as plugin.h defines it, and its score over a grid of every declared op x
-// every dtype x sizes {0, 4K, 1M, 64M} x `shapes` that its shape admits x every declared memory
-// x every request: within 0..CHORUS_SCORE_MAX and the same when asked twice. Only declared ops
-// and memory are asked (plugin.h: score is called for nothing else).
-void CheckCapabilities(const char* interface, const char* name, const chorus_capabilities* c,
-                       uint32_t known_ops, const std::vector<ScoreShape>& shapes) {
-  const std::string where = std::string(interface) + " '" + name + "': capabilities";
+// A capabilities struct as plugin.h defines it (struct_size, a memory list, ops within
+// `known_ops`, a known shape, a score function), then its scores (score_checks.h): failures fail
+// the test, notes are printed.
+void CheckCapabilities(ScoredKind kind, const char* name, const chorus_capabilities* c,
+                       uint32_t known_ops, uint32_t runs_ops, const ScoreReference& reference) {
+  const std::string where = std::string(ScoredKindName(kind)) + " '" + name + "': capabilities";
   ASSERT_GE(c->struct_size, CHORUS_STRUCT_SIZE(chorus_capabilities, score))
       << where << ".struct_size " << c->struct_size
       << " is smaller than ABI 1.1's; set struct_size = sizeof(chorus_capabilities)";
@@ -136,64 +129,44 @@ void CheckCapabilities(const char* interface, const char* name, const chorus_cap
   for (const std::string& m : memory) {
     EXPECT_FALSE(m.empty()) << where << ".memory names \"\"; use \"host\", a platform or \"*\"";
   }
-  EXPECT_NE(c->ops, 0u) << where
-                        << ".ops is 0: it serves nothing; set CHORUS_OP_BIT of each op served, "
-                           "or leave capabilities NULL";
-  EXPECT_EQ(c->ops & ~known_ops, 0u)
-      << where << ".ops has bits (0x" << std::hex << (c->ops & ~known_ops) << std::dec
-      << ") of no operation this interface has; set only CHORUS_OP_BIT of its operations";
-  const bool one_host = c->shape == CHORUS_SHAPE_ONE_HOST;
-  EXPECT_TRUE(c->shape == CHORUS_SHAPE_ANY || one_host || c->shape == CHORUS_SHAPE_UNIFORM)
+  if (kind != ScoredKind::kTransport) {  // a transport's ops are ignored
+    EXPECT_NE(c->ops, 0u) << where
+                          << ".ops is 0: it serves nothing; set CHORUS_OP_BIT of each op served, "
+                             "or leave capabilities NULL";
+    EXPECT_EQ(c->ops & ~known_ops, 0u)
+        << where << ".ops has bits (0x" << std::hex << (c->ops & ~known_ops) << std::dec
+        << ") of no operation this interface has; set only CHORUS_OP_BIT of its operations";
+  }
+  EXPECT_TRUE(c->shape == CHORUS_SHAPE_ANY || c->shape == CHORUS_SHAPE_ONE_HOST ||
+              c->shape == CHORUS_SHAPE_UNIFORM)
       << where << ".shape " << c->shape
       << " is no chorus_job_shape; use CHORUS_SHAPE_ANY, _ONE_HOST or _UNIFORM";
   ASSERT_NE(c->score, nullptr) << where
                                << ".score is NULL; set a score function (it may return a "
                                   "constant)";
-  int failures = 0;
-  for (int op = CHORUS_OP_ALL_REDUCE; op <= CHORUS_OP_BARRIER; ++op) {
-    if ((c->ops & known_ops & CHORUS_OP_BIT(op)) == 0) continue;
-    for (chorus_dtype dtype : AllDtypes()) {
-      for (uint64_t bytes : kScoreBytes) {
-        if (op == CHORUS_OP_BARRIER && bytes > 0) continue;
-        for (const ScoreShape& shape : shapes) {
-          if (one_host && shape.hosts > 1) continue;
-          for (const std::string& m : memory) {
-            for (chorus_implementation_request request : kRequests) {
-              chorus_score_args args{};
-              args.struct_size = sizeof(args);
-              args.op = static_cast<chorus_collective_op>(op);
-              args.dtype = dtype;
-              args.bytes = bytes;
-              args.ranks = shape.ranks;
-              args.hosts = shape.hosts;
-              args.ranks_per_host = shape.ranks_per_host;
-              args.memory = m == "*" ? "host" : m.c_str();
-              args.request = request;
-              const uint32_t first = c->score(&args);
-              const uint32_t second = c->score(&args);
-              if (first <= CHORUS_SCORE_MAX && first == second) continue;
-              ADD_FAILURE() << where << ": score of " << CollectiveOpName(args.op) << " "
-                            << DtypeName(dtype) << " " << bytes << " bytes, " << shape.ranks
-                            << " ranks on " << shape.hosts << " host(s), memory " << args.memory
-                            << ", request " << request << " is " << first << ", then " << second
-                            << "; it must be within 0.." << CHORUS_SCORE_MAX
-                            << " and the same every time; clamp it and compute it from the "
-                               "arguments only";
-              if (++failures == 3) return;
-            }
-          }
-        }
-      }
-    }
-  }
+  const ScoreFindings findings = CheckScores(kind, name, *c, runs_ops, reference);
+  for (const std::string& failure : findings.failures) ADD_FAILURE() << failure;
+  for (const std::string& note : findings.notes) std::cout << "note: " << note << "\n";
 }
 
-// A table's capabilities, when it has a capabilities field (1.1) and sets it; NULL means it is
-// chosen by name only.
+// A table's capabilities, when it has a capabilities field (1.1; algorithms and transports 1.3)
+// and sets it; NULL means it is chosen by name only.
 template <typename Api>
 const chorus_capabilities* RawCapabilities(const Api& t) {
   if (t.struct_size < CHORUS_STRUCT_SIZE(Api, capabilities)) return nullptr;
   return t.capabilities;
+}
+
+// Checks a table's capabilities, or notes that it has none (chosen by name only).
+template <typename Api>
+void CheckScoresOf(const Suite& suite, ScoredKind kind, const Api& t, uint32_t known_ops,
+                   uint32_t runs_ops) {
+  const char* name = t.name != nullptr ? t.name : "(NULL)";
+  if (const chorus_capabilities* c = RawCapabilities(t)) {
+    CheckCapabilities(kind, name, c, known_ops, runs_ops, CoreReference(*suite.core(), kind));
+  } else {
+    std::cout << "note: " << NoCapabilitiesNote(kind, name) << "\n";
+  }
 }
 
 // The single pointer and the 1.1 array of one interface, with where each ends in the table.
@@ -296,42 +269,37 @@ void RegisterNegotiationTests(const SuitePtr& suite) {
   AddInterfaceTests(
       suite, "CrossDeviceOpsTable",
       KIT_INTERFACE(cross_device_ops, cross_device_ops_list, num_cross_device_ops),
-      KIT_NAME(chorus_cross_device_ops_api, name), [](const chorus_cross_device_ops_api& t) {
+      KIT_NAME(chorus_cross_device_ops_api, name), [suite](const chorus_cross_device_ops_api& t) {
         ExpectInterfaceTable(
             "cross_device_ops", t.struct_size,
             CHORUS_STRUCT_SIZE(chorus_cross_device_ops_api, all_gather), t.name,
             {MakeSlot("create", t.create), MakeSlot("destroy", t.destroy),
              MakeSlot("reduce", t.reduce), MakeSlot("batch_reduce", t.batch_reduce),
              MakeSlot("broadcast", t.broadcast), MakeSlot("all_gather", t.all_gather)});
-        // Devices of one host: 2, 4 and 3 replicas.
-        if (const chorus_capabilities* c = RawCapabilities(t)) {
-          // Reduce-scatter (1.5) only with the function that runs it.
-          const bool scatters =
-              t.struct_size >= CHORUS_STRUCT_SIZE(chorus_cross_device_ops_api, reduce_scatter) &&
-              t.reduce_scatter != nullptr;
-          CheckCapabilities(
-              "cross_device_ops", t.name, c,
-              kCrossDeviceOps | (scatters ? CHORUS_OP_BIT(CHORUS_OP_REDUCE_SCATTER) : 0u),
-              {{2, 1, 2}, {4, 1, 4}, {3, 1, 3}});
-        }
+        if (t.struct_size < CHORUS_STRUCT_SIZE(chorus_cross_device_ops_api, all_gather)) return;
+        // Reduce-scatter (1.5) only with the function that runs it.
+        const bool scatters =
+            t.struct_size >= CHORUS_STRUCT_SIZE(chorus_cross_device_ops_api, reduce_scatter) &&
+            t.reduce_scatter != nullptr;
+        const uint32_t ops =
+            kCrossDeviceOps | (scatters ? CHORUS_OP_BIT(CHORUS_OP_REDUCE_SCATTER) : 0u);
+        CheckScoresOf(*suite, ScoredKind::kCrossDeviceOps, t, ops, ops);
       });
   AddInterfaceTests(
       suite, "CollectiveTable", KIT_INTERFACE(collective, collective_list, num_collectives),
-      KIT_NAME(chorus_collective_api, name), [](const chorus_collective_api& t) {
+      KIT_NAME(chorus_collective_api, name), [suite](const chorus_collective_api& t) {
         ExpectInterfaceTable(
             "collective", t.struct_size, CHORUS_STRUCT_SIZE(chorus_collective_api, abort), t.name,
             {MakeSlot("create", t.create), MakeSlot("destroy", t.destroy),
              MakeSlot("all_reduce", t.all_reduce), MakeSlot("broadcast", t.broadcast),
              MakeSlot("all_gather", t.all_gather), MakeSlot("reduce_scatter", t.reduce_scatter),
              MakeSlot("barrier", t.barrier), MakeSlot("abort", t.abort)});
-        // 1 host of 2 ranks, 2 hosts of 2, 3 hosts of 1.
-        if (const chorus_capabilities* c = RawCapabilities(t)) {
-          CheckCapabilities("collective", t.name, c, kKnownOps, {{2, 1, 2}, {4, 2, 2}, {3, 3, 1}});
-        }
+        if (t.struct_size < CHORUS_STRUCT_SIZE(chorus_collective_api, abort)) return;
+        CheckScoresOf(*suite, ScoredKind::kCollective, t, kKnownOps, kKnownOps);
       });
   AddInterfaceTests(suite, "AlgorithmTable",
                     KIT_INTERFACE(algorithm, algorithm_list, num_algorithms),
-                    KIT_NAME(chorus_algorithm_api, name), [](const chorus_algorithm_api& t) {
+                    KIT_NAME(chorus_algorithm_api, name), [suite](const chorus_algorithm_api& t) {
                       ExpectInterfaceTable("algorithm", t.struct_size,
                                            CHORUS_STRUCT_SIZE(chorus_algorithm_api, run), t.name,
                                            {MakeSlot("run", t.run)});
@@ -342,14 +310,17 @@ void RegisterNegotiationTests(const SuitePtr& suite) {
                       EXPECT_EQ(t.supported_ops & ~kKnownOps, 0u)
                           << "algorithm table: supported_ops has bits of no operation of "
                              "plugin.h; set only CHORUS_OP_BIT of chorus_collective_op values";
+                      CheckScoresOf(*suite, ScoredKind::kAlgorithm, t, kKnownOps, t.supported_ops);
                     });
   AddInterfaceTests(
       suite, "TransportTable", KIT_INTERFACE(transport, transport_list, num_transports),
-      KIT_NAME(chorus_transport_api, name), [](const chorus_transport_api& t) {
+      KIT_NAME(chorus_transport_api, name), [suite](const chorus_transport_api& t) {
         ExpectInterfaceTable(
             "transport", t.struct_size, CHORUS_STRUCT_SIZE(chorus_transport_api, abort), t.name,
             {MakeSlot("create", t.create), MakeSlot("destroy", t.destroy),
              MakeSlot("isend", t.isend), MakeSlot("irecv", t.irecv), MakeSlot("abort", t.abort)});
+        if (t.struct_size < CHORUS_STRUCT_SIZE(chorus_transport_api, abort)) return;
+        CheckScoresOf(*suite, ScoredKind::kTransport, t, kKnownOps, kKnownOps);
       });
 }
 

@@ -4,7 +4,8 @@
 // it works for ranks as threads and as processes alike. Its capabilities declare every operation on
 // host memory, but all_gather answers UNSUPPORTED: the kit must skip that without --require and
 // fail it with --require. Built with KIT_PROBE_BAD_SCORE, its score leaves 0..CHORUS_SCORE_MAX and
-// changes from call to call, which the kit's Negotiation checks must catch.
+// changes from call to call, which the kit's Negotiation checks must catch; with
+// KIT_PROBE_ZERO_SCORE it scores 0 everywhere, which the kit notes (AUTO never picks it).
 #include <chorus/plugin.h>
 
 #include <atomic>
@@ -143,12 +144,15 @@ class StoreCommunicator {
   std::atomic<bool> aborted_{false};
 };
 
-#ifdef KIT_PROBE_BAD_SCORE
+#if defined(KIT_PROBE_BAD_SCORE)
 // Above CHORUS_SCORE_MAX for large buffers, and different on every call.
 uint32_t Score(const chorus_score_args* args) {
   static std::atomic<uint32_t> calls{0};
   return args->bytes > (1u << 20) ? CHORUS_SCORE_MAX + 1 : calls++ % 7;
 }
+#elif defined(KIT_PROBE_ZERO_SCORE)
+// Never chosen by AUTO: the kit passes it with a note.
+uint32_t Score(const chorus_score_args*) { return 0; }
 #else
 uint32_t Score(const chorus_score_args*) { return 1; }
 #endif

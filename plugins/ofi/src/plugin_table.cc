@@ -2,8 +2,12 @@
 #include <chorus/plugin.h>
 
 #include <chorus/plugin_sdk.hpp>
+#include <exception>
+#include <string>
 
 #include "ofi_endpoint.h"
+#include "provider.h"
+#include "provider_score.h"
 
 using chorus::sdk::Fail;
 
@@ -89,12 +93,40 @@ void RequestFree(chorus_request* request) {
   request->endpoint->Free(request);
 }
 
-// AUTO may pick ring@ofi over the core's tcp (10): libfabric reaches fabrics (verbs, efa, psm)
-// the core's sockets cannot, and its tcp;ofi_rxm is no slower than them on Ethernet. RING asks
-// for tf.distribute's ring over gRPC-style sockets, which the core's tcp transport is; NCCL
-// asks for GPUs: this transport is neither, so 0 for both.
+// The provider the endpoints of this process use, found once: FI_PROVIDER, else tcp;ofi_rxm
+// (ChooseProvider; the option provider, which the score cannot see, overrides it at create).
+// `usable` false: libfabric or the provider is missing, and create would fail.
+struct ProcessProvider {
+  std::string name;
+  bool usable = true;
+};
+
+ProcessProvider FindProcessProvider() {
+  const std::string named = chorus::ofi::ChooseProvider("");
+  // Over sockets whatever libfabric finds: known without loading libfabric, which costs every
+  // process that asks for a score ~0.4 s (fabric_library.h).
+  if (chorus::ofi::SocketsOnly(named)) return {named, true};
+  try {
+    const chorus::ofi::InfoPtr info = chorus::ofi::FindProvider(named, "");
+    const char* found = info->fabric_attr != nullptr ? info->fabric_attr->prov_name : nullptr;
+    return {found != nullptr ? found : named, true};
+  } catch (const std::exception& e) {  // sdk::Error from Fabric() and FindProvider
+    chorus::sdk::Log(CHORUS_LOG_DEBUG,
+                     std::string("ofi: the transport scores 0 for AUTO: ") + e.what());
+    return {named, false};
+  }
+}
+
+// AUTO: the provider's path (provider_score.h), found once per process: over sockets (tcp;ofi_rxm,
+// the default) 8, below the core's tcp (10), which carries the same bytes through fewer layers;
+// shm 30 on one host (0 across hosts, which it cannot reach); verbs, efa, psm2/3, cxi, opx, ucx
+// 40, fabrics the core's sockets cannot use. 0 when libfabric or the provider FI_PROVIDER names
+// is missing. RING asks for tf.distribute's ring over gRPC-style sockets, which the core's tcp
+// transport is; NCCL asks for GPUs: this transport is neither, so 0 for both.
 uint32_t Score(const chorus_score_args* args) {
-  return args->request == CHORUS_REQUEST_AUTO ? 20 : 0;
+  if (args == nullptr || args->request != CHORUS_REQUEST_AUTO) return 0;
+  static const ProcessProvider provider = FindProcessProvider();
+  return provider.usable ? chorus::ofi::ScoreOfProvider(provider.name, *args) : 0;
 }
 
 const chorus_capabilities kCapabilities = chorus::sdk::Capabilities(

@@ -13,7 +13,8 @@ namespace {
 constexpr std::pair<std::string_view, const char*> kUcxOptions[] = {{"tls", "TLS"},
                                                                     {"net_devices", "NET_DEVICES"}};
 
-constexpr const char* kKnownOptions = "tls, net_devices, spin_us, yield_us, store_prefix";
+constexpr const char* kKnownOptions =
+    "tls, net_devices, same_host, spin_us, yield_us, store_prefix";
 
 // "127.0.0.1:5000", "localhost:5000", "[::1]:5000".
 bool IsLoopback(std::string_view address) {
@@ -28,6 +29,7 @@ EndpointOptions ParseOptions(const chorus_option* options, size_t count, std::st
     sdk::Fail(CHORUS_INVALID_ARGUMENT, "ucx create: options are NULL but num_options is ", count);
   }
   EndpointOptions parsed;
+  bool same_host_given = false;
   for (size_t i = 0; i < count; ++i) {
     const std::string_view key = options[i].key == nullptr ? "" : options[i].key;
     const std::string_view value = options[i].value == nullptr ? "" : options[i].value;
@@ -47,11 +49,15 @@ EndpointOptions ParseOptions(const chorus_option* options, size_t count, std::st
           std::min<uint64_t>(sdk::IntegerOption(&options[i], 1, key, 0), 1000000));
     } else if (key == "store_prefix") {
       parsed.store_prefix = value;
+    } else if (key == "same_host") {
+      parsed.same_host = ParseSameHostMode(value, "option same_host");
+      same_host_given = true;
     } else {
       sdk::Fail(CHORUS_INVALID_ARGUMENT, "ucx create: unknown option '", key, "'; the ucx ",
                 "transport takes ", kKnownOptions, " (UCX's own settings: the UCX_* variables)");
     }
   }
+  if (!same_host_given) parsed.same_host = SameHostModeFromEnvironment();
   const bool devices_given =
       std::getenv("UCX_NET_DEVICES") != nullptr ||
       std::any_of(parsed.ucx_settings.begin(), parsed.ucx_settings.end(),
@@ -101,6 +107,15 @@ bool SharedMemoryOnly(const EndpointOptions& options) {
     begin = end + 1;
   }
   return true;
+}
+
+TransportSelection SelectionOf(const EndpointOptions& options) {
+  TransportSelection selection = SelectionFromEnvironment();
+  for (const auto& [name, value] : options.ucx_settings) {
+    if (name == "TLS") selection.tls = value;
+    if (name == "NET_DEVICES") selection.net_devices = value;
+  }
+  return selection;
 }
 
 std::string DescribeTransportSettings(const EndpointOptions& options) {

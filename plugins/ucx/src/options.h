@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "transport_path.h"
+
 namespace chorus::ucx {
 
 struct EndpointOptions {
@@ -22,14 +24,18 @@ struct EndpointOptions {
   // run; alone on its core it keeps the core, as ucx_perftest and MPI do), before it sleeps.
   int64_t spin_us = 50;
   int64_t yield_us = 1000;
+  // How peers on this host are connected: option same_host, else CHORUS_UCX_SAME_HOST, else
+  // shared memory (transport_path.h).
+  SameHostMode same_host = kDefaultSameHostMode;
   // Prefix of this endpoint's keys in the rendezvous store.
   std::string store_prefix;
 };
 
-// Parses the options; INVALID_ARGUMENT naming an unknown key or a bad value. `address` is where
-// the cluster spec says the other ranks reach this one (create args, 1.1; may be empty): a
-// loopback address means every rank runs here, and UCX's network devices default to lo (so
-// that UCX's tcp stays on 127.0.0.1) unless UCX_NET_DEVICES or the option net_devices says.
+// Parses the options; INVALID_ARGUMENT naming an unknown key or a bad value (also a bad
+// CHORUS_UCX_SAME_HOST where the option same_host does not override it). `address` is where the
+// cluster spec says the other ranks reach this one (create args, 1.1; may be empty): a loopback
+// address means every rank runs here, and UCX's network devices default to lo (so that UCX's tcp
+// stays on 127.0.0.1) unless UCX_NET_DEVICES or the option net_devices says.
 EndpointOptions ParseOptions(const chorus_option* options, size_t count, std::string_view address);
 
 // Reads UCX's configuration (the UCX_* environment) and applies the settings; throws
@@ -41,6 +47,9 @@ ucp_config_t* ReadConfig(const EndpointOptions& options);
 // transports only (sm, posix, sysv, cma, self, ...): UCX then refuses peer error handling to a
 // peer on this host, and logs an ERROR when asked.
 bool SharedMemoryOnly(const EndpointOptions& options);
+
+// UCX_TLS and UCX_*_DEVICES as this endpoint's UCX sees them: the options over the variables.
+TransportSelection SelectionOf(const EndpointOptions& options);
 
 // "UCX_TLS=tcp UCX_NET_DEVICES=lo" as this endpoint's UCX sees them, for error messages.
 std::string DescribeTransportSettings(const EndpointOptions& options);

@@ -7,6 +7,7 @@
 
 #include "options.h"
 #include "tag_layout.h"
+#include "transport_path.h"
 #include "ucx_endpoint.h"
 
 namespace {
@@ -125,13 +126,20 @@ void RequestFree(chorus_request* request) {
 
 // ---- The plugin table -------------------------------------------------------------------------
 
-// 30 for AUTO: a general-purpose transport faster than the core's tcp (10), which UCX beats on
-// one host (shared memory) and on RDMA networks. 0 for RING: tf.distribute's RING asks for its
-// ring over TCP sockets, which the core's tcp (50) and ring-grpc carry as TensorFlow does; a job
-// asking for that gets it, not a UCX path. 0 for NCCL: that asks for NVIDIA's library on the
-// devices, and this transport carries host memory only.
+// AUTO: the path a pair's bytes take, found once per process (transport_path.h): UCT's
+// transports as UCX_TLS and UCX_*_DEVICES filter them, and how same-host peers are connected
+// (CHORUS_UCX_SAME_HOST). Shared memory 30 and RDMA 40, general-purpose transports faster than the
+// core's tcp (10); tcp loopback or tcp between hosts 8: over UCX's tcp with peer failure handling
+// ring@ucx ran at 0.5-1.2x core_ring's speed on 2 cores (below it from 64 KiB to 1 MiB), so AUTO
+// keeps ring@tcp there. One host: the
+// same-host path; one rank per host: the cross-host path; else the lower (a ring goes at its
+// slowest link's pace). 0 for a path UCX cannot take (UCX_TLS=sm,self across hosts), and 8 when
+// UCT's query failed. Every rank answers alike where the hosts have the same transports and
+// environment. 0 for RING: tf.distribute's RING asks for its ring over TCP sockets, which the
+// core's tcp (50) and ring-grpc carry as TensorFlow does. 0 for NCCL: that asks for NVIDIA's
+// library on the devices, and this transport carries host memory only.
 uint32_t Score(const chorus_score_args* args) {
-  return args != nullptr && args->request == CHORUS_REQUEST_AUTO ? 30 : 0;
+  return args != nullptr ? chorus::ucx::ProcessScore(*args) : 0;
 }
 
 const chorus_capabilities kCapabilities = chorus::sdk::Capabilities(

@@ -53,6 +53,18 @@ bool PeerModeRefused(const std::string& settings, bool refused) {
   return refused_settings.count(settings) != 0;
 }
 
+// Logs `message` at `level` the first time this process asks (one line per job, not per
+// endpoint).
+void LogOnce(chorus_log_level level, const std::string& message) {
+  static std::mutex mutex;
+  static std::set<std::string> logged;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!logged.insert(message).second) return;
+  }
+  sdk::Log(level, message);
+}
+
 }  // namespace
 
 // ---- Set-up -----------------------------------------------------------------------------------
@@ -120,6 +132,8 @@ void Endpoint::Connect(int64_t timeout_ms) {
   ucp_worker_release_address(worker_, address);
   store_.Set(Key("addr", rank_), EncodeRecord(mine));
 
+  std::string without_peer_mode_refused;
+  same_host_without_peer_mode_ = SameHostWithoutPeerMode(&without_peer_mode_refused);
   peers_.resize(static_cast<size_t>(size_));
   for (int32_t p = 0; p < size_; ++p) {
     Peer& peer = peers_[static_cast<size_t>(p)];
@@ -138,7 +152,30 @@ void Endpoint::Connect(int64_t timeout_ms) {
   const auto here =
       std::count_if(peers_.begin(), peers_.end(), [](const Peer& peer) { return peer.same_host; });
   oversubscribed_ = sdk::MoreRanksThanCpus(here);
+  if (here > 1 && !without_peer_mode_refused.empty()) {
+    LogOnce(CHORUS_LOG_INFO, "ucx: same_host=shared_memory, but " + without_peer_mode_refused +
+                                 ": peers on this host are connected with UCX's peer failure "
+                                 "handling (tcp or RDMA loopback), as with same_host=peer_failure");
+  }
   Handshake(deadline);
+}
+
+bool Endpoint::SameHostWithoutPeerMode(std::string* why) const {
+  // Shared memory and loopback alone: UCX refuses peer failure handling to this host's peers.
+  if (SharedMemoryOnly(options_)) return true;
+  if (options_.same_host == SameHostMode::kPeerFailure) return false;
+  const ResourceQuery& query = ProcessResources();
+  if (query.error.has_value()) {
+    *why = "UCT's resource query failed (" + *query.error + ")";
+    return false;
+  }
+  if (SharedMemoryCarriesAlone(EnabledResources(query.resources, SelectionOf(options_)))) {
+    return true;
+  }
+  *why = "with " + DescribeTransportSettings(options_) +
+         " UCX has no shared-memory transport that carries their messages without tcp (posix, "
+         "sysv or xpmem, and beside tcp cma or knem)";
+  return false;
 }
 
 // One message each way between every pair, the lower rank first: UCX 1.13's tcp transport
@@ -181,32 +218,41 @@ void Endpoint::Handshake(Clock::time_point deadline) {
 
 void Endpoint::ConnectPeer(Peer& peer, const PeerRecord& record) {
   ucp_ep_params_t params{};
+  params.address = reinterpret_cast<const ucp_address_t*>(record.worker_address.data());
+  // The error handler is installed in either mode: without PEER mode UCX still calls it where a
+  // transport fails on the peer (UCX 1.13's cma, reading a dead peer's memory for a large
+  // message), instead of aborting the process for want of one.
   params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                       UCP_EP_PARAM_FIELD_ERR_HANDLER;
-  params.address = reinterpret_cast<const ucp_address_t*>(record.worker_address.data());
-  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
   params.err_handler.cb = OnPeerError;
   params.err_handler.arg = &peer;
-  // UCX's shared-memory transports (posix, sysv) have no peer-failure handling, and UCX refuses
-  // PEER mode when they are all it may use ("no peer failure handler"). A peer on this host is
-  // then connected without, and its death is noticed through its process and its "closed" key
-  // (CheckPeer). Only then: UCX 1.13's tcp asserts on a refused connection without PEER mode.
-  // Which settings were refused is remembered, so UCX logs its refusal once per process.
+  const auto peer_mode = [&](bool on) {
+    params.err_mode = on ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+    peer.peer_mode = on;
+  };
+  // A peer on this host goes without UCX's peer failure handling (PEER mode) where
+  // SameHostWithoutPeerMode said (same_host=shared_memory and transports that carry it over
+  // shared memory alone, or shared memory alone, where UCX refuses PEER mode: "no peer failure
+  // handler"), and where UCX refused it before under the same settings (remembered, so that UCX
+  // logs its refusal once per process); its death is then noticed through its process and its
+  // "closed" key (CheckPeer). Never tcp without it: UCX 1.13's tcp asserts on a refused
+  // connection without PEER mode.
   const std::string settings = DescribeTransportSettings(options_);
-  // Shared memory alone is known to refuse it: asking would only make UCX log an ERROR.
-  const bool refused_before =
-      peer.same_host && (SharedMemoryOnly(options_) || PeerModeRefused(settings, false));
-  if (refused_before) {
-    params.field_mask &= ~static_cast<uint64_t>(UCP_EP_PARAM_FIELD_ERR_HANDLER);
-    params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
-    peer.ucx_error_handling = false;
-  }
+  peer_mode(!peer.same_host || !(same_host_without_peer_mode_ || PeerModeRefused(settings, false)));
   std::lock_guard<std::mutex> lock(mutex_);
   ucs_status_t status = ucp_ep_create(worker_, &params, &peer.ep);
-  if (status != UCS_OK && peer.same_host && !refused_before) {
-    params.field_mask &= ~static_cast<uint64_t>(UCP_EP_PARAM_FIELD_ERR_HANDLER);
-    params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
-    peer.ucx_error_handling = false;
+  // The check that UCX did not put tcp under it after all (a UCX that chooses unlike 1.13).
+  const bool tcp_without_peer_mode = status == UCS_OK && !peer.peer_mode && LanesUseTcp(peer.ep);
+  if (tcp_without_peer_mode) {
+    LogOnce(CHORUS_LOG_WARN, "ucx: with " + settings +
+                                 " UCX carries a peer on this host over tcp as well as shared "
+                                 "memory; connecting such peers with UCX's peer failure handling");
+    DiscardEndpointLocked(std::exchange(peer.ep, nullptr));
+    peer_mode(true);
+    status = ucp_ep_create(worker_, &params, &peer.ep);
+  }
+  if (status != UCS_OK && peer.same_host && peer.peer_mode && !tcp_without_peer_mode) {
+    peer_mode(false);
     status = ucp_ep_create(worker_, &params, &peer.ep);
     if (status == UCS_OK) PeerModeRefused(settings, true);
   }
@@ -227,6 +273,19 @@ void Endpoint::ConnectPeer(Peer& peer, const PeerRecord& record) {
          "; set UCX_TLS (or the option tls) to transports `ucx_info -d` lists on both hosts, "
          "e.g. tcp, and UCX_NET_DEVICES to an interface both reach");
   }
+}
+
+void Endpoint::DiscardEndpointLocked(ucp_ep_h ep) {
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  void* request = ucp_ep_close_nbx(ep, &param);
+  if (!UCS_PTR_IS_PTR(request)) return;
+  const Clock::time_point deadline = DeadlineAfter(1000);
+  while (ucp_request_check_status(request) == UCS_INPROGRESS && Clock::now() < deadline) {
+    ucp_worker_progress(worker_);
+  }
+  ucp_request_free(request);  // UCX finishes it alone if it is still in progress
 }
 
 // ---- Tear-down --------------------------------------------------------------------------------
@@ -269,6 +328,14 @@ void Endpoint::PublishClosed() {
     store_.Set(Key("closed", rank_), "1");
   } catch (...) {  // a store that is gone: the peers notice through UCX or time out
   }
+}
+
+size_t Endpoint::CallbacksDueLocked() const {
+  size_t due = 0;
+  for (const Request* r = live_; r != nullptr; r = r->live_next) {
+    if (r->ucx != nullptr && (r->receive || peers_[static_cast<size_t>(r->peer)].peer_mode)) ++due;
+  }
+  return due;
 }
 
 bool Endpoint::ProgressThreadStandsBackLocked() const {
@@ -334,7 +401,7 @@ Endpoint::~Endpoint() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ProgressLocked();
-      if (in_ucx_ == 0) break;
+      if (CallbacksDueLocked() == 0) break;
     }
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }

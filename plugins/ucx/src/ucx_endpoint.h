@@ -17,11 +17,16 @@
 // Requests: every request not deleted yet is on one intrusive list (no allocation per request
 // beyond the request itself); its flags say whether it is pending, held by UCX, or freed.
 //
+// Same-host peers: with same_host=shared_memory (the default) they are connected without UCX's
+// peer failure handling where UCX then carries their messages over shared memory alone
+// (transport_path.h), else, as with same_host=peer_failure, with it (UCX then takes tcp or RDMA
+// loopback). Peers on other hosts always get it.
+//
 // A lost peer becomes PEER_LOST three ways, whichever comes first: UCX's error handler on the
-// endpoint (UCP_ERR_HANDLING_MODE_PEER: tcp, cma, InfiniBand notice a closed connection), the
-// peer's "closed" key in the store (set by its destroy or abort, after it flushed its sends),
-// and for a peer on the same host /proc/<pid> of its process (shared memory has no UCX peer
-// failure detection).
+// endpoint (UCP_ERR_HANDLING_MODE_PEER: tcp, InfiniBand notice a closed connection; without it,
+// a transport that fails on the peer: cma reading a dead peer's memory), the peer's "closed" key
+// in the store (set by its destroy or abort, after it flushed its sends), and for a peer on the
+// same host /proc/<pid> of its process (shared memory has no UCX peer failure detection).
 #ifndef CHORUS_PLUGINS_UCX_UCX_ENDPOINT_H_
 #define CHORUS_PLUGINS_UCX_UCX_ENDPOINT_H_
 
@@ -92,7 +97,7 @@ class Endpoint {
     Endpoint* owner = nullptr;
     int32_t rank = 0;
     ucp_ep_h ep = nullptr;
-    bool ucx_error_handling = true;  // false: shared memory, PEER mode refused
+    bool peer_mode = true;  // UCP_ERR_HANDLING_MODE_PEER; false: a same-host peer without it
     bool same_host = false;
     ProcessIdentity process;
     bool lost = false;
@@ -102,7 +107,12 @@ class Endpoint {
   };
 
   void Connect(int64_t timeout_ms);
+  // Whether this endpoint connects its host's peers without UCX's peer failure handling (see the
+  // top of this file); where same_host=shared_memory cannot have it, *why says why not.
+  bool SameHostWithoutPeerMode(std::string* why) const;
   void ConnectPeer(Peer& peer, const PeerRecord& record);
+  // Closes a UCP endpoint no message went over yet, by force, within a second.
+  void DiscardEndpointLocked(ucp_ep_h ep);
   void Handshake(std::chrono::steady_clock::time_point deadline);
   Request* Start(bool receive, int32_t peer, uint64_t tag, void* data, size_t bytes,
                  uint64_t ucp_tag);
@@ -131,6 +141,12 @@ class Endpoint {
   void CheckPeer(int32_t peer);
   bool PeerGoneLocked(const Peer& peer);
   void CloseEndpointsLocked(bool force, std::vector<void*>& closing);
+  // How many requests UCX still holds that it will hand back once their endpoint is closed:
+  // receives (cancelled) and sends to peers with PEER mode. A send to a peer without it stays
+  // with UCX until the worker is destroyed (UCX 1.13 never fails a rendezvous send on an endpoint
+  // closed by force without PEER mode), so destroy does not wait for it: with a stopped peer
+  // that wait took destroy's whole bound.
+  size_t CallbacksDueLocked() const;
   void WaitForCloses(std::vector<void*>& closing, std::chrono::steady_clock::time_point deadline);
   void PublishClosed();
 
@@ -150,6 +166,7 @@ class Endpoint {
   int event_fd_ = -1;
   std::vector<Peer> peers_;
   bool oversubscribed_ = false;  // more ranks on this host than cpus: waits yield, never spin
+  bool same_host_without_peer_mode_ = false;  // SameHostWithoutPeerMode(), set by Connect
 
   std::mutex mutex_;
   std::condition_variable finished_;  // notified whenever a request finishes

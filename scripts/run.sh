@@ -63,19 +63,23 @@ grep '^\[chief 0\] Epoch' "$logs/parameter_servers.log" | sed 's/^/   /'
 
 echo
 echo "== backends: 2 workers (mpirun -n 2), all_reduce f32 sum; first Open MPI's own MPI_Allreduce"
-echo "   (a plain MPI program, no chorus), then chorus's shm, mpi, core_ring (ring@tcp) and ring@ucx"
-echo "   in one run, alternating; time in us, busbw in GB/s (scripts/bench.sh runs the full sweep)"
+echo "   (a plain MPI program, no chorus), then chorus's auto (what AUTO runs with no variable set),"
+echo "   shm, mpi, core_ring (ring@tcp) and ring@ucx in one run, alternating; time in us, busbw in"
+echo "   GB/s, and AUTO's regret (its time / the fastest's; scripts/bench.sh runs the full sweep)"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # this job runs as root
 CHORUS_JOB_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export CHORUS_JOB_SECRET
-table() { awk '/^  [A-Za-z@_]/ { printf "   %-15s %9s B %12s us %8s GB/s\n", $1, $2, $7, $9 }'; }
+table() { awk '/^  [A-Za-z@_]/ && $1 != "all_reduce" { printf "   %-15s %9s B %12s us %8s GB/s\n", $1, $2, $7, $9 }'; }
 printf "   %-15s %11s %15s %13s\n" backend size time busbw
 mpirun -n 2 --bind-to none "$bin/mpi-allreduce-baseline" -b 4K -e 16M -f 16 -w 5 -i 20 -R 3 \
   2> "$logs/mpi_baseline.log" | tee -a "$logs/mpi_baseline.log" | table
 mpirun -n 2 --bind-to none -x CHORUS_JOB_SECRET "$bin/chorus-bench" \
-  --backends shm,mpi,core_ring,ring@ucx -b 4K -e 16M -f 16 -w 5 -i 20 -R 3 \
+  --auto --backends shm,mpi,core_ring,ring@ucx -b 4K -e 16M -f 16 -w 5 -i 20 -R 3 \
   --csv "$logs/allreduce_2_workers.csv" 2> "$logs/chorus_bench.log" |
   tee -a "$logs/chorus_bench.log" | table
+awk '/^# op .*regret$/ { on = 1; next } on && /^  all_reduce/ {
+       printf "   AUTO at %6s B: ran %-10s regret %s (fastest: %s)\n", $2, $3, $7, $5 }' \
+  "$logs/chorus_bench.log"
 
 echo
 echo "== done in $((SECONDS - start)) s. Next: scripts/test.sh (the test suite), scripts/bench.sh"

@@ -261,8 +261,8 @@ int Run(const BenchOptions& options, WorkerJob& job) {
       options.csv_path, options.plot_path,
       "chorus-bench: busbw, " + std::to_string(job.size) + " workers, " + DtypeName(options.dtype));
   if (leader) {
-    writer.Comment("chorus-bench: " + std::to_string(job.size) + " workers (" + job.source + "; " +
-                   shape.Describe() + "), backends " + JoinNames(backends));
+    writer.Comment("chorus-bench: " + std::to_string(job.size) + " workers (" + job.source + "), " +
+                   shape.Describe() + ", backends " + JoinNames(backends));
     for (size_t b = 0; b < backends.size(); ++b) {
       if (IsAutoBackend(backends[b])) {
         writer.Comment("auto: " + comms[b]->plan().source);

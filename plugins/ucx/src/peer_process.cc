@@ -72,6 +72,8 @@ std::string EncodeRecord(const PeerRecord& record) {
   PutU64(out, record.process.start_time);
   PutU64(out, record.process.host.size());
   out += record.process.host;
+  PutU64(out, record.host_id.size());
+  out += record.host_id;
   out += record.worker_address;
   return out;
 }
@@ -90,6 +92,15 @@ PeerRecord DecodeRecord(std::string_view bytes, int rank) {
   }
   record.process.host = std::string(bytes.substr(0, host_length));
   bytes.remove_prefix(host_length);
+  if (bytes.size() < 8) {
+    sdk::Fail(CHORUS_INTERNAL, "ucx: the store's entry of rank ", rank, " is damaged");
+  }
+  const uint64_t host_id_length = GetU64(bytes);
+  if (host_id_length >= bytes.size()) {
+    sdk::Fail(CHORUS_INTERNAL, "ucx: the store's entry of rank ", rank, " is damaged");
+  }
+  record.host_id = std::string(bytes.substr(0, host_id_length));
+  bytes.remove_prefix(host_id_length);
   record.worker_address = std::string(bytes);
   return record;
 }

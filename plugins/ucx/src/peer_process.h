@@ -27,6 +27,10 @@ bool ProcessAlive(const ProcessIdentity& process);
 // One endpoint's entry in the rendezvous store: its process and its UCP worker address.
 struct PeerRecord {
   ProcessIdentity process;
+  // The job's name of the rank's host (the create args' host_id, e.g. CHORUS_HOST_ID): ranks of
+  // one machine that the job counts as different hosts (chorus-bench --hosts) are reached as
+  // peers on another host, over UCX's network path, as the job's shape and the score assume.
+  std::string host_id;
   std::string worker_address;  // bytes of a ucp_address_t
 };
 std::string EncodeRecord(const PeerRecord& record);

@@ -70,7 +70,11 @@ void LogOnce(chorus_log_level level, const std::string& message) {
 // ---- Set-up -----------------------------------------------------------------------------------
 
 Endpoint::Endpoint(const chorus_transport_create_args& args, const EndpointOptions& options)
-    : rank_(args.rank), size_(args.size), store_(args.store), options_(options) {
+    : rank_(args.rank),
+      size_(args.size),
+      store_(args.store),
+      options_(options),
+      host_id_(sdk::CreateHostId(args)) {
   const Clock::time_point deadline = DeadlineAfter(args.timeout_ms);
   try {
     ucp_config_t* config = ReadConfig(options_);
@@ -128,6 +132,7 @@ void Endpoint::Connect(int64_t timeout_ms) {
   }
   PeerRecord mine;
   mine.process = ThisProcess();
+  mine.host_id = host_id_;
   mine.worker_address.assign(reinterpret_cast<const char*>(address), length);
   ucp_worker_release_address(worker_, address);
   store_.Set(Key("addr", rank_), EncodeRecord(mine));
@@ -145,12 +150,13 @@ void Endpoint::Connect(int64_t timeout_ms) {
                                                           MillisecondsUntil(deadline), &aborted_),
                                   p);
     peer.process = record.process;
-    peer.same_host = record.process.host == mine.process.host;
+    peer.same_machine = record.process.host == mine.process.host;
+    peer.same_host = peer.same_machine && record.host_id == mine.host_id;
     ConnectPeer(peer, record);
   }
   // More ranks on this host than cpus this process may run on: waits yield, never spin.
-  const auto here =
-      std::count_if(peers_.begin(), peers_.end(), [](const Peer& peer) { return peer.same_host; });
+  const auto here = std::count_if(peers_.begin(), peers_.end(),
+                                  [](const Peer& peer) { return peer.same_machine; });
   oversubscribed_ = sdk::MoreRanksThanCpus(here);
   if (here > 1 && !without_peer_mode_refused.empty()) {
     LogOnce(CHORUS_LOG_INFO, "ucx: same_host=shared_memory, but " + without_peer_mode_refused +
@@ -251,7 +257,9 @@ void Endpoint::ConnectPeer(Peer& peer, const PeerRecord& record) {
     peer_mode(true);
     status = ucp_ep_create(worker_, &params, &peer.ep);
   }
-  if (status != UCS_OK && peer.same_host && peer.peer_mode && !tcp_without_peer_mode) {
+  // A peer on this machine that UCX reaches by shared memory alone (PEER mode refused), also one
+  // the job counts as on another host: without PEER mode, watched through its process.
+  if (status != UCS_OK && peer.same_machine && peer.peer_mode && !tcp_without_peer_mode) {
     peer_mode(false);
     status = ucp_ep_create(worker_, &params, &peer.ep);
     if (status == UCS_OK) PeerModeRefused(settings, true);
@@ -646,7 +654,7 @@ void Endpoint::OnPeerError(void* arg, ucp_ep_h, ucs_status_t status) {
 // ---- Waiting ----------------------------------------------------------------------------------
 
 bool Endpoint::PeerGoneLocked(const Peer& peer) {
-  if (peer.same_host && !ProcessAlive(peer.process)) return true;
+  if (peer.same_machine && !ProcessAlive(peer.process)) return true;
   try {
     return store_.Contains(Key("closed", peer.rank));
   } catch (...) {
@@ -658,7 +666,7 @@ bool Endpoint::PeerGoneLocked(const Peer& peer) {
 // peer check is due).
 void Endpoint::CheckPeer(int32_t rank) {
   const Peer& peer = peers_[static_cast<size_t>(rank)];
-  const bool exited = peer.same_host && !ProcessAlive(peer.process);
+  const bool exited = peer.same_machine && !ProcessAlive(peer.process);
   bool closed = false;
   try {
     closed = !exited && store_.Contains(Key("closed", rank));

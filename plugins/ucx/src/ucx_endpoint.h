@@ -98,6 +98,10 @@ class Endpoint {
     int32_t rank = 0;
     ucp_ep_h ep = nullptr;
     bool peer_mode = true;  // UCP_ERR_HANDLING_MODE_PEER; false: a same-host peer without it
+    // On this machine (its process can be watched) and, for the path, on this host as the job
+    // counts hosts (the same host_id too): a machine's ranks that play two hosts are same_machine
+    // but not same_host.
+    bool same_machine = false;
     bool same_host = false;
     ProcessIdentity process;
     bool lost = false;
@@ -161,6 +165,7 @@ class Endpoint {
   const int32_t rank_, size_;
   const sdk::StoreView store_;
   const EndpointOptions options_;
+  const std::string host_id_;  // the create args' host_id ("" when none was given)
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   int event_fd_ = -1;

@@ -136,20 +136,47 @@ std::string RegretTable(const std::vector<RegretRow>& rows) {
   std::snprintf(line, sizeof line, "# %-14s %8s  %-24s %10s  %-24s %10s %7s\n", "op", "size",
                 "auto runs on", "auto (us)", "fastest other", "(us)", "regret");
   text += line;
-  std::map<CollectiveKind, const RegretRow*> worst;
+  // Per operation: the worst regret where AUTO ran another collective than the fastest, and
+  // how many sizes it ran the fastest one, where the regret is two rows of one collective: noise.
+  struct Summary {
+    const RegretRow* worst = nullptr;
+    int same = 0;
+    double noise_lo = 0, noise_hi = 0;
+  };
+  std::map<CollectiveKind, Summary> summaries;
   for (const RegretRow& r : rows) {
-    std::snprintf(line, sizeof line, "  %-14s %8s  %-24s %10.2f  %-24s %10.2f %7.2f\n",
+    std::snprintf(line, sizeof line, "  %-14s %8s  %-24s %10.2f  %-24s %10.2f %7.2f%s\n",
                   CollectiveName(r.op), FormatSize(r.bytes).c_str(), r.auto_runs_on.c_str(),
-                  r.auto_us, r.fastest.c_str(), r.fastest_us, r.regret());
+                  r.auto_us, r.fastest.c_str(), r.fastest_us, r.regret(),
+                  r.auto_runs_on == r.fastest ? "  (same)" : "");
     text += line;
-    const RegretRow*& w = worst[r.op];
-    if (w == nullptr || r.regret() > w->regret()) w = &r;
+    Summary& s = summaries[r.op];
+    if (r.auto_runs_on == r.fastest) {
+      s.noise_lo = s.same == 0 ? r.regret() : std::min(s.noise_lo, r.regret());
+      s.noise_hi = s.same == 0 ? r.regret() : std::max(s.noise_hi, r.regret());
+      ++s.same;
+    } else if (s.worst == nullptr || r.regret() > s.worst->regret()) {
+      s.worst = &r;
+    }
   }
-  for (const auto& [op, r] : worst) {
-    std::snprintf(line, sizeof line,
-                  "# worst regret of %s: %.2f at %s (AUTO ran %s, %s was faster)\n",
-                  CollectiveName(op), r->regret(), FormatSize(r->bytes).c_str(),
-                  r->auto_runs_on.c_str(), r->fastest.c_str());
+  for (const auto& [op, s] : summaries) {
+    if (s.same > 0) {
+      std::snprintf(line, sizeof line,
+                    "# %s: AUTO ran the fastest collective at %d size(s) (its regret there, "
+                    "%.2f-%.2f, is the noise between two rows of one collective)\n",
+                    CollectiveName(op), s.same, s.noise_lo, s.noise_hi);
+      text += line;
+    }
+    if (s.worst != nullptr) {
+      std::snprintf(line, sizeof line,
+                    "# worst regret of %s: %.2f at %s (AUTO ran %s, %s was faster)\n",
+                    CollectiveName(op), s.worst->regret(), FormatSize(s.worst->bytes).c_str(),
+                    s.worst->auto_runs_on.c_str(), s.worst->fastest.c_str());
+    } else {
+      std::snprintf(line, sizeof line,
+                    "# worst regret of %s: none (AUTO ran the fastest collective at every size)\n",
+                    CollectiveName(op));
+    }
     text += line;
   }
   return text;

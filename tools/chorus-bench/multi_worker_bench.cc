@@ -174,6 +174,7 @@ void Measure(const BenchOptions& options, const RunSpec& spec, RunBuffers& buffe
   for (int tuning_calls = 0; tuning_calls < 100000; ++tuning_calls) {
     if (!comm.Tuning(ToOp(spec.kind), spec.count * chorus_dtype_size(spec.dtype))) break;
     PrepareIteration(spec, buffers, false);
+    comm.Barrier();  // as the timed iterations: the tuning times the operation, not the skew
     RunOperation(spec, buffers, comm);
   }
   const int total = options.warmup_iters + options.iters;

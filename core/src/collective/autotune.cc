@@ -86,10 +86,14 @@ std::string BandDecision::Describe() const {
   return text + " -> " + winner;
 }
 
-size_t FastestCandidate(const std::vector<double>& times_us) {
+size_t FastestCandidate(const std::vector<double>& times_us, size_t incumbent) {
   size_t best = 0;
   for (size_t i = 1; i < times_us.size(); ++i) {
     if (times_us[i] < times_us[best]) best = i;
+  }
+  if (incumbent < times_us.size() && best != incumbent &&
+      times_us[best] > times_us[incumbent] * (1 - kAutotuneMargin)) {
+    return incumbent;
   }
   return best;
 }

@@ -1,5 +1,7 @@
 // Autotuning of AUTO's choice (CHORUS_AUTOTUNE=1): during a job's first all-reduces of each size
-// band, the communicator runs them in turn on each candidate collective of its plan, times them,
+// band, the communicator runs them on each candidate collective of its plan in turn, a block of
+// consecutive calls each (one untimed, then the samples: a collective's steady state, as a
+// benchmark's row measures it, not one call after another collective's), times them,
 // and then every rank adopts the same winner per band (the candidate whose slowest rank's median
 // time is the lowest), at the same call: the ranks exchange their medians over the primary
 // collective, so the decision needs no leader and no rank can diverge. The decisions go to a
@@ -50,8 +52,11 @@ struct BandDecision {
 };
 
 // The winner among `times_us` (one per candidate, the slowest rank's median): the lowest time,
-// ties to the first.
-size_t FastestCandidate(const std::vector<double>& times_us);
+// ties to the first; but the scores' pick `incumbent` (an index, or times_us.size() for none)
+// stays unless the fastest is at least kAutotuneMargin faster: on a machine whose timings of one
+// collective vary by 5-15% between runs, a smaller lead is as likely noise as speed.
+constexpr double kAutotuneMargin = 0.10;
+size_t FastestCandidate(const std::vector<double>& times_us, size_t incumbent);
 
 // The median of `samples` (not empty).
 double MedianOf(std::vector<double> samples);

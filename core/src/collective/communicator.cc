@@ -468,11 +468,14 @@ const Communicator::Backend* Communicator::TunedBackend(uint64_t bytes, size_t* 
   if (band.winner >= 0) return nullptr;  // Route runs it on the winner
   const size_t candidates = autotune_->backends.size();
   if (band.samples.empty()) band.samples.resize(candidates);
-  *slot = static_cast<size_t>(band.calls % candidates);
+  // Blocks of consecutive calls per candidate: one untimed, then the samples.
+  *slot =
+      static_cast<size_t>(band.calls / static_cast<uint64_t>(autotune_->samples + 1)) % candidates;
   return &backends_[autotune_->backends[*slot]];
 }
 
-void Communicator::RecordTunedCall(uint64_t bytes, size_t slot, double microseconds) {
+void Communicator::RecordTunedCall(uint64_t bytes, chorus_dtype dtype, size_t slot,
+                                   double microseconds) {
   const internal::SizeBand band_range = internal::BandOf(bytes);
   const size_t candidates = autotune_->backends.size();
   std::vector<double> medians;
@@ -480,9 +483,12 @@ void Communicator::RecordTunedCall(uint64_t bytes, size_t slot, double microseco
     std::lock_guard<std::mutex> lock(autotune_->mutex);
     Autotune::Band& band = autotune_->bands[band_range.lo];
     if (band.winner >= 0) return;
+    // The first call of each candidate's block warms it up (connections, first-touch pages,
+    // caches another collective used): not timed.
+    if (band.calls % static_cast<uint64_t>(autotune_->samples + 1) != 0) {
+      band.samples[slot].push_back(microseconds);
+    }
     ++band.calls;
-    // The first call on each candidate warms it up (connections, first-touch pages): not timed.
-    if (band.calls > candidates) band.samples[slot].push_back(microseconds);
     if (band.calls < candidates * static_cast<uint64_t>(autotune_->samples + 1)) return;
     for (const auto& samples : band.samples) medians.push_back(internal::MedianOf(samples));
   }
@@ -498,16 +504,29 @@ void Communicator::RecordTunedCall(uint64_t bytes, size_t slot, double microseco
   args.dtype = CHORUS_F64;
   args.op = CHORUS_REDUCE_MAX;
   Run(backends_[0], "all_reduce (autotuning's exchange of timings)", StartAllReduce, &args);
+  // The candidate the scores pick at this size keeps the band unless another is clearly faster.
+  size_t incumbent = candidates;
+  uint32_t best_score = 0;
+  const auto score_args = ScoreArgs(CHORUS_OP_ALL_REDUCE, dtype, bytes, plan_.shape, plan_.request);
+  for (size_t i = 0; i < candidates; ++i) {
+    const uint32_t score =
+        ScoreValue(backends_[autotune_->backends[i]].api->capabilities, score_args);
+    if (score > best_score) {
+      best_score = score;
+      incumbent = i;
+    }
+  }
+  const size_t winner = internal::FastestCandidate(slowest, incumbent);
   internal::BandDecision decision;
   decision.band = band_range;
-  decision.winner = autotune_->names[internal::FastestCandidate(slowest)];
+  decision.winner = autotune_->names[winner];
   for (size_t i = 0; i < candidates; ++i) {
     decision.times_us.emplace_back(autotune_->names[i], slowest[i]);
   }
   std::string cache;
   {
     std::lock_guard<std::mutex> lock(autotune_->mutex);
-    autotune_->bands[band_range.lo].winner = static_cast<int>(internal::FastestCandidate(slowest));
+    autotune_->bands[band_range.lo].winner = static_cast<int>(winner);
     autotune_->decisions.push_back(decision);
     if (autotune_->write_cache) {
       cache = internal::WriteTuningCache(autotune_->key, autotune_->decisions);
@@ -727,7 +746,7 @@ void Communicator::AllReduce(const void* send, void* recv, size_t count, chorus_
   Run(b, "all_reduce", StartAllReduce, &args);
   if (tuned != nullptr) {
     const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
-    RecordTunedCall(bytes, tuned_slot, took.count());
+    RecordTunedCall(bytes, dtype, tuned_slot, took.count());
   }
   if (op == CHORUS_REDUCE_MEAN) {
     internal::DivideHost(recv, count, dtype, static_cast<uint64_t>(config_.size));

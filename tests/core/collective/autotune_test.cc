@@ -91,8 +91,11 @@ TEST(Autotune, BandsArePowersOfFourFromFourKiB) {
   EXPECT_EQ(internal::DescribeBand(BandOf(70000)), "64K-256K");
 }
 
-TEST(Autotune, TheFastestIsTheLowestSlowestRankMedianTiesToTheFirst) {
-  EXPECT_EQ(internal::FastestCandidate({5, 3, 3, 9}), 1u);
+TEST(Autotune, TheFastestIsTheLowestSlowestRankMedianUnlessTheScoresPickIsClose) {
+  EXPECT_EQ(internal::FastestCandidate({5, 3, 3, 9}, 4), 1u);
+  // The scores' pick (index 0 here) keeps the band unless another is at least 10% faster.
+  EXPECT_EQ(internal::FastestCandidate({10, 9.5, 12}, 0), 0u);
+  EXPECT_EQ(internal::FastestCandidate({10, 8.9, 12}, 0), 1u);
   EXPECT_EQ(internal::MedianOf({9, 1, 5}), 5);
   EXPECT_EQ(internal::MedianOf({4, 1, 2, 3}), 2.5);
 }

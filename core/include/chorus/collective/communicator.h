@@ -154,7 +154,7 @@ class Communicator {
   // slot in *slot; nullptr when autotuning does not decide it.
   const Backend* TunedBackend(uint64_t bytes, size_t* slot);
   // Records a tuned call's time; at the band's last one exchanges the medians and decides.
-  void RecordTunedCall(uint64_t bytes, size_t slot, double microseconds);
+  void RecordTunedCall(uint64_t bytes, chorus_dtype dtype, size_t slot, double microseconds);
   void AddBackend(const Registry& registry, const std::string& name, const Options& options);
   void CheckPlanAcrossRanks(const Registry& registry);
   const Backend& Route(chorus_collective_op op, chorus_dtype dtype, uint64_t bytes) const;

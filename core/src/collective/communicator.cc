@@ -93,7 +93,9 @@ internal::PlanChoices ChoicesOf(const Registry& registry, const CollectivePlan& 
   if (!plan.autotune_candidates.empty()) {
     choices.autotune = JoinNames(plan.autotune_candidates) + "; " +
                        std::to_string(plan.autotune_samples) + " samples" +
-                       (plan.autotune_cache.empty() ? "" : "; cache " + plan.autotune_cache);
+                       // Whether a cache is used must agree (worker 0's decides for all); its
+                       // path need not: the workers' hosts may keep it in different folders.
+                       (plan.autotune_cache.empty() ? "" : "; with CHORUS_TUNING_CACHE");
   }
   for (size_t i = 0; i < plan.collectives.size(); ++i) {
     internal::PlanChoices::Collective collective;

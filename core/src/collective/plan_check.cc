@@ -193,7 +193,7 @@ std::string PlanMismatch(const PlanChoices& ref, const std::string& ref_task,
     };
     return task + " " + autotune(theirs) + but + autotune(ref) +
            "; give every worker the same CHORUS_AUTOTUNE, CHORUS_AUTOTUNE_SAMPLES and "
-           "CHORUS_AUTOTUNE_CANDIDATES";
+           "CHORUS_AUTOTUNE_CANDIDATES, and CHORUS_TUNING_CACHE to all or none";
   }
   if (CollectiveNames(theirs) != CollectiveNames(ref)) {
     return task + " would create " + CollectivesWithPlugins(theirs) + but + "would create " +

@@ -45,6 +45,7 @@ TEST(PlanCheck, SerializeRoundTripsEveryField) {
   c.algorithm = "allreduce:0-1M=gloo;broadcast:0-inf=core_ring";
   c.tuning = "allreduce:0-inf=shm";
   c.tuning_from = "CHORUS_TUNING_FILE=/tmp/a:b [workers=2 hosts=1]";
+  c.autotune = "shm, core_ring; 5 samples; with CHORUS_TUNING_CACHE";
   c.error = "line one\nline two: 12:";
   c.collectives.push_back({"shm+gloo", "hierarchical 1.1.0, ABI 1.1", "local=shm, cross=gloo"});
   const PlanChoices back = PlanChoices::Parse(c.Serialize());
@@ -96,6 +97,15 @@ TEST(PlanCheck, OtherAlgorithmRules) {
   EXPECT_EQ(Mismatch(rules),
             "worker 1 has CHORUS_ALGORITHM=allreduce:0-1M=core_ring but worker 0 has no "
             "CHORUS_ALGORITHM; give every worker the same CHORUS_ALGORITHM");
+}
+
+TEST(PlanCheck, AutotuningOnOneWorkerOnly) {
+  PlanChoices tuning = Auto();
+  tuning.autotune = "shm, core_ring; 5 samples";
+  EXPECT_EQ(Mismatch(tuning),
+            "worker 1 autotunes among shm, core_ring; 5 samples but worker 0 does not autotune; "
+            "give every worker the same CHORUS_AUTOTUNE, CHORUS_AUTOTUNE_SAMPLES and "
+            "CHORUS_AUTOTUNE_CANDIDATES, and CHORUS_TUNING_CACHE to all or none");
 }
 
 TEST(PlanCheck, OtherTuningRules) {

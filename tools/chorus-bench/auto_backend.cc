@@ -61,12 +61,7 @@ std::vector<std::string> AutoCandidates(const Registry& registry, const JobShape
   if (shape.hosts > 1 && shape.ranks_per_host > 1) {
     try {
       const auto composing = ComposingCollective(registry, "--auto");
-      JobShape local = shape;
-      local.ranks = shape.ranks_per_host;
-      local.hosts = 1;
-      JobShape cross = shape;
-      cross.ranks = shape.hosts;
-      cross.ranks_per_host = 1;
+      const JobShape local = shape.WithinOneHost();
       const std::string exclude = composing.plugin->name();
       // The best within a host, by AUTO's score for 1 MiB.
       const auto within = RankCollectives(
@@ -74,7 +69,7 @@ std::vector<std::string> AutoCandidates(const Registry& registry, const JobShape
           ScoreArgs(CHORUS_OP_ALL_REDUCE, CHORUS_F32, 1 << 20, local, CHORUS_REQUEST_AUTO),
           exclude);
       if (!within.empty() && within.front().score.value > 0) {
-        for (const auto& across : Serving(registry, cross, exclude)) {
+        for (const auto& across : Serving(registry, shape.OnePerHost(), exclude)) {
           AddOnce(names, CanonicalCollectiveName(registry, within.front().name + "+" + across));
         }
       }

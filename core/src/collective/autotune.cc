@@ -45,6 +45,11 @@ std::string UserName(uid_t uid) {
   return "uid " + std::to_string(uid);
 }
 
+std::string JobText(int workers, int hosts, int ranks_per_host) {
+  return "workers=" + std::to_string(workers) + " hosts=" + std::to_string(hosts) +
+         " ranks_per_host=" + std::to_string(ranks_per_host);
+}
+
 }  // namespace
 
 AutotuneSettings AutotuneSettings::FromEnvironment() {
@@ -122,8 +127,7 @@ std::string WriteTuningCache(const TuningCacheKey& key,
          "tunes\n"
       << "# again. As CHORUS_TUNING_FILE it applies without autotuning.\n";
   out << "#! chorus " << key.chorus_version << "\n";
-  out << "#! job workers=" << key.workers << " hosts=" << key.hosts
-      << " ranks_per_host=" << key.ranks_per_host << "\n";
+  out << "#! job " << JobText(key.workers, key.hosts, key.ranks_per_host) << "\n";
   out << "#! candidates " << key.candidates << "\n";
   out << "#! fingerprint " << key.Fingerprint() << "\n";
   std::vector<AlgorithmRule> rules;
@@ -142,26 +146,27 @@ std::string WriteTuningCache(const TuningCacheKey& key,
   return out.str();
 }
 
-TuningCacheRead ParseTuningCache(const std::string& text, const std::string& path,
-                                 const TuningCacheKey& key) {
-  TuningCacheRead read;
-  const auto problem = [&](const std::string& what) {
-    read.decisions.clear();
-    read.problem = "the tuning cache " + path + " (CHORUS_TUNING_CACHE) " + what;
-    return read;
-  };
+namespace {
+
+// What a cache's text says, unchecked: its '#!' fields and band lines. `malformed` names the
+// first line that is not what WriteTuningCache writes.
+struct CacheFields {
+  bool magic = false;  // the first line is kMagic
+  bool ended = false;  // the kEnd line is there
+  std::string version, job, candidates, fingerprint;
+  std::vector<BandDecision> decisions;
+  std::string malformed;
+};
+
+CacheFields ReadCacheFields(const std::string& text) {
+  CacheFields fields;
   std::istringstream lines(text);
   std::string line;
-  if (!std::getline(lines, line) || Trim(line) != kMagic) {
-    return problem("is not a chorus tuning cache (its first line is not '" + std::string(kMagic) +
-                   "'); it is ignored and will be replaced by this job's decisions");
-  }
-  std::string version, job, fingerprint;
-  bool ended = false;
+  fields.magic = std::getline(lines, line) && Trim(line) == kMagic;
   while (std::getline(lines, line)) {
     line = Trim(line);
     if (line == kEnd) {
-      ended = true;
+      fields.ended = true;
       continue;
     }
     if (line.rfind("#! ", 0) != 0) continue;
@@ -172,52 +177,68 @@ TuningCacheRead ParseTuningCache(const std::string& text, const std::string& pat
     std::getline(words, rest);
     rest = Trim(rest);
     if (field == "chorus") {
-      version = rest;
+      fields.version = rest;
     } else if (field == "job") {
-      job = rest;
+      fields.job = rest;
+    } else if (field == "candidates") {
+      fields.candidates = rest;
     } else if (field == "fingerprint") {
-      fingerprint = rest;
-    } else if (field == "band") {
+      fields.fingerprint = rest;
+    } else if (field == "band" && fields.malformed.empty()) {
       std::istringstream band(rest);
       BandDecision d;
-      std::string figure;
       if (!(band >> d.band.lo >> d.band.hi >> d.winner) || d.band.lo >= d.band.hi ||
           BandOf(d.band.lo).lo != d.band.lo || BandOf(d.band.lo).hi != d.band.hi) {
-        return problem("has a malformed band line '" + line + "'; it is ignored");
+        fields.malformed = "a malformed band line '" + line + "'";
+        continue;
       }
-      while (band >> figure) {
+      for (std::string figure; band >> figure;) {
         const auto equals = figure.find('=');
         try {
           d.times_us.emplace_back(figure.substr(0, equals), std::stod(figure.substr(equals + 1)));
         } catch (const std::exception&) {
-          return problem("has a malformed figure '" + figure + "'; it is ignored");
+          fields.malformed = "a malformed figure '" + figure + "'";
         }
       }
-      read.decisions.push_back(std::move(d));
+      fields.decisions.push_back(std::move(d));
     }
   }
-  if (!ended) {
+  return fields;
+}
+
+}  // namespace
+
+TuningCacheRead ParseTuningCache(const std::string& text, const std::string& path,
+                                 const TuningCacheKey& key) {
+  const CacheFields fields = ReadCacheFields(text);
+  const auto problem = [&](const std::string& what) {
+    return TuningCacheRead{{}, "the tuning cache " + path + " (CHORUS_TUNING_CACHE) " + what};
+  };
+  if (!fields.magic) {
+    return problem("is not a chorus tuning cache (its first line is not '" + std::string(kMagic) +
+                   "'); it is ignored and will be replaced by this job's decisions");
+  }
+  if (!fields.malformed.empty()) return problem("has " + fields.malformed + "; it is ignored");
+  if (!fields.ended) {
     return problem("is cut short (no '" + std::string(kEnd) +
                    "' line: a copy or write that did not finish); it is ignored and will be "
                    "replaced");
   }
-  if (version != key.chorus_version) {
-    return problem("was written by chorus " + version + ", this is chorus " + key.chorus_version +
-                   "; it is ignored and will be replaced");
+  if (fields.version != key.chorus_version) {
+    return problem("was written by chorus " + fields.version + ", this is chorus " +
+                   key.chorus_version + "; it is ignored and will be replaced");
   }
-  const std::string my_job = "workers=" + std::to_string(key.workers) +
-                             " hosts=" + std::to_string(key.hosts) +
-                             " ranks_per_host=" + std::to_string(key.ranks_per_host);
-  if (job != my_job) {
-    return problem("is for a job of " + job + ", this job is " + my_job +
+  const std::string my_job = JobText(key.workers, key.hosts, key.ranks_per_host);
+  if (fields.job != my_job) {
+    return problem("is for a job of " + fields.job + ", this job is " + my_job +
                    "; it is ignored and will be replaced (give each job shape its own "
                    "CHORUS_TUNING_CACHE)");
   }
-  if (fingerprint != key.Fingerprint()) {
+  if (fields.fingerprint != key.Fingerprint()) {
     return problem("was tuned among other candidates or plugin versions than this job's (" +
                    key.candidates + "); it is ignored and will be replaced");
   }
-  return read;
+  return {fields.decisions, ""};
 }
 
 TuningCacheRead ReadTuningCache(const std::string& path, const TuningCacheKey& key) {
@@ -302,46 +323,17 @@ std::string DescribeTuningCacheFile(const std::string& path) {
   if (!in) return path + ": cannot be read (" + std::strerror(errno) + ")\n";
   std::ostringstream text;
   text << in.rdbuf();
-  std::istringstream lines(text.str());
-  std::string line, out;
+  const CacheFields fields = ReadCacheFields(text.str());
+  if (!fields.magic) return path + ": not a chorus tuning cache\n";
+  std::string out = path + ": chorus tuning cache\n  chorus " + fields.version +
+                    "\n  job: " + fields.job + "\n  candidates: " + fields.candidates + "\n";
+  for (const auto& decision : fields.decisions) out += "  " + decision.Describe() + "\n";
+  // Whether this user's jobs would use it, read as they would read it, for the key it names.
   TuningCacheKey key;
-  bool magic = false;
-  std::vector<std::string> bands;
-  while (std::getline(lines, line)) {
-    line = Trim(line);
-    if (line == kMagic) magic = true;
-    if (line.rfind("#! ", 0) != 0 || line == kMagic || line == kEnd) continue;
-    std::istringstream words(line.substr(3));
-    std::string field, rest;
-    words >> field;
-    std::getline(words, rest);
-    rest = Trim(rest);
-    if (field == "chorus") {
-      key.chorus_version = rest;
-      out += "  chorus " + rest + "\n";
-    } else if (field == "job") {
-      std::sscanf(rest.c_str(), "workers=%d hosts=%d ranks_per_host=%d", &key.workers, &key.hosts,
-                  &key.ranks_per_host);
-      out += "  job: " + rest + "\n";
-    } else if (field == "candidates") {
-      key.candidates = rest;
-      out += "  candidates: " + rest + "\n";
-    } else if (field == "band") {
-      std::istringstream band(rest);
-      BandDecision d;
-      band >> d.band.lo >> d.band.hi >> d.winner;
-      for (std::string figure; band >> figure;) {
-        const auto equals = figure.find('=');
-        d.times_us.emplace_back(figure.substr(0, equals),
-                                std::strtod(figure.c_str() + equals + 1, nullptr));
-      }
-      bands.push_back("  " + d.Describe() + "\n");
-    }
-  }
-  if (!magic) return path + ": not a chorus tuning cache\n";
-  out = path + ": chorus tuning cache\n" + out;
-  for (const auto& b : bands) out += b;
-  // Whether this user's jobs would use it, as they would read it (the key as the file says).
+  std::sscanf(fields.job.c_str(), "workers=%d hosts=%d ranks_per_host=%d", &key.workers, &key.hosts,
+              &key.ranks_per_host);
+  key.chorus_version = fields.version;
+  key.candidates = fields.candidates;
   const TuningCacheRead read = ReadTuningCache(path, key);
   out += read.problem.empty() ? "  usable by this user's jobs of that shape and plugin set\n"
                               : "  not used: " + read.problem + "\n";

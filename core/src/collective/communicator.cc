@@ -118,6 +118,18 @@ internal::PlanChoices ChoicesOf(const Registry& registry, const CollectivePlan& 
   return choices;
 }
 
+chorus_all_reduce_args AllReduceArgs(const void* send, void* recv, size_t count, chorus_dtype dtype,
+                                     chorus_reduce_op op) {
+  chorus_all_reduce_args args{};
+  args.struct_size = sizeof(args);
+  args.send = send;
+  args.recv = recv;
+  args.count = count;
+  args.dtype = dtype;
+  args.op = op;
+  return args;
+}
+
 // The plugin calls that begin each operation, for Communicator::Run.
 chorus_status StartAllReduce(const chorus_collective_api* api, chorus_communicator* handle,
                              const void* args, chorus_request** request) {
@@ -498,13 +510,8 @@ void Communicator::RecordTunedCall(uint64_t bytes, chorus_dtype dtype, size_t sl
   // the same order, which the signature check enforces): the slowest rank's median decides, so
   // every rank computes the same winner.
   std::vector<double> slowest(medians.size());
-  chorus_all_reduce_args args{};
-  args.struct_size = sizeof(args);
-  args.send = medians.data();
-  args.recv = slowest.data();
-  args.count = medians.size();
-  args.dtype = CHORUS_F64;
-  args.op = CHORUS_REDUCE_MAX;
+  const chorus_all_reduce_args args =
+      AllReduceArgs(medians.data(), slowest.data(), medians.size(), CHORUS_F64, CHORUS_REDUCE_MAX);
   Run(backends_[0], "all_reduce (autotuning's exchange of timings)", StartAllReduce, &args);
   // The candidate the scores pick at this size keeps the band unless another is clearly faster.
   size_t incumbent = candidates;
@@ -737,13 +744,8 @@ void Communicator::AllReduce(const void* send, void* recv, size_t count, chorus_
   const Backend& b = tuned != nullptr ? *tuned : Route(CHORUS_OP_ALL_REDUCE, dtype, bytes);
   CheckSignature(internal::kAllReduce, count, dtype, op, 0, b);
   if (count == 0) return;
-  chorus_all_reduce_args args{};
-  args.struct_size = sizeof(args);
-  args.send = send;
-  args.recv = recv;
-  args.count = count;
-  args.dtype = dtype;
-  args.op = op == CHORUS_REDUCE_MEAN ? CHORUS_REDUCE_SUM : op;
+  const chorus_all_reduce_args args =
+      AllReduceArgs(send, recv, count, dtype, op == CHORUS_REDUCE_MEAN ? CHORUS_REDUCE_SUM : op);
   const auto start = std::chrono::steady_clock::now();
   Run(b, "all_reduce", StartAllReduce, &args);
   if (tuned != nullptr) {

@@ -118,6 +118,20 @@ std::string JobShape::Describe() const {
   return text + ", " + memory + " memory";
 }
 
+JobShape JobShape::WithinOneHost() const {
+  JobShape local = *this;
+  local.ranks = ranks_per_host;
+  local.hosts = 1;
+  return local;
+}
+
+JobShape JobShape::OnePerHost() const {
+  JobShape cross = *this;
+  cross.ranks = hosts;
+  cross.ranks_per_host = 1;
+  return cross;
+}
+
 // ---- Scores -----------------------------------------------------------------------------------
 
 chorus_implementation_request RequestOf(CommunicationImplementation implementation) {
@@ -480,15 +494,9 @@ void AddAutotuneCandidates(const Registry& registry, CollectivePlan& plan) {
     }
     if (composing) {
       const std::string exclude = composing->plugin->name();
-      JobShape local = plan.shape;
-      local.ranks = plan.shape.ranks_per_host;
-      local.hosts = 1;
-      JobShape cross = plan.shape;
-      cross.ranks = plan.shape.hosts;
-      cross.ranks_per_host = 1;
-      const auto within = best_few(local, exclude);
+      const auto within = best_few(plan.shape.WithinOneHost(), exclude);
       if (!within.empty()) {
-        for (const auto& across : best_few(cross, exclude)) {
+        for (const auto& across : best_few(plan.shape.OnePerHost(), exclude)) {
           AddOnce(candidates,
                   CanonicalCollectiveName(registry, within.front() + "+" + across, "autotuning"));
         }

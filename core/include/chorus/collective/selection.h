@@ -37,6 +37,10 @@ struct JobShape {
                               std::string memory = "host");
   // "4 ranks on 2 hosts of 2, host memory"
   std::string Describe() const;
+  // The two sub-jobs a collective that composes by host runs: the ranks of one host, and one
+  // rank on each host (for a job with as many ranks on every host).
+  JobShape WithinOneHost() const;
+  JobShape OnePerHost() const;
 };
 
 chorus_implementation_request RequestOf(CommunicationImplementation implementation);
@@ -144,7 +148,7 @@ struct CollectivePlan {
 
 // The plan for a job of `shape`: `implementation` (a constructor argument; AUTO defers) >
 // CHORUS_COMMUNICATION (AUTO, RING, NCCL, a collective's name or local+cross) and CHORUS_ALGORITHM
-// > CHORUS_TUNING_FILE > scores. Throws Error naming the variable and the available names for an
+// > CHORUS_TUNING_FILE > autotuning (CHORUS_AUTOTUNE, under AUTO) > scores. Throws Error naming the variable and the available names for an
 // unknown name, and saying what is missing when RING or NCCL finds no collective answering it.
 CollectivePlan PlanCollectives(const Registry& registry, CommunicationImplementation implementation,
                                const JobShape& shape);

@@ -11,7 +11,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # chorus-info wraps its lines at 100 columns: compare with runs of blanks and line ends as one space.
 flat=$(tr -s ' \n' '  ' <<<"$output")
 expect() { grep -qF -- "$(tr -s ' ' <<<"$1")" <<<"$flat" || fail "output lacks: $1"; }
-expect "fake_good  ABI 1.5"
+expect "fake_good  ABI 1.6"
 expect "provides: cross_device_ops(fake_good_ops)"
 expect "fake_newer_minor  ABI 1.7"
 for broken in fake_other_major fake_no_entry fake_init_fails fake_entry_throws fake_entry_null \

@@ -39,5 +39,5 @@ expect "  $dir/loop  (skipped: it cannot be read (Too many levels of symbolic li
 if (( check_locked )); then
   expect "  $dir/locked  (skipped: it cannot be listed (Permission denied); fix its permissions"
 fi
-expect "  fake_good  ABI 1.5"
+expect "  fake_good  ABI 1.6"
 echo "chorus-info marked every unreadable folder with its reason and loaded the others' plugins"

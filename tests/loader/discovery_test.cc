@@ -44,7 +44,8 @@ TEST(Discovery, LoadsTheGoodAndRejectsEachBrokenCandidateWithAReason) {
   EXPECT_EQ(names, (std::vector<std::string>{
                        "fake_abi_1_0", "fake_bad_capabilities", "fake_barrier", "fake_blocking",
                        "fake_duplicate_names", "fake_good", "fake_newer_minor", "fake_older_minor",
-                       "fake_scored", "fake_two_enumerators", "fake_wire"}));
+                       "fake_scored", "fake_two_enumerators", "fake_unknown", "fake_vendor16",
+                       "fake_wire"}));
   for (const char* broken :
        {"fake_other_major", "fake_no_entry", "fake_init_fails", "fake_entry_throws",
         "fake_entry_null", "fake_tiny_table", "fake_null_init", "fake_misnamed", "not_a_library"}) {
@@ -68,7 +69,8 @@ TEST(Discovery, AnAllowListLoadsOnlyThoseNames) {
 TEST(Discovery, CaretExcludesAName) {
   const Discovery discovery = DiscoverPlugins(
       Options("^fake_good,^fake_older_minor,^fake_abi_1_0,^fake_bad_capabilities,^fake_blocking,"
-              "^fake_duplicate_names,^fake_scored,^fake_two_enumerators,^fake_barrier,^fake_wire"));
+              "^fake_duplicate_names,^fake_scored,^fake_two_enumerators,^fake_barrier,^fake_wire,"
+              "^fake_unknown,^fake_vendor16"));
   EXPECT_EQ(LoadedNames(discovery), std::vector<std::string>{"fake_newer_minor"});
 }
 

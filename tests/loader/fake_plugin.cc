@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -282,15 +283,29 @@ const VendorExtension kFirst = {
     {sizeof(VendorExtension), CHORUS_EXTENSION_VENDOR_FIRST + 1, &kSecond.base}, 1};
 #endif
 
+#ifdef FAKE_CONTEXTS
+// 1.6: the tables' context pointers (handed back in the create, run and score args), the job and
+// object id a transport's create gets, and chorus_p2p.last_error in an algorithm's message.
+char g_algorithm_tag, g_transport_tag, g_capabilities_tag;
+thread_local std::string t_message;
+#endif
+
 #ifdef FAKE_ALGORITHM
 // An algorithm that implements only the barrier (a zero-byte message to and from every peer) and
 // declares 80 for it under AUTO (1.3): the registry pairs it with every transport, and a pair
-// runs every other operation on the core's ring.
+// runs every other operation on the core's ring. With FAKE_CONTEXTS it checks its context and
+// quotes the transport's words; with FAKE_UNKNOWN_SCORE it scores CHORUS_SCORE_UNKNOWN (1.6).
 chorus_status AlgorithmRun(const chorus_algorithm_run_args* args) {
   if (args == nullptr || args->p2p == nullptr || args->op != CHORUS_OP_BARRIER) {
     g_error = FAKE_NAME ": only the barrier";
     return CHORUS_UNSUPPORTED;
   }
+#ifdef FAKE_CONTEXTS
+  if (args->context != &g_algorithm_tag) {
+    g_error = FAKE_NAME ": run got another context than the algorithm table's";
+    return CHORUS_INVALID_ARGUMENT;
+  }
+#endif
   const chorus_p2p& p2p = *args->p2p;
   std::vector<chorus_p2p_request*> requests;
   chorus_status status = CHORUS_OK;
@@ -309,11 +324,24 @@ chorus_status AlgorithmRun(const chorus_algorithm_run_args* args) {
     p2p.free(p2p.ctx, request);
   }
   if (status != CHORUS_OK) g_error = FAKE_NAME ": a message of the barrier failed";
+#ifdef FAKE_CONTEXTS
+  if (status != CHORUS_OK) {
+    t_message =
+        std::string(FAKE_NAME ": a message of the barrier failed: ") + p2p.last_error(p2p.ctx);
+    g_error = t_message.c_str();
+  }
+#endif
   return status;
 }
 #if CHORUS_ABI_MINOR >= 3
 const char* const kAlgorithmMemory[] = {"host", nullptr};
 uint32_t AlgorithmScore(const chorus_score_args* args) {
+#ifdef FAKE_CONTEXTS
+  if (args->context != &g_capabilities_tag) return 0;
+#endif
+#ifdef FAKE_UNKNOWN_SCORE
+  return args->request == CHORUS_REQUEST_AUTO ? CHORUS_SCORE_UNKNOWN : 0;
+#endif
   return args->request == CHORUS_REQUEST_AUTO ? 80 : 0;
 }
 const chorus_capabilities kAlgorithmCapabilities = [] {
@@ -323,6 +351,9 @@ const chorus_capabilities kAlgorithmCapabilities = [] {
   c.shape = CHORUS_SHAPE_ANY;
   c.ops = CHORUS_OP_BIT(CHORUS_OP_BARRIER);
   c.score = AlgorithmScore;
+#ifdef FAKE_CONTEXTS
+  c.context = &g_capabilities_tag;
+#endif
   return c;
 }();
 #endif
@@ -335,16 +366,35 @@ const chorus_algorithm_api kAlgorithm = [] {
 #if CHORUS_ABI_MINOR >= 3
   t.capabilities = &kAlgorithmCapabilities;
 #endif
+#ifdef FAKE_CONTEXTS
+  t.context = &g_algorithm_tag;
+#endif
   return t;
 }();
 #endif
 
 #ifdef FAKE_TRANSPORT
 // A transport that carries nothing (every call UNSUPPORTED) and declares 30 under AUTO (1.3;
-// with FAKE_SCORE_OUT_OF_RANGE, 250 from 1 MiB): enough for the registry to pair every algorithm
-// with it, for names and scores to be checked.
-chorus_status TransportCreate(const chorus_transport_create_args*, chorus_transport_endpoint**) {
+// with FAKE_SCORE_OUT_OF_RANGE, 250 from 1 MiB; with FAKE_UNKNOWN_SCORE, CHORUS_SCORE_UNKNOWN):
+// enough for the registry to pair every algorithm with it, for names and scores to be checked.
+chorus_status TransportCreate(const chorus_transport_create_args* args,
+                              chorus_transport_endpoint**) {
   g_error = FAKE_NAME ": a transport that carries nothing";
+#ifdef FAKE_CONTEXTS
+  // What it was handed, in its message: "context ok, job J, task T of N, object O".
+  const bool context_ok = args->context == &g_transport_tag;
+  t_message = std::string(FAKE_NAME ": a transport that carries nothing (context ") +
+              (context_ok ? "ok" : "wrong");
+  if (args->job != nullptr) {
+    t_message += std::string(", job ") + args->job->id + ", task " +
+                 std::to_string(args->job->task_index) + " of " +
+                 std::to_string(args->job->num_tasks) + ", object " + args->object_id;
+  }
+  t_message += ")";
+  g_error = t_message.c_str();
+#else
+  (void)args;
+#endif
   return CHORUS_UNSUPPORTED;
 }
 void TransportDestroy(chorus_transport_endpoint*) {}
@@ -358,6 +408,9 @@ void TransportAbort(chorus_transport_endpoint*) {}
 const char* const kTransportMemory[] = {"host", nullptr};
 uint32_t TransportScore(const chorus_score_args* args) {
   if (args->request != CHORUS_REQUEST_AUTO) return 0;
+#ifdef FAKE_UNKNOWN_SCORE
+  return CHORUS_SCORE_UNKNOWN;
+#endif
 #ifdef FAKE_SCORE_OUT_OF_RANGE
   // A vendor's "x 2.5 from 1 MiB" without a clamp: 250, which the core takes as 0.
   if (args->bytes >= (1u << 20)) return 250;
@@ -384,6 +437,9 @@ const chorus_transport_api kTransport = [] {
   t.abort = TransportAbort;
 #if CHORUS_ABI_MINOR >= 3
   t.capabilities = &kTransportCapabilities;
+#endif
+#ifdef FAKE_CONTEXTS
+  t.context = &g_transport_tag;
 #endif
   return t;
 }();

@@ -39,7 +39,7 @@ TEST(Loader, RejectsAnotherMajorVersion) {
   EXPECT_NE(reason.find("built for chorus ABI 2." + std::to_string(CHORUS_ABI_MINOR)),
             std::string::npos)
       << reason;
-  EXPECT_NE(reason.find("this core speaks ABI 1.5"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("this core speaks ABI 1.6"), std::string::npos) << reason;
   EXPECT_NE(reason.find("rebuild the plugin"), std::string::npos) << reason;
 }
 
@@ -51,7 +51,7 @@ TEST(Loader, UsesANewerMinorThroughTheFieldsItKnows) {
   EXPECT_EQ(plugin->table().struct_size, sizeof(chorus_plugin));
   ASSERT_NE(plugin->cross_device_ops(), nullptr);
   ASSERT_EQ(plugin->notes().size(), 1u);
-  EXPECT_NE(plugin->notes()[0].find("newer than the core's 1.5: using the 1.5 fields"),
+  EXPECT_NE(plugin->notes()[0].find("newer than the core's 1.6: using the 1.6 fields"),
             std::string::npos)
       << plugin->notes()[0];
 }

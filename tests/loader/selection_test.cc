@@ -284,8 +284,8 @@ TEST_F(SelectionTest, WorkersThatWouldCreateDifferentCollectivesAreToldWhy) {
     EXPECT_THAT(error, HasSubstr("worker 1 chose collective 'core_ring' (AUTO) but worker 0 chose "
                                  "'fake_scored_fast' (AUTO); give every worker the same plugins "
                                  "(CHORUS_PLUGIN_PATH, CHORUS_PLUGINS)"));
-    EXPECT_THAT(error, HasSubstr("(worker 1 would create core_ring (core 1.0.0, ABI 1.5); worker 0 "
-                                 "fake_scored_fast (fake_scored 0.0.1, ABI 1.5), core_ring"));
+    EXPECT_THAT(error, HasSubstr("(worker 1 would create core_ring (core 1.0.0, ABI 1.6); worker 0 "
+                                 "fake_scored_fast (fake_scored 0.0.1, ABI 1.6), core_ring"));
   }
 }
 

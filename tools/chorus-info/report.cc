@@ -99,7 +99,9 @@ std::string Discarded(const chorus_capabilities* capabilities, const chorus_scor
   if (!score.invalid || capabilities == nullptr) return "";
   const std::string max = std::to_string(CHORUS_SCORE_MAX);
   try {  // asked again for the figure: the core's reason has it only in its text
-    const uint32_t declared = capabilities->score(&args);
+    chorus_score_args with_context = args;
+    with_context.context = capabilities->context;
+    const uint32_t declared = capabilities->score(&with_context);
     if (declared > CHORUS_SCORE_MAX) {
       return "scores " + std::to_string(declared) + " for " + OperationText(args) + ": above " +
              max + ", taken as 0";
@@ -169,7 +171,10 @@ Cell PairCell(const Halves& halves, const chorus_capabilities* pair,
   transport_capabilities.ops = (1u << (CHORUS_OP_BARRIER + 1)) - 1;  // ignored: every op
   const Score a = ScoreOf(algorithm_capabilities, args);
   const Score t = ScoreOf(&transport_capabilities, args);
-  if (a.value * t.value / CHORUS_SCORE_MAX == cell.score.value) {
+  if (cell.score.unknown && (a.unknown || t.unknown)) {
+    cell.how = std::string(algorithm) + " " + a.Text() + " x " + transport + " " + t.Text() +
+               ": unknown until measured";
+  } else if (a.value * t.value / CHORUS_SCORE_MAX == cell.score.value) {
     cell.how = std::string(algorithm) + " " + std::to_string(a.value) + " x " + transport + " " +
                std::to_string(t.value) + " / " + std::to_string(CHORUS_SCORE_MAX);
   }
@@ -213,7 +218,7 @@ void FillTable(const std::vector<chorus_collective_op>& ops, CellAt&& cell_at, C
         }
         if (!cell.discarded.empty() && !discarded.count(name)) discarded[name] = cell.discarded;
         if (cell.by_name_only) by_name_only.insert(name);
-        row.scores.push_back(cell.score.value);
+        row.scores.push_back(cell.score.unknown ? CHORUS_SCORE_UNKNOWN : cell.score.value);
         row.how.push_back(cell.how);
       }
       std::tie(row.chosen, row.why) = choice(op, row.bytes);
@@ -280,7 +285,7 @@ void BuildCollectiveScores(const Registry& registry, const JobDescription& job, 
             entry.plugin->name());
         return ranked.empty() || ranked.front().score.value == 0
                    ? std::string("none")
-                   : ranked.front().name + " (" + std::to_string(ranked.front().score.value) + ")";
+                   : ranked.front().name + " (" + ranked.front().score.Text() + ")";
       };
       table->notes.push_back(name + " composes, by AUTO: " + at(within) + " within each host, " +
                              at(across) + " across hosts");
@@ -425,8 +430,14 @@ void PrintRejected(const Registry& registry, std::ostream& out) {
   }
 }
 
+// A row's score as printed: CHORUS_SCORE_UNKNOWN is "unknown" (the core ranks it as 1).
+std::string ScoreText(uint32_t score) {
+  return score == CHORUS_SCORE_UNKNOWN ? "unknown" : std::to_string(score);
+}
+uint32_t RankValue(uint32_t score) { return score == CHORUS_SCORE_UNKNOWN ? 1 : score; }
+
 std::string Scored(const std::string& name, uint32_t score) {
-  return name + " " + std::to_string(score);
+  return name + " " + ScoreText(score);
 }
 
 // `text` padded to `width`, or followed by one blank when it is as wide or wider (a long name).
@@ -467,8 +478,8 @@ void PrintPicks(const ScoreTable& table, std::ostream& out) {
       if (table.names[i] == row.chosen) {
         chosen_score = row.scores[i];
         chosen = i;
-      } else if (row.scores[i] > runner_score) {
-        runner_score = row.scores[i];
+      } else if (RankValue(row.scores[i]) > runner_score) {
+        runner_score = RankValue(row.scores[i]);
         runner_up = Scored(table.names[i], row.scores[i]);
         runner = i;
       }
@@ -535,7 +546,7 @@ void PrintMatrix(const ScoreTable& table, std::ostream& out) {
     out << "    " << std::setw(16) << CollectiveOpName(row.op) << std::setw(9)
         << (row.bytes ? SizeName(row.bytes) : "-");
     for (uint32_t score : row.scores) {
-      out << std::setw(static_cast<int>(width)) << (score ? std::to_string(score) : "-");
+      out << std::setw(static_cast<int>(width)) << (score ? ScoreText(score) : "-");
     }
     out << row.chosen << " (" << row.why << ")\n";
   }
@@ -547,7 +558,7 @@ void PrintMatrix(const ScoreTable& table, std::ostream& out) {
     std::vector<std::string> ways;
     for (const ScoreRow& row : table.rows) {
       if (i >= row.how.size() || row.how[i].empty() || row.scores[i] == 0) continue;
-      const std::string way = std::to_string(row.scores[i]) + " = " + row.how[i];
+      const std::string way = ScoreText(row.scores[i]) + " = " + row.how[i];
       if (std::find(ways.begin(), ways.end(), way) == ways.end()) ways.push_back(way);
     }
     std::string text;
@@ -562,7 +573,11 @@ nlohmann::json TableJson(const ScoreTable& table) {
     nlohmann::json scores = nlohmann::json::object();
     nlohmann::json how = nlohmann::json::object();  // the pairs': "ring 50 x ucx 30 / 100"
     for (size_t i = 0; i < table.names.size(); ++i) {
-      scores[table.names[i]] = row.scores[i];
+      if (row.scores[i] == CHORUS_SCORE_UNKNOWN) {
+        scores[table.names[i]] = "unknown";
+      } else {
+        scores[table.names[i]] = row.scores[i];
+      }
       if (i < row.how.size() && !row.how[i].empty()) how[table.names[i]] = row.how[i];
     }
     rows.push_back({{"operation", CollectiveOpName(row.op)},

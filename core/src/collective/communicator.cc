@@ -1,6 +1,7 @@
 #include <chorus/base/dtype.h>
 #include <chorus/base/environment.h>
 #include <chorus/base/error.h>
+#include <chorus/cluster_resolver/host_identity.h>
 #include <chorus/collective/communicator.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include "collective/autotune.h"
 #include "collective/current_registry.h"
 #include "collective/plan_check.h"
+#include "collective/plugin_job.h"
 #include "collective/signature_check.h"
 #include "runtime/plugin_call.h"
 #include "runtime/raw_options.h"
@@ -226,6 +228,13 @@ std::unique_ptr<Communicator> Communicator::Create(const Registry& registry,
   internal::RegistryScope registry_scope(registry);  // for a plugin that composes others
   try {
     if (config.check_plan && config.size > 1) self->CheckPlanAcrossRanks(registry);
+    if (config.job_id.empty()) {
+      const CKvStore root(config.store);
+      self->job_id_ = internal::JobIdOf(*root.get(), TimeoutMs(config.timeout_seconds),
+                                        "communicator '" + config.name + "'");
+    } else {
+      self->job_id_ = config.job_id;
+    }
     self->backends_.reserve(plan.collectives.size());
     // Every rank creates the same collectives in the same order, so their rendezvous meet.
     for (size_t i = 0; i < plan.collectives.size(); ++i) {
@@ -320,6 +329,15 @@ void Communicator::AddBackend(const Registry& registry, const std::string& name,
   args.num_options = raw.size();
   args.address = config_.address.empty() ? nullptr : config_.address.c_str();
   args.host_id = config_.host_id.empty() ? nullptr : config_.host_id.c_str();
+  args.context = backend.api->context;
+  backend.job = std::make_shared<internal::PluginJob>(
+      job_id_, config_.task_index >= 0 ? config_.task_index : config_.rank,
+      config_.num_tasks > 0 ? config_.num_tasks : config_.size,
+      config_.host_id.empty() ? HostIdentity() : config_.host_id, args.store, args.timeout_ms,
+      internal::ObjectIdOf(*args.store, config_.rank, job_id_, args.timeout_ms,
+                           "communicator '" + config_.name + "' over " + backend.name));
+  args.job = &backend.job->job;
+  args.object_id = backend.job->object_id.c_str();
   const std::string what = backend.plugins + ": create of collective '" + backend.name + "' on " +
                            TaskName(config_.rank);
   const auto timeout = std::chrono::milliseconds(args.timeout_ms);

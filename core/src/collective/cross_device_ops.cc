@@ -111,6 +111,7 @@ std::unique_ptr<CrossDeviceOps> CrossDeviceOps::Create(const Registry& registry,
     args.options = self->backends_.empty() ? raw.data() : nullptr;
     args.num_options = self->backends_.empty() ? raw.size() : 0;
     args.devices_last_error = devices.front().enumerator->library().table().last_error;
+    args.context = backend.api->context;
     const std::string plugin = internal::PluginWords(*backend.library);
     const std::string what = plugin + ": create of cross-device ops '" + backend.name + "'";
     const chorus_status status = internal::CreateInPlugin(

@@ -48,12 +48,10 @@ CrossDeviceOpsSelection SelectCrossDeviceOps(const Registry& registry,
   selection.name = ranked.front().name;
   std::string scores;
   for (const auto& r : ranked) {
-    if (r.score.value > 0)
-      scores += (scores.empty() ? "" : ", ") + r.name + " " + std::to_string(r.score.value);
+    if (r.score.value > 0) scores += (scores.empty() ? "" : ", ") + r.name + " " + r.score.Text();
   }
-  selection.source = "AUTO: " + selection.name + " scores " +
-                     std::to_string(ranked.front().score.value) + " for " + shape.Describe() +
-                     " (best of: " + scores + ")";
+  selection.source = "AUTO: " + selection.name + " scores " + ranked.front().score.Text() +
+                     " for " + shape.Describe() + " (best of: " + scores + ")";
   selection.names.push_back(selection.name);
   for (const GridPoint& point : SelectionGrid(kLocalOps)) {
     const auto best = RankCrossDeviceOps(

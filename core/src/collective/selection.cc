@@ -58,14 +58,14 @@ std::vector<Ranked> Rank(const Registry& registry, const std::vector<Entry>& ent
     if (ranked.back().score.invalid) WarnOfInvalidScore(ranked.back());
   }
   std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const Ranked& a, const Ranked& b) { return a.score.value > b.score.value; });
+                   [](const Ranked& a, const Ranked& b) { return RanksAbove(a.score, b.score); });
   return ranked;
 }
 
 std::string DescribeRanking(const std::vector<Ranked>& ranked) {
   std::vector<std::string> parts;
   for (const auto& r : ranked) {
-    if (r.score.value > 0) parts.push_back(r.name + " " + std::to_string(r.score.value));
+    if (r.score.value > 0) parts.push_back(r.name + " " + r.score.Text());
   }
   return Join(parts);
 }
@@ -94,8 +94,13 @@ std::string SectionName(int workers, int hosts) {
 
 JobShape JobShape::FromHostIds(const std::vector<std::string>& host_of_rank, std::string memory) {
   std::map<std::string, int> per_host;
-  for (const auto& host : host_of_rank) ++per_host[host];
+  std::map<std::string, uint32_t> number;
   JobShape shape;
+  for (const auto& host : host_of_rank) {
+    ++per_host[host];
+    const auto [it, added] = number.emplace(host, static_cast<uint32_t>(number.size()));
+    shape.host_of_rank.push_back(it->second);
+  }
   shape.ranks = static_cast<int>(host_of_rank.size());
   shape.hosts = static_cast<int>(per_host.size());
   shape.ranks_per_host = per_host.empty() ? 0 : per_host.begin()->second;
@@ -122,6 +127,7 @@ JobShape JobShape::WithinOneHost() const {
   JobShape local = *this;
   local.ranks = ranks_per_host;
   local.hosts = 1;
+  local.host_of_rank.assign(static_cast<size_t>(std::max(0, ranks_per_host)), 0);
   return local;
 }
 
@@ -129,6 +135,8 @@ JobShape JobShape::OnePerHost() const {
   JobShape cross = *this;
   cross.ranks = hosts;
   cross.ranks_per_host = 1;
+  cross.host_of_rank.clear();
+  for (int h = 0; h < hosts; ++h) cross.host_of_rank.push_back(static_cast<uint32_t>(h));
   return cross;
 }
 
@@ -168,15 +176,27 @@ chorus_score_args ScoreArgs(chorus_collective_op op, chorus_dtype dtype, uint64_
   args.ranks_per_host = shape.ranks_per_host;
   args.memory = shape.memory.c_str();
   args.request = request;
+  if (shape.host_of_rank.size() == static_cast<size_t>(shape.ranks) && shape.ranks > 0) {
+    args.host_of_rank = shape.host_of_rank.data();
+  }
   return args;
 }
 
+std::string Score::Text() const { return unknown ? "unknown" : std::to_string(value); }
+
+bool RanksAbove(const Score& a, const Score& b) {
+  if (a.value != b.value) return a.value > b.value;
+  return !a.unknown && b.unknown;
+}
+
 uint32_t ScoreValue(const chorus_capabilities* capabilities, const chorus_score_args& args) {
-  return internal::CapabilityScore(capabilities, args);
+  const uint32_t value = internal::CapabilityScore(capabilities, args);
+  return value == CHORUS_SCORE_UNKNOWN ? 1 : value;
 }
 
 Score ScoreOf(const chorus_capabilities* capabilities, const chorus_score_args& args) {
-  const uint32_t value = ScoreValue(capabilities, args);
+  const uint32_t value = internal::CapabilityScore(capabilities, args);
+  if (value == CHORUS_SCORE_UNKNOWN) return {1, "", false, true};
   if (value > 0) return {value, ""};
   // Why it is 0, in the order ScoreValue looked.
   if (capabilities == nullptr) {
@@ -214,7 +234,7 @@ Score ScoreOf(const chorus_capabilities* capabilities, const chorus_score_args& 
                 ": taken as 0 (a plugin bug; report it to the plugin's vendor)",
             true};
   }
-  if (*declared > CHORUS_SCORE_MAX) {
+  if (*declared > CHORUS_SCORE_MAX && *declared != CHORUS_SCORE_UNKNOWN) {
     return {0,
             "declares the score " + std::to_string(*declared) + " for " + operation +
                 ", outside 0.." + std::to_string(CHORUS_SCORE_MAX) +
@@ -445,7 +465,7 @@ std::string BestNamed(const Registry& registry, const std::vector<std::string>& 
     ranked.push_back({name, entry.plugin->name(), ScoreOf(entry.api->capabilities, args)});
   }
   std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const Ranked& a, const Ranked& b) { return a.score.value > b.score.value; });
+                   [](const Ranked& a, const Ranked& b) { return RanksAbove(a.score, b.score); });
   if (ranking != nullptr) *ranking = ranked;
   return !ranked.empty() && ranked.front().score.value > 0 ? ranked.front().name : "";
 }
@@ -481,6 +501,10 @@ void AddAutotuneCandidates(const Registry& registry, CollectivePlan& plan) {
       for (size_t i = 0; i < ranked.size() && i < static_cast<size_t>(settings.candidates_per_size);
            ++i) {
         if (ranked[i].score.value > 0) AddOnce(names, ranked[i].name);
+      }
+      // Only a measurement can place an unknown score: every one is a candidate.
+      for (const auto& r : ranked) {
+        if (r.score.unknown) AddOnce(names, r.name);
       }
     }
     return names;
@@ -640,8 +664,8 @@ CollectivePlan PlanByScores(const Registry& registry, const JobShape& shape,
                     " (" + Join(why, "; ") + ")");
   }
   plan.collectives.push_back(ranked.front().name);
-  plan.source = ranked.front().name + " scores " + std::to_string(ranked.front().score.value) +
-                " for a job of " + shape.Describe() + " (best of: " + DescribeRanking(ranked) + ")";
+  plan.source = ranked.front().name + " scores " + ranked.front().score.Text() + " for a job of " +
+                shape.Describe() + " (best of: " + DescribeRanking(ranked) + ")";
   // Every collective that wins an operation and size somewhere in the grid.
   for (const GridPoint& point : SelectionGrid(kEveryOp)) {
     const auto best = RankCollectives(
@@ -668,8 +692,7 @@ Decision Decide(const Registry& registry, const CollectivePlan& plan, chorus_col
     for (const auto& r : ranking) why.push_back(r.name + ": " + r.score.reason);
     return {"", "no collective of the plan serves it (" + Join(why, "; ") + ")"};
   }
-  return {best, "score " + std::to_string(ranking.front().score.value) + " (" +
-                    DescribeRanking(ranking) + ")"};
+  return {best, "score " + ranking.front().score.Text() + " (" + DescribeRanking(ranking) + ")"};
 }
 
 }  // namespace chorus

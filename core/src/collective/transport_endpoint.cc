@@ -1,8 +1,10 @@
 #include <chorus/base/error.h>
+#include <chorus/cluster_resolver/host_identity.h>
 #include <chorus/collective/transport_endpoint.h>
 
 #include <vector>
 
+#include "collective/plugin_job.h"
 #include "runtime/collective_p2p.h"
 #include "runtime/raw_options.h"
 
@@ -36,6 +38,17 @@ std::unique_ptr<TransportEndpoint> TransportEndpoint::Create(std::shared_ptr<Plu
   args.num_options = raw.size();
   args.address = config.address.empty() ? nullptr : config.address.c_str();
   args.host_id = config.host_id.empty() ? nullptr : config.host_id.c_str();
+  args.context = api.context;
+  if (config.store != nullptr) {
+    const std::string who = std::string("transport '") + api.name + "' endpoint";
+    const std::string job_id = internal::JobIdOf(*config.store, config.timeout_ms, who);
+    self->job_ = std::make_shared<internal::PluginJob>(
+        job_id, config.rank, config.size, config.host_id.empty() ? HostIdentity() : config.host_id,
+        config.store, config.timeout_ms,
+        internal::ObjectIdOf(*config.store, config.rank, job_id, config.timeout_ms, who));
+    args.job = &self->job_->job;
+    args.object_id = self->job_->object_id.c_str();
+  }
   const chorus_status status = api.create(&args, &self->handle_);
   if (status != CHORUS_OK) {
     self->handle_ = nullptr;
@@ -66,6 +79,7 @@ void RunAlgorithm(const PluginLibrary& plugin, const chorus_algorithm_api& algor
   }
   args.struct_size = sizeof(args);
   args.p2p = endpoint.p2p();
+  args.context = algorithm.context;
   const chorus_status status = algorithm.run(&args);
   if (status == CHORUS_OK) return;
   std::string message = plugin.LastError();

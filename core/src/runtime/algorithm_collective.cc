@@ -37,6 +37,7 @@ struct Communicator {
   std::vector<std::pair<std::string, std::string>> algorithm_options;
   std::vector<chorus_option> algorithm_option_view;
   std::unique_ptr<CKvStore> transport_store;  // the communicator's store, under its prefix
+  chorus_job job{};                           // the communicator's, with the transport's store
   chorus_transport_endpoint* endpoint = nullptr;
   std::unique_ptr<CollectiveP2p> p2p;
   std::atomic<bool> aborted{false};
@@ -150,6 +151,7 @@ void Run(Communicator& c, chorus_collective_op op, const void* send, void* recv,
   run.timeout_ms = c.timeout_ms;
   run.options = c.algorithm_option_view.data();
   run.num_options = c.algorithm_option_view.size();
+  run.context = algorithm.context;
   const chorus_status status = algorithm.run(&run);
   if (status == CHORUS_OK) return;
   std::string message = plugin.last_error != nullptr ? plugin.last_error() : "";
@@ -299,6 +301,18 @@ chorus_status CreateAlgorithmCommunicator(const AlgorithmOverTransport& what,
   transport.num_options = transport_options.size();
   transport.address = address.empty() ? nullptr : address.c_str();
   transport.host_id = host_id.empty() ? nullptr : host_id.c_str();
+  transport.context = what.transport->context;
+  // The transport is the communicator's only part a plugin sees as an object: it gets the
+  // communicator's object id (1.6), and its job with its own store.
+  if (CHORUS_HAS_FIELD(&a, chorus_communicator_create_args, object_id) && a.job != nullptr &&
+      a.object_id != nullptr) {
+    comm->job = *a.job;
+    comm->job.struct_size = sizeof(comm->job);
+    comm->job.store = transport.store;
+    comm->job.timeout_ms = transport.timeout_ms;
+    transport.job = &comm->job;
+    transport.object_id = a.object_id;
+  }
   const chorus_status status = what.transport->create(&transport, &comm->endpoint);
   if (status != CHORUS_OK) {
     comm->endpoint = nullptr;

@@ -1,9 +1,6 @@
 #include "runtime/algorithm_pairs.h"
 
-#include <array>
-#include <atomic>
 #include <chorus/plugin_sdk.hpp>
-#include <mutex>
 #include <utility>
 
 #include "runtime/capability_score.h"
@@ -11,42 +8,23 @@
 namespace chorus::internal {
 namespace {
 
-// The pair in each slot; the slot's create and score functions read it.
-std::array<std::atomic<const AlgorithmPair*>, kMaxAlgorithmPairs>& Slots() {
-  static std::array<std::atomic<const AlgorithmPair*>, kMaxAlgorithmPairs> slots{};
-  return slots;
-}
-std::mutex& SlotsMutex() {
-  static std::mutex mutex;
-  return mutex;
-}
-
-template <size_t N>
-chorus_status CreateAt(const chorus_communicator_create_args* args, chorus_communicator** out) {
-  const AlgorithmPair* pair = Slots()[N].load(std::memory_order_acquire);
-  if (pair == nullptr) {
-    return sdk::SetError(CHORUS_INTERNAL, "an algorithm@transport collective outlived its pair");
+// The table's context (plugin.h 1.6) is its pair, handed back in the create and score args.
+chorus_status PairCreate(const chorus_communicator_create_args* args, chorus_communicator** out) {
+  if (args == nullptr || !CHORUS_HAS_FIELD(args, chorus_communicator_create_args, context) ||
+      args->context == nullptr) {
+    return sdk::SetError(CHORUS_INVALID_ARGUMENT,
+                         "an algorithm@transport collective was created without its context");
   }
-  return pair->Create(args, out);
+  return static_cast<const AlgorithmPair*>(args->context)->Create(args, out);
 }
 
-template <size_t N>
-uint32_t ScoreAt(const chorus_score_args* args) {
-  const AlgorithmPair* pair = Slots()[N].load(std::memory_order_acquire);
-  return pair == nullptr || args == nullptr ? 0 : pair->Score(*args);
+uint32_t PairScore(const chorus_score_args* args) {
+  if (args == nullptr || !CHORUS_HAS_FIELD(args, chorus_score_args, context) ||
+      args->context == nullptr) {
+    return 0;
+  }
+  return static_cast<const AlgorithmPair*>(args->context)->Score(*args);
 }
-
-using CreateFunction = chorus_status (*)(const chorus_communicator_create_args*,
-                                         chorus_communicator**);
-using ScoreFunction = uint32_t (*)(const chorus_score_args*);
-
-template <size_t... N>
-constexpr std::array<std::pair<CreateFunction, ScoreFunction>, sizeof...(N)> SlotFunctions(
-    std::index_sequence<N...>) {
-  return {{{&CreateAt<N>, &ScoreAt<N>}...}};
-}
-
-constexpr auto kSlotFunctions = SlotFunctions(std::make_index_sequence<kMaxAlgorithmPairs>());
 
 // The stricter of two job shapes: ONE_HOST over UNIFORM over ANY.
 chorus_job_shape Stricter(chorus_job_shape a, chorus_job_shape b) {
@@ -64,8 +42,7 @@ std::string PairName(const char* algorithm, const char* transport) {
 std::unique_ptr<AlgorithmPair> AlgorithmPair::Make(std::shared_ptr<PluginLibrary> algorithm_plugin,
                                                    const chorus_algorithm_api& algorithm,
                                                    std::shared_ptr<PluginLibrary> transport_plugin,
-                                                   const chorus_transport_api& transport,
-                                                   std::string* why_not) {
+                                                   const chorus_transport_api& transport) {
   std::unique_ptr<AlgorithmPair> pair(new AlgorithmPair());
   pair->algorithm_plugin_ = algorithm_plugin;
   pair->transport_plugin_ = transport_plugin;
@@ -80,19 +57,6 @@ std::unique_ptr<AlgorithmPair> AlgorithmPair::Make(std::shared_ptr<PluginLibrary
   // The core copied both tables into its own layout, so a 1.2 plugin's reads as NULL here.
   const chorus_capabilities* transport_capabilities = transport.capabilities;
   pair->algorithm_capabilities_ = algorithm.capabilities;
-  {
-    std::lock_guard<std::mutex> lock(SlotsMutex());
-    size_t slot = 0;
-    while (slot < kMaxAlgorithmPairs && Slots()[slot].load() != nullptr) ++slot;
-    if (slot == kMaxAlgorithmPairs) {
-      *why_not = "more than " + std::to_string(kMaxAlgorithmPairs) +
-                 " algorithm@transport pairs in this process";
-      return nullptr;
-    }
-    pair->slot_ = slot;
-    Slots()[slot].store(pair.get(), std::memory_order_release);
-  }
-  const auto [create, score] = kSlotFunctions[pair->slot_];
   const chorus_capabilities* capabilities = nullptr;
   if (pair->algorithm_capabilities_ != nullptr && transport_capabilities != nullptr) {
     pair->transport_capabilities_ = *transport_capabilities;
@@ -100,17 +64,16 @@ std::unique_ptr<AlgorithmPair> AlgorithmPair::Make(std::shared_ptr<PluginLibrary
     pair->capabilities_ = sdk::Capabilities(
         sdk::kHostMemory,
         Stricter(pair->algorithm_capabilities_->shape, transport_capabilities->shape),
-        pair->algorithm_capabilities_->ops & algorithm.supported_ops, score);
+        pair->algorithm_capabilities_->ops & algorithm.supported_ops, PairScore);
+    pair->capabilities_.context = pair.get();
     capabilities = &pair->capabilities_;
   }
-  pair->table_ = AlgorithmCollectiveTable(pair->what_.name.c_str(), create, capabilities);
+  pair->table_ = AlgorithmCollectiveTable(pair->what_.name.c_str(), PairCreate, capabilities);
+  pair->table_.context = pair.get();
   return pair;
 }
 
-AlgorithmPair::~AlgorithmPair() {
-  std::lock_guard<std::mutex> lock(SlotsMutex());
-  Slots()[slot_].store(nullptr, std::memory_order_release);
-}
+AlgorithmPair::~AlgorithmPair() = default;
 
 chorus_status AlgorithmPair::Create(const chorus_communicator_create_args* args,
                                     chorus_communicator** out) const {
@@ -118,10 +81,9 @@ chorus_status AlgorithmPair::Create(const chorus_communicator_create_args* args,
 }
 
 uint32_t AlgorithmPair::Score(const chorus_score_args& args) const {
-  const uint64_t algorithm = CapabilityScore(algorithm_capabilities_, args);
+  const uint32_t algorithm = CapabilityScore(algorithm_capabilities_, args);
   if (algorithm == 0) return 0;
-  const uint64_t transport = CapabilityScore(&transport_capabilities_, args);
-  return static_cast<uint32_t>(algorithm * transport / CHORUS_SCORE_MAX);
+  return PairProduct(algorithm, CapabilityScore(&transport_capabilities_, args));
 }
 
 }  // namespace chorus::internal

@@ -7,8 +7,8 @@
 // Each pair is a real chorus_collective_api (algorithm_collective.h), so everything that takes a
 // collective (CHORUS_COMMUNICATION, CHORUS_ALGORITHM rules, the tuning file, AUTO's scores,
 // chorus-bench --backends, the host's composition service, the conformance kit) takes a pair.
-// A C table's create and score get no context pointer, so each pair takes one of a fixed number
-// of slots whose functions know their pair (kMaxAlgorithmPairs in a process at once).
+// The pair's table and capabilities carry the pair as their context (plugin.h 1.6), which the
+// core hands back in the create and score args, so every pair shares one create and one score.
 //
 // Score (ABI 1.3): the algorithm's score x the transport's score / CHORUS_SCORE_MAX, both asked
 // with the same chorus_score_args; 0 (chosen by name only) when either declares no capabilities.
@@ -27,19 +27,15 @@
 
 namespace chorus::internal {
 
-inline constexpr size_t kMaxAlgorithmPairs = 512;
-
 // The name of the pair: "<algorithm>@<transport>".
 std::string PairName(const char* algorithm, const char* transport);
 
 class AlgorithmPair {
  public:
-  // nullptr, with *why_not set, when every slot is taken.
   static std::unique_ptr<AlgorithmPair> Make(std::shared_ptr<PluginLibrary> algorithm_plugin,
                                              const chorus_algorithm_api& algorithm,
                                              std::shared_ptr<PluginLibrary> transport_plugin,
-                                             const chorus_transport_api& transport,
-                                             std::string* why_not);
+                                             const chorus_transport_api& transport);
   ~AlgorithmPair();
   AlgorithmPair(const AlgorithmPair&) = delete;
   AlgorithmPair& operator=(const AlgorithmPair&) = delete;
@@ -62,7 +58,6 @@ class AlgorithmPair {
   chorus_capabilities transport_capabilities_{};  // ops widened: a transport's ops are ignored
   chorus_capabilities capabilities_{};
   chorus_collective_api table_{};
-  size_t slot_ = 0;
 };
 
 }  // namespace chorus::internal

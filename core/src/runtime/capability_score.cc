@@ -11,8 +11,10 @@ bool Serves(std::string_view declared, std::string_view wanted) {
 
 std::optional<uint32_t> DeclaredScore(const chorus_capabilities* capabilities,
                                       const chorus_score_args& args) {
+  chorus_score_args with_context = args;
+  with_context.context = capabilities->context;
   try {
-    return capabilities->score(&args);
+    return capabilities->score(&with_context);
   } catch (...) {
     return std::nullopt;
   }
@@ -32,7 +34,14 @@ uint32_t CapabilityScore(const chorus_capabilities* capabilities, const chorus_s
   if (capabilities->shape == CHORUS_SHAPE_ONE_HOST && args.hosts != 1) return 0;
   if (capabilities->shape == CHORUS_SHAPE_UNIFORM && args.ranks_per_host <= 0) return 0;
   const std::optional<uint32_t> declared = DeclaredScore(capabilities, args);
-  return declared && *declared <= CHORUS_SCORE_MAX ? *declared : 0;
+  if (!declared) return 0;
+  return *declared <= CHORUS_SCORE_MAX || *declared == CHORUS_SCORE_UNKNOWN ? *declared : 0;
+}
+
+uint32_t PairProduct(uint32_t a, uint32_t b) {
+  if (a == 0 || b == 0) return 0;
+  if (a == CHORUS_SCORE_UNKNOWN || b == CHORUS_SCORE_UNKNOWN) return CHORUS_SCORE_UNKNOWN;
+  return static_cast<uint32_t>(uint64_t{a} * b / CHORUS_SCORE_MAX);
 }
 
 }  // namespace chorus::internal

@@ -21,8 +21,13 @@ bool Serves(std::string_view declared, std::string_view wanted);
 std::optional<uint32_t> DeclaredScore(const chorus_capabilities* capabilities,
                                       const chorus_score_args& args);
 
+// a x b / CHORUS_SCORE_MAX, the score of a pair algorithm@transport from its halves': 0 when
+// either is 0, CHORUS_SCORE_UNKNOWN when either is unknown.
+uint32_t PairProduct(uint32_t a, uint32_t b);
+
 // 0 when `capabilities` is NULL or does not serve `args` (op, memory, shape), and for a declared
-// score above CHORUS_SCORE_MAX or a score function that threw; else the declared score.
+// score above CHORUS_SCORE_MAX (other than CHORUS_SCORE_UNKNOWN) or a score function that threw;
+// else the declared score. The score function gets args.context = capabilities->context (1.6).
 uint32_t CapabilityScore(const chorus_capabilities* capabilities, const chorus_score_args& args);
 
 }  // namespace chorus::internal

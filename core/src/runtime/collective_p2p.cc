@@ -2,12 +2,20 @@
 
 #include <algorithm>
 #include <chorus/plugin_sdk.hpp>
+#include <string>
 #include <vector>
 
 namespace chorus::internal {
 namespace {
 
 CollectiveP2p& Self(void* ctx) { return *static_cast<CollectiveP2p*>(ctx); }
+
+// chorus_p2p.last_error (1.6): per thread, as plugin.h's last_error. One string for every
+// CollectiveP2p: the message of the last failed call of this thread through any of them is what
+// an algorithm that just saw the failure reads.
+thread_local std::string t_last_error;
+
+const char* LastError(void*) { return t_last_error.c_str(); }
 
 chorus_request* AsRequest(chorus_p2p_request* request) {
   return reinterpret_cast<chorus_request*>(request);
@@ -27,6 +35,7 @@ CollectiveP2p::CollectiveP2p(const chorus_plugin& plugin, const chorus_transport
   p2p_.wait = Wait;
   p2p_.test = Test;
   p2p_.free = Free;
+  p2p_.last_error = LastError;
 }
 
 CollectiveP2p::~CollectiveP2p() { FreeLeftovers(); }
@@ -75,13 +84,17 @@ chorus_status CollectiveP2p::Failed(chorus_status status, const char* what) {
     }
   }
   if (first) transport_.abort(endpoint_);
-  // The algorithm (when it is the core's own) reads the message from here.
+  t_last_error = message;
+  // The core's own algorithm reads the message from here, a plugin's from last_error.
   return sdk::SetError(status, std::move(message));
 }
 
 chorus_status CollectiveP2p::Start(bool send, const chorus_p2p_args* args,
                                    chorus_p2p_request** out) {
-  if (out == nullptr) return sdk::SetError(CHORUS_INVALID_ARGUMENT, "p2p: request is NULL");
+  if (out == nullptr) {
+    t_last_error = "p2p: request is NULL";
+    return sdk::SetError(CHORUS_INVALID_ARGUMENT, t_last_error);
+  }
   *out = nullptr;
   chorus_request* request = nullptr;
   const chorus_status status = send ? transport_.isend(endpoint_, args, &request)

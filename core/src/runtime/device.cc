@@ -71,6 +71,7 @@ std::shared_ptr<DeviceEnumerator> DeviceEnumerator::Create(std::shared_ptr<Plugi
   args.struct_size = sizeof(args);
   args.options = raw.data();
   args.num_options = raw.size();
+  args.context = self->api_->context;
   if (job) {
     auto view = std::make_shared<JobView>();
     view->store =

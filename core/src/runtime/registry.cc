@@ -74,13 +74,8 @@ void Registry::IndexAlgorithmPairs() {
                          ": a plugin's collective has that name already");
         continue;
       }
-      std::string why_not;
       std::shared_ptr<internal::AlgorithmPair> pair = internal::AlgorithmPair::Make(
-          algorithm.plugin, *algorithm.api, transport.plugin, *transport.api, &why_not);
-      if (!pair) {
-        notes_.push_back("no collective " + name + ": " + why_not);
-        continue;
-      }
+          algorithm.plugin, *algorithm.api, transport.plugin, *transport.api);
       collectives_.push_back(
           {plugins_.front(), pair->table(), {algorithm.plugin, transport.plugin}});
       algorithm_pairs_.push_back(std::move(pair));

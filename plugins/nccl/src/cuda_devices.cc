@@ -311,6 +311,7 @@ const chorus_device_enumerator_api* CudaDevicesTable() {
       .divide = Divide,
       .synchronize = Synchronize,
       .describe = Describe,
+      .context = nullptr,
   };
   return &table;
 }

@@ -82,7 +82,7 @@ class P2pRequests {
         // The requests from i on stay live for the destructor.
         live_.erase(live_.begin(), live_.begin() + static_cast<std::ptrdiff_t>(i));
         Fail(status, name_, ": rank ", p2p_.rank, ": a ", what_[i], " rank ", peers_[i],
-             " failed (", chorus::StatusName(status), ")");
+             " failed (", chorus::StatusName(status), ")", TransportWords());
       }
       p2p_.free(p2p_.ctx, live_[i]);
     }
@@ -94,6 +94,13 @@ class P2pRequests {
 
  private:
   using StartFunction = chorus_status (*)(void*, const chorus_p2p_args*, chorus_p2p_request**);
+  // ": <the transport's message>" from chorus_p2p.last_error (ABI 1.6), or "" under an older
+  // core or when it has none.
+  std::string TransportWords() const {
+    if (!CHORUS_HAS_FIELD(&p2p_, chorus_p2p, last_error) || p2p_.last_error == nullptr) return "";
+    const char* words = p2p_.last_error(p2p_.ctx);
+    return words == nullptr || *words == '\0' ? "" : std::string(": ") + words;
+  }
   void Start(StartFunction start, int peer, uint64_t tag, void* data, size_t bytes,
              const char* what) {
     chorus_p2p_args args{};
@@ -110,7 +117,7 @@ class P2pRequests {
     const chorus_status status = start(p2p_.ctx, &args, &request);
     if (status != CHORUS_OK) {
       Fail(status, name_, ": rank ", p2p_.rank, ": could not start the ", what, " rank ", peer,
-           " (", chorus::StatusName(status), ")");
+           " (", chorus::StatusName(status), ")", TransportWords());
     }
     live_.push_back(request);
     what_.push_back(what);

@@ -1,5 +1,5 @@
 /*
- * chorus plugin ABI, version 1.4 (what each minor added: sdk/CHANGELOG.md).
+ * chorus plugin ABI, version 1.6 (what each minor added: sdk/CHANGELOG.md).
  *
  * The only header a chorus plugin needs. C99, no other chorus header, no C++ type crosses it.
  *
@@ -30,9 +30,15 @@
  *  - Out-pointers (chorus_request**, the `out` of create calls) are never NULL.
  *  - Time-outs are in milliseconds; a negative value means "no time-out" and is used only where
  *    a comment allows it. Every blocking call takes one.
- *  - Fields and tables marked "1.1" ("1.2" ... "1.5") are absent when the other side was
+ *  - Fields and tables marked "1.1" ("1.2" ... "1.6") are absent when the other side was
  *    built against an older minor: a plugin checks CHORUS_HAS_FIELD (or the host's abi_minor)
  *    before it reads one, and the core does the same with a plugin's tables.
+ *  - Context pointers (1.6): every interface table and chorus_capabilities has a `context` the
+ *    plugin sets; the core hands it back in the `context` of the args of that table's create
+ *    (an algorithm's run) and of the capabilities' score. One function can then serve many
+ *    tables (a library's many algorithms, generated at init), which C function pointers alone
+ *    cannot tell apart. Under a core older than 1.6 the args have no `context`: a plugin that
+ *    needs it checks CHORUS_HAS_FIELD, or declares such tables only when host->abi_minor >= 6.
  */
 #ifndef CHORUS_PLUGIN_H_
 #define CHORUS_PLUGIN_H_
@@ -45,7 +51,7 @@ extern "C" {
 #endif
 
 #define CHORUS_ABI_MAJOR 1
-#define CHORUS_ABI_MINOR 5
+#define CHORUS_ABI_MINOR 6
 
 /* Name of the one symbol every plugin exports. */
 #define CHORUS_PLUGIN_ENTRY_SYMBOL "chorus_plugin_get"
@@ -313,6 +319,14 @@ typedef struct chorus_score_args {
   int32_t ranks_per_host; /* 0 when hosts run different numbers of ranks */
   const char* memory;     /* "host", or the platform of the devices' enumerator ("cpu", "cuda") */
   chorus_implementation_request request;
+  /* 1.6: the `context` of the capabilities whose score is called. */
+  void* context;
+  /* 1.6: which host each rank runs on: host_of_rank[r] for r < ranks, hosts numbered from 0 in
+     the order of their first rank (so rank 0 is on host 0), the same array on every rank. Rank
+     r and s share memory when the numbers are equal. NULL when the core does not know (a score
+     asked for a shape alone, as chorus-info's table and the kit's grid do): then only `hosts`
+     and `ranks_per_host` say it. Borrowed for the call. */
+  const uint32_t* host_of_rank;
 } chorus_score_args;
 
 /* Scores run from 0 (cannot, or must not be chosen) to CHORUS_SCORE_MAX; AUTO takes the
@@ -321,6 +335,16 @@ typedef struct chorus_score_args {
    10-49 general purpose and faster than the references, 50-89 specialists for a shape or
    memory (shared memory on one host: 80), 90-100 a vendor's library on its own hardware. */
 #define CHORUS_SCORE_MAX 100u
+
+/* 1.6: "I cannot know how well I do here": the plugin's speed depends on what only a
+   measurement shows (a library that picks its own wires at run time). Without a measurement
+   the core ranks it below every known score above 0 (so AUTO takes it only when nothing else
+   serves); it measures it wherever it measures (CHORUS_AUTOTUNE takes it among the candidates
+   of every size, beside the best known ones), and a tuning file or cache that names it decides.
+   chorus-info shows "unknown". A pair algorithm@transport whose either half is unknown is
+   unknown. Only for a core of 1.6 or later (host->abi_minor >= 6): an older core reads any
+   value above CHORUS_SCORE_MAX as a broken score, 0. */
+#define CHORUS_SCORE_UNKNOWN 0xfffffffeu
 
 /* Flags of chorus_capabilities. */
 /* Composes two other collectives by host: takes options local=<collective> and
@@ -339,8 +363,11 @@ typedef struct chorus_capabilities {
   /* The score of one operation, 0..CHORUS_SCORE_MAX. Called only for an operation in `ops`, on
      memory in `memory`, for a job of `shape`. Pure and cheap: the core calls it while it
      selects, from any thread, and every rank must get the same answer for the same args. It
-     may call the host's chorus_host_collectives.best_score. */
+     may call the host's chorus_host_collectives.best_score. Returns CHORUS_SCORE_UNKNOWN (1.6)
+     where only a measurement can say. */
   uint32_t (*score)(const chorus_score_args* args);
+  /* 1.6: handed back as chorus_score_args.context; the plugin's own, never read by the core. */
+  void* context;
 } chorus_capabilities;
 
 /* ------------------------------------------------------------------------------------------ */
@@ -369,8 +396,9 @@ typedef struct chorus_device_info {
 } chorus_device_info;
 
 /* 1.5: the job a process belongs to, for a plugin whose own runtime must meet the job's other
-   processes (a PJRT client's key-value exchange of its devices). Owned by the core; lives until
-   the destroy of the object it was handed to returns. */
+   processes (a PJRT client's key-value exchange of its devices), and (1.6) for naming what is
+   per job. Handed to device contexts (1.5), communicators and transport endpoints (1.6). Owned
+   by the core; lives until the destroy of the object it was handed to returns. */
 typedef struct chorus_job {
   size_t struct_size;
   /* The same in every process of the job, and different for every job the same hosts run (the
@@ -382,7 +410,8 @@ typedef struct chorus_job {
      CHORUS_HOST_ID), different across hosts. */
   const char* host_id;
   /* The job's rendezvous store, scoped to a prefix of this plugin's own (the job secret, when
-     the job has one, guards it as it guards the core's). */
+     the job has one, guards it as it guards the core's); for a communicator or endpoint, its
+     own store (the create args' `store`). */
   const chorus_kv_store* store;
   /* How long a wait for the job's other processes may last (CHORUS_TIMEOUT_SECONDS): a wait
      past it is the job's failure, reported as CHORUS_TIMEOUT naming what did not come. */
@@ -397,6 +426,7 @@ typedef struct chorus_device_context_create_args {
      several hosts), else NULL. A context made for a job may keep the pointer until destroy; the
      core makes a new context when the process joins a job after the first one was made. */
   const chorus_job* job;
+  void* context; /* 1.6: the enumerator table's context */
 } chorus_device_context_create_args;
 
 /* dst and src may each be a device index or CHORUS_HOST_DEVICE. */
@@ -445,6 +475,8 @@ typedef struct chorus_device_enumerator_api {
      version; a PJRT plugin's path, C API version and platform). Owned by the context, valid
      until destroy; NULL (the slot or the answer) when there is nothing to say. */
   const char* (*describe)(chorus_device_context* ctx);
+  /* 1.6: handed back as the create args' context; the plugin's own, never read by the core. */
+  void* context;
 } chorus_device_enumerator_api;
 
 /* ------------------------------------------------------------------------------------------ */
@@ -463,6 +495,7 @@ typedef struct chorus_cross_device_ops_create_args {
   size_t num_options;
   /* The enumerator plugin's last_error(), to quote its message when a kernel fails. */
   const char* (*devices_last_error)(void);
+  void* context; /* 1.6: the cross-device ops table's context */
 } chorus_cross_device_ops_create_args;
 
 /* Reduces num_inputs buffers of `count` elements elementwise and writes the result to every
@@ -551,6 +584,8 @@ typedef struct chorus_cross_device_ops_api {
   chorus_status (*reduce_scatter)(chorus_cross_device_ops* ops,
                                   const chorus_cross_device_reduce_scatter_args* args,
                                   chorus_request** request);
+  /* 1.6: handed back as the create args' context; the plugin's own, never read by the core. */
+  void* context;
 } chorus_cross_device_ops_api;
 
 /* ------------------------------------------------------------------------------------------ */
@@ -576,6 +611,17 @@ typedef struct chorus_communicator_create_args {
      CHORUS_HOST_ID, else host name and boot id). Both borrowed for the call. */
   const char* address;
   const char* host_id;
+  void* context; /* 1.6: the collective table's context */
+  /* 1.6: the job (see chorus_job): its id, this process's task index among the job's tasks
+     (which differs from `rank` in a communicator of part of the job), this host's identity, the
+     communicator's store (the same as `store`) and time-out. Never NULL from a 1.6 core. Lives
+     until destroy returns. */
+  const chorus_job* job;
+  /* 1.6: the same on every rank of this communicator, different for every other communicator
+     or endpoint of the job and for every other job ("<job id>/<what>", [A-Za-z0-9_./-]): for
+     naming what belongs to this object alone (a shared-memory segment, a socket folder)
+     without agreeing on a name through the store. Lives until destroy returns. */
+  const char* object_id;
 } chorus_communicator_create_args;
 
 /* recv may equal send (in place). Every rank passes the same count, dtype and op; a plugin that
@@ -641,6 +687,8 @@ typedef struct chorus_collective_api {
   void (*abort)(chorus_communicator* comm);
   /* 1.1: what it serves and how well; static. NULL: it is chosen only by name, never by AUTO. */
   const chorus_capabilities* capabilities;
+  /* 1.6: handed back as the create args' context; the plugin's own, never read by the core. */
+  void* context;
 } chorus_collective_api;
 
 /* ------------------------------------------------------------------------------------------ */
@@ -658,11 +706,32 @@ typedef struct chorus_transport_create_args {
   /* 1.1: as in chorus_communicator_create_args. */
   const char* address;
   const char* host_id;
+  /* 1.6: as in chorus_communicator_create_args. */
+  void* context; /* the transport table's context */
+  const chorus_job* job;
+  const char* object_id;
 } chorus_transport_create_args;
 
-/* Messages between one pair of ranks with the same tag arrive in the order sent. A receive
-   must name the exact byte count the sender sends; a different count fails with
-   CHORUS_INVALID_ARGUMENT on the receiver. */
+/* What every transport must do. The conformance kit checks each rule and names it when it
+   fails ("breaks plugin.h transport rule T2").
+   T1 (order): messages between one pair of ranks with the same tag arrive in the order sent;
+      tags are independent of each other.
+   T2 (receives in any order): a receive may be posted before or after its send, and receives of
+      different tags in another order than the sends. No send may wait for receives to be posted
+      in send order: a transport either buffers unexpected messages (without a bound that can
+      block the connection: a capped buffer that stops reading deadlocks), or holds a large
+      message at the sender until its receive is posted (rendezvous: the sender announces it,
+      the receiver asks for it when the receive is posted), while later messages of other tags
+      still get through. The core's tcp buffers; ucx and the socket template do rendezvous.
+   T3 (exact size): a receive names the exact byte count sent; another count fails with
+      CHORUS_INVALID_ARGUMENT on the receiver.
+   T4 (lost peer): when a peer dies or closes its endpoint, every pending and later send to it
+      and receive from it completes with CHORUS_PEER_LOST (CHORUS_ABORTED after an abort) within
+      5 s, last_error naming the peer; a send to a lost peer never hangs, whatever its size.
+   T5 (abort): after abort(), every pending request completes with CHORUS_ABORTED within 5 s and
+      later calls fail with CHORUS_ABORTED.
+   T6 (time-outs): request_wait returns CHORUS_TIMEOUT at its timeout_ms and leaves the request
+      live; destroy returns within the create's timeout_ms even when peers are gone. */
 typedef struct chorus_p2p_args {
   size_t struct_size;
   int32_t peer;
@@ -691,6 +760,8 @@ typedef struct chorus_transport_api {
      carries the messages of that operation, 0..CHORUS_SCORE_MAX (the core's tcp: 10 for AUTO, 50
      for RING). Static. NULL: its pairs are chosen by name only, never by AUTO. */
   const chorus_capabilities* capabilities;
+  /* 1.6: handed back as the create args' context; the plugin's own, never read by the core. */
+  void* context;
 } chorus_transport_api;
 
 /* ------------------------------------------------------------------------------------------ */
@@ -712,6 +783,10 @@ typedef struct chorus_p2p {
   chorus_status (*test)(void* ctx, chorus_p2p_request* request, int* done);
   /* Frees a request that finished, or whose endpoint was aborted. */
   void (*free)(void* ctx, chorus_p2p_request* request);
+  /* 1.6: the message of the last call of this thread through this chorus_p2p that did not
+     return CHORUS_OK (the transport's own words, naming the peer), for the algorithm's error.
+     Owned by the core, valid until the thread's next call through it. Never NULL. */
+  const char* (*last_error)(void* ctx);
 } chorus_p2p;
 
 /* One collective on host memory. Fields as in the collective's argument structs: for
@@ -730,6 +805,7 @@ typedef struct chorus_algorithm_run_args {
   int64_t timeout_ms;
   const chorus_option* options; /* borrowed for the call */
   size_t num_options;
+  void* context; /* 1.6: the algorithm table's context */
 } chorus_algorithm_run_args;
 
 typedef struct chorus_algorithm_api {
@@ -746,6 +822,8 @@ typedef struct chorus_algorithm_api {
      core's ring: 50 for AUTO, 100 for RING; so ring@tcp scores 5 and 50). memory: {"host"};
      ops: a subset of supported_ops. Static. NULL: its pairs are chosen by name only. */
   const chorus_capabilities* capabilities;
+  /* 1.6: handed back as the run args' context; the plugin's own, never read by the core. */
+  void* context;
 } chorus_algorithm_api;
 
 /* ------------------------------------------------------------------------------------------ */

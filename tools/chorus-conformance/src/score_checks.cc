@@ -301,10 +301,11 @@ ScoreFindings CheckScores(ScoredKind kind, const std::string& name, const chorus
               args.ranks_per_host = shape.ranks_per_host;
               args.memory = m.c_str();
               args.request = request;
+              args.context = c.context;
               const uint32_t first = c.score(&args);
               const uint32_t second = c.score(&args);
               const std::string point = PointText(kind, args);
-              if (first > CHORUS_SCORE_MAX) {
+              if (first > CHORUS_SCORE_MAX && first != CHORUS_SCORE_UNKNOWN) {
                 out_of_range.Add(
                     what + " scores " + std::to_string(first) + " for " + point + ": above " +
                     "CHORUS_SCORE_MAX (" + std::to_string(CHORUS_SCORE_MAX) + "), so the core " +
@@ -318,7 +319,9 @@ ScoreFindings CheckScores(ScoredKind kind, const std::string& name, const chorus
                            "the arguments only (every rank must get the same answer, and the " +
                            "core asks from any thread) [rule: the same answer when asked twice]");
               }
-              const uint32_t taken = first <= CHORUS_SCORE_MAX ? first : 0;
+              // As the core takes it: CHORUS_SCORE_UNKNOWN (1.6) ranks as 1 until measured.
+              const uint32_t taken =
+                  first == CHORUS_SCORE_UNKNOWN ? 1 : (first <= CHORUS_SCORE_MAX ? first : 0);
               if (unrun) {
                 unrun_scores[op] = std::max(unrun_scores[op], taken);
                 continue;  // the core never asks a pair for it

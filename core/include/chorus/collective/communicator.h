@@ -31,7 +31,8 @@ namespace chorus {
 
 namespace internal {
 class AbortFlag;
-}
+struct PluginJob;
+}  // namespace internal
 
 struct CommunicatorConfig {
   int rank = 0;
@@ -66,6 +67,12 @@ struct CommunicatorConfig {
   // Skips the check that every rank created the same collectives (for communicators a plugin
   // composes, whose parent checked).
   bool check_plan = true;
+  // The job, as every collective's create sees it (chorus_job, plugin.h 1.6): its id ("": the
+  // one the store holds, drawn by the first process that asks), this process's index among the
+  // job's processes and their number (-1: rank and size).
+  std::string job_id;
+  int task_index = -1;
+  int num_tasks = -1;
 };
 
 class Communicator {
@@ -142,6 +149,7 @@ class Communicator {
     const chorus_collective_api* api = nullptr;
     chorus_communicator* handle = nullptr;
     std::unique_ptr<CKvStore> store;
+    std::shared_ptr<internal::PluginJob> job;  // what create was handed as job and object_id
   };
 
   Communicator();
@@ -175,6 +183,7 @@ class Communicator {
   bool Aborted() const;
 
   CommunicatorConfig config_;
+  std::string job_id_;
   CollectivePlan plan_;
   std::vector<Backend> backends_;  // fixed after Create, in plan_.collectives' order
   uint64_t sequence_ = 0;

@@ -31,6 +31,9 @@ struct JobShape {
   int hosts = 1;
   int ranks_per_host = 1;       // 0 when hosts run different numbers of ranks
   std::string memory = "host";  // "host", or the devices' platform ("cpu", "cuda")
+  // The host of each rank, hosts numbered from 0 in the order of their first rank; empty when
+  // only the counts are known. Handed to scores as chorus_score_args.host_of_rank (1.6).
+  std::vector<uint32_t> host_of_rank;
 
   // From the host id of every rank (ranks with equal ids share a host).
   static JobShape FromHostIds(const std::vector<std::string>& host_of_rank,
@@ -57,13 +60,21 @@ struct Score {
   // The plugin broke the ABI: a score above CHORUS_SCORE_MAX (a negative int seen as unsigned,
   // INT_MAX) or an exception out of its score function. Such a score counts as 0.
   bool invalid = false;
+  // The plugin declared CHORUS_SCORE_UNKNOWN (1.6): value is then 1 (it ranks below every known
+  // score above 0, see RanksAbove), and autotuning measures it.
+  bool unknown = false;
+  // "42", or "unknown".
+  std::string Text() const;
 };
+// Whether `a` ranks above `b`: the higher value; at equal values a known score above an unknown.
+bool RanksAbove(const Score& a, const Score& b);
 // Filters by the capabilities (ops, memory, shape) before it calls the plugin's score; a table
 // without capabilities (ABI 1.0) scores 0 ("chosen by name only"). A score above
 // CHORUS_SCORE_MAX, or a score function that throws, counts as 0 (Score::invalid): it is a bug,
-// and taking it as the maximum would let the broken plugin win AUTO.
+// and taking it as the maximum would let the broken plugin win AUTO. CHORUS_SCORE_UNKNOWN counts
+// as 1 (Score::unknown).
 Score ScoreOf(const chorus_capabilities* capabilities, const chorus_score_args& args);
-// The value alone, without building the reason (for routing each operation).
+// The value alone, without building the reason (for routing each operation); 1 for unknown.
 uint32_t ScoreValue(const chorus_capabilities* capabilities, const chorus_score_args& args);
 
 // Every collective / cross-device ops of `registry` with its score for `args`, best first (ties
@@ -148,8 +159,9 @@ struct CollectivePlan {
 
 // The plan for a job of `shape`: `implementation` (a constructor argument; AUTO defers) >
 // CHORUS_COMMUNICATION (AUTO, RING, NCCL, a collective's name or local+cross) and CHORUS_ALGORITHM
-// > CHORUS_TUNING_FILE > autotuning (CHORUS_AUTOTUNE, under AUTO) > scores. Throws Error naming the variable and the available names for an
-// unknown name, and saying what is missing when RING or NCCL finds no collective answering it.
+// > CHORUS_TUNING_FILE > autotuning (CHORUS_AUTOTUNE, under AUTO) > scores. Throws Error naming the
+// variable and the available names for an unknown name, and saying what is missing when RING or
+// NCCL finds no collective answering it.
 CollectivePlan PlanCollectives(const Registry& registry, CommunicationImplementation implementation,
                                const JobShape& shape);
 // The plan AUTO makes for `shape` as no variable but the tuning ones would change it: the tuning

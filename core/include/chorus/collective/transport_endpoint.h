@@ -21,7 +21,8 @@ namespace chorus {
 
 namespace internal {
 class CollectiveP2p;
-}
+struct PluginJob;
+}  // namespace internal
 
 struct TransportConfig {
   int rank = 0;
@@ -66,6 +67,7 @@ class TransportEndpoint {
   chorus_transport_endpoint* handle_ = nullptr;
   int rank_ = 0, size_ = 1;
   std::unique_ptr<internal::CollectiveP2p> p2p_;
+  std::shared_ptr<internal::PluginJob> job_;  // what create was handed as job and object_id
 };
 
 // Runs one collective of `algorithm` (a table of `plugin`) over `endpoint` on the calling thread:

@@ -252,8 +252,9 @@ TEST(ChorusLaunch, AWorkerKilledByASignalGives128PlusTheSignal) {
 TEST(ChorusLaunch, AWorkerEndedByTheWatchdogIsNamedAsSuch) {
   TempDir dir;
   const std::string pids = "pid-dir=" + dir.path().string();
-  Launch launch(dir, {"-n", "2", "--timeout", "60", LAUNCH_PROBE_PATH, pids, "wait-files=2",
-                      "exit=" + std::to_string(chorus::kWatchdogExitStatus) + "@1", "sleep=forever"});
+  Launch launch(dir,
+                {"-n", "2", "--timeout", "60", LAUNCH_PROBE_PATH, pids, "wait-files=2",
+                 "exit=" + std::to_string(chorus::kWatchdogExitStatus) + "@1", "sleep=forever"});
   EXPECT_EQ(launch.Wait(), chorus::kWatchdogExitStatus) << launch.err();
   EXPECT_TRUE(Contains(launch.err(),
                        "chorus-launch: worker 1 exited with code 70 (chorus's "
@@ -367,6 +368,76 @@ TEST(ChorusLaunch, AProgramThatCannotStart) {
   EXPECT_EQ(launch.err(),
             "chorus-launch: cannot start '/nonexistent/program' for worker 0: No such file or "
             "directory\n");
+}
+
+// --- --keep-going ----------------------------------------------------------------------------
+
+// Worker 1 exits with 3, worker 2 is killed (SIGKILL) half a second later; worker 0 goes on and
+// prints after both. The launcher reports each failure as it comes and every worker's exit status
+// at the end, and exits with the first failure's code.
+TEST(ChorusLaunch, KeepGoingLetsTheOthersFinishAndReportsEveryExit) {
+  TempDir dir;
+  const std::string pids = "pid-dir=" + dir.path().string();
+  Launch launch(dir, {"-n", "3", "--keep-going", "--timeout", "60", LAUNCH_PROBE_PATH, pids,
+                      "wait-files=3", "exit=3@1", "sleep=0.5@worker:2",
+                      "crash=" + std::to_string(SIGKILL) + "@2", "sleep=1.5@worker:0", "print"});
+  EXPECT_EQ(launch.Wait(), 3) << launch.err();
+  EXPECT_GE(launch.seconds(), 1.5) << "worker 0 was stopped before it finished";
+  EXPECT_LT(launch.seconds(), 10.0);
+  EXPECT_TRUE(Contains(launch.out(), "[worker 0] index=0 size=3 ")) << launch.out();
+  EXPECT_TRUE(Contains(launch.err(), "[worker 0] stderr from worker 0\n")) << launch.err();
+  const std::string killed =
+      "exited with code " + std::to_string(128 + SIGKILL) + " (killed by SIGKILL: Killed)";
+  EXPECT_TRUE(Contains(launch.err(),
+                       "chorus-launch: worker 1 exited with code 3; the others go on "
+                       "(--keep-going)\n"))
+      << launch.err();
+  EXPECT_TRUE(Contains(launch.err(),
+                       "chorus-launch: worker 2 " + killed + "; the others go on (--keep-going)\n"))
+      << launch.err();
+  EXPECT_TRUE(Contains(launch.err(),
+                       "chorus-launch: worker 0 exited with code 0\n"
+                       "chorus-launch: worker 1 exited with code 3\n"
+                       "chorus-launch: worker 2 " +
+                           killed +
+                           "\n"
+                           "chorus-launch: 2 of 3 workers failed; exit code 3\n"))
+      << launch.err();
+  EXPECT_FALSE(Contains(launch.err(), "stopping the others")) << launch.err();
+  ExpectAllGone(dir.path(), 3);
+}
+
+TEST(ChorusLaunch, KeepGoingWhenAllSucceedExitsZeroAndReportsEach) {
+  TempDir dir;
+  Launch launch(dir, {"-n", "2", "--keep-going", LAUNCH_PROBE_PATH, "print"});
+  EXPECT_EQ(launch.Wait(), 0) << launch.err();
+  EXPECT_TRUE(Contains(launch.err(),
+                       "chorus-launch: worker 0 exited with code 0\n"
+                       "chorus-launch: worker 1 exited with code 0\n"))
+      << launch.err();
+  EXPECT_FALSE(Contains(launch.err(), "failed")) << launch.err();
+}
+
+// The time-out still bounds every worker: the survivor that never ends is stopped, and the job's
+// code is the time-out's.
+TEST(ChorusLaunch, KeepGoingStillTimesOut) {
+  TempDir dir;
+  const std::string pids = "pid-dir=" + dir.path().string();
+  Launch launch(dir, {"-n", "2", "--keep-going", "--timeout", "1", LAUNCH_PROBE_PATH, pids,
+                      "wait-files=2", "exit=1@0", "sleep=forever"});
+  EXPECT_EQ(launch.Wait(), 124) << launch.err();
+  EXPECT_LT(launch.seconds(), 10.0);
+  EXPECT_TRUE(Contains(launch.err(),
+                       "chorus-launch: worker 0 exited with code 1; the others go on "
+                       "(--keep-going)\n"))
+      << launch.err();
+  EXPECT_TRUE(Contains(launch.err(), "chorus-launch: timed out after 1 s; stopping the workers\n"))
+      << launch.err();
+  EXPECT_TRUE(Contains(launch.err(), "chorus-launch: worker 1 exited with code " +
+                                         std::to_string(128 + SIGTERM) +
+                                         " (killed by SIGTERM: Terminated)\n"))
+      << launch.err();
+  ExpectAllGone(dir.path(), 2);
 }
 
 // --- parameter-server jobs (--ps P --workers W) ---------------------------------------------
@@ -490,6 +561,9 @@ TEST(ChorusLaunch, ParameterServerUsageErrors) {
   Launch no_workers(dir, {"--ps", "1", LAUNCH_PROBE_PATH});
   EXPECT_NE(no_workers.Wait(), 0);
   EXPECT_TRUE(Contains(no_workers.err(), "--workers")) << no_workers.err();
+  Launch keep_going(dir, {"--ps", "1", "--workers", "1", "--keep-going", LAUNCH_PROBE_PATH});
+  EXPECT_NE(keep_going.Wait(), 0);
+  EXPECT_TRUE(Contains(keep_going.err(), "--keep-going")) << keep_going.err();
   Launch high_port(dir, {"--ps", "1", "--workers", "2", "--port-base", "65533", LAUNCH_PROBE_PATH});
   EXPECT_EQ(high_port.Wait(), 2);
   EXPECT_EQ(high_port.err(),

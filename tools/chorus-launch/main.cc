@@ -29,7 +29,8 @@ void EnsureStandardFdsOpen() {
 int main(int argc, char** argv) {
   EnsureStandardFdsOpen();
   const char* const kUsage =
-      "usage: chorus-launch -n N [--port-base P] [--timeout SECONDS] [--] program args...\n"
+      "usage: chorus-launch -n N [--keep-going] [--port-base P] [--timeout SECONDS] [--] program "
+      "args...\n"
       "       chorus-launch --ps P --workers W [--evaluator] [--port-base P] [--timeout SECONDS] "
       "[--] program args...";
   CLI::App app{
@@ -37,7 +38,10 @@ int main(int argc, char** argv) {
       "cluster and its task, and prefixes their output with \"[worker i] \" (\"[chief 0] \", "
       "\"[ps i] \", ...).\n"
       "-n N: N workers; the first that fails stops the others (those still running 1 s later "
-      "get SIGTERM, then SIGKILL), and its exit code is the job's.\n"
+      "get SIGTERM, then SIGKILL), and its exit code is the job's. With --keep-going a worker "
+      "that fails or is killed does not stop the others: every worker runs to its end (or the "
+      "time-out), each one's exit status is printed, and the first failure's exit code is the "
+      "job's.\n"
       "--ps P --workers W: a parameter-server job of chief 0, W workers, P ps tasks (and with "
       "--evaluator one evaluator). A worker or ps that fails is reported and the others go on; "
       "the chief's exit code is the job's. After the chief exits the others get " +
@@ -48,6 +52,7 @@ int main(int argc, char** argv) {
   int num_ps = 0;
   int num_ps_workers = 0;
   bool evaluator = false;
+  bool keep_going = false;
   std::optional<int> port_base;
   std::optional<double> timeout_seconds;
   CLI::Option* n_option =
@@ -61,9 +66,15 @@ int main(int argc, char** argv) {
           ->check(CLI::Range(1, 1024));
   CLI::Option* evaluator_option =
       app.add_flag("--evaluator", evaluator, "a parameter-server job also gets an evaluator task");
+  CLI::Option* keep_going_option = app.add_flag(
+      "--keep-going", keep_going,
+      "with -n: a worker that fails or is killed does not stop the others; wait for every "
+      "worker (within --timeout), print each one's exit status, and exit with the first "
+      "failure's code (0 when all succeeded)");
   ps_option->needs(workers_option);
   workers_option->needs(ps_option);
   evaluator_option->needs(ps_option);
+  keep_going_option->needs(n_option);
   n_option->excludes(ps_option)->excludes(workers_option)->excludes(evaluator_option);
   app.add_option("--port-base", port_base,
                  "task i listens on port P + i, counting chief, workers, ps, evaluator in that "
@@ -127,5 +138,6 @@ int main(int argc, char** argv) {
     chorus::launch::AddTasks("worker", num_workers, ports, 0, &options.tasks);
   }
   options.timeout_seconds = timeout_seconds;
+  options.keep_going = keep_going;
   return chorus::launch::RunTasks(options);
 }

@@ -107,6 +107,8 @@ struct Worker {
   std::string name() const { return type + " " + std::to_string(index); }
   pid_t pid = -1;  // also its process group's id
   bool running = false;
+  std::string exit_text;  // once it has exited: "worker 1 exited with code 3 (...)"
+  bool failed = false;    // it exited with a code other than 0, or a signal ended it
   std::unique_ptr<LineStream> out;
   std::unique_ptr<LineStream> err;
 };
@@ -133,6 +135,8 @@ class Supervisor {
   void OnChiefExit(int code, const std::string& how);
   bool AnyRunning() const;
   bool AnyStreamOpen() const;
+  // --keep-going: each worker's exit status, then how many failed.
+  void ReportEveryExit() const;
   // How messages name the processes: "workers" in a multi-worker job, "tasks" in a
   // parameter-server one.
   std::string tasks_word() const { return options_.parameter_server ? "tasks" : "workers"; }
@@ -182,7 +186,26 @@ int Supervisor::Run() {
     PollOnce();
   }
   KillLeftovers();
+  if (options_.keep_going) ReportEveryExit();
   return exit_code_.value_or(0);
+}
+
+void Supervisor::ReportEveryExit() const {
+  int failed = 0;
+  for (const Worker& worker : workers_) {
+    if (worker.pid < 0) {
+      Note(worker.name() + " was not started");
+    } else if (worker.exit_text.empty()) {
+      Note(worker.name() + " did not exit (a process chorus-launch could not reap)");
+    } else {
+      Note(worker.exit_text);
+    }
+    failed += worker.pid < 0 || worker.failed ? 1 : 0;
+  }
+  if (failed > 0) {
+    Note(std::to_string(failed) + " of " + std::to_string(workers_.size()) + " " + tasks_word() +
+         " failed; exit code " + std::to_string(exit_code_.value_or(1)));
+  }
 }
 
 bool Supervisor::CreateDeathPipe() {
@@ -290,6 +313,8 @@ void Supervisor::OnWorkerExit(Worker& worker, int status) {
         " (chorus's watchdog ended it: a call into a plugin did not return; its last "
         "\"[chorus watchdog]\" line says which)";
   }
+  worker.exit_text = text;
+  worker.failed = code != 0;
   if (options_.parameter_server) {
     if (stopping_) return;  // we stopped it; exit_code_ already says why
     if (worker.type == "chief") {
@@ -306,6 +331,12 @@ void Supervisor::OnWorkerExit(Worker& worker, int status) {
     return;
   }
   if (code == 0 || stopping_) return;
+  if (options_.keep_going) {
+    // The others go on; the first failure's code is the job's.
+    if (!exit_code_) exit_code_ = code;
+    Note(text + (AnyRunning() ? "; the others go on (--keep-going)" : ""));
+    return;
+  }
   if (failure_grace_until_) {
     Note(text);  // another failure while the first one's grace runs
     return;

@@ -1,6 +1,6 @@
 // Runs the tasks of a local job: starts them with their TF_CONFIG, relays their output line by
-// line, and leaves no process behind. A multi-worker job (-n) stops all when one fails; a
-// parameter-server job (--ps/--workers) ends with its chief.
+// line, and leaves no process behind. A multi-worker job (-n) stops all when one fails (unless
+// keep_going); a parameter-server job (--ps/--workers) ends with its chief.
 #ifndef CHORUS_TOOLS_LAUNCH_SUPERVISOR_H_
 #define CHORUS_TOOLS_LAUNCH_SUPERVISOR_H_
 
@@ -23,6 +23,9 @@ struct LaunchOptions {
   // false: every task a worker, the first failure stops all. true: a parameter-server job, which
   // tolerates the failure of a worker or ps and ends with its chief.
   bool parameter_server = false;
+  // A multi-worker job: a worker that fails or is killed does not stop the others; every worker
+  // runs to its end (or the time-out), and each one's exit status is printed at the end.
+  bool keep_going = false;
   std::optional<double> timeout_seconds;  // stop everything after this long (exit code 124)
   std::vector<std::string> command;       // program and arguments, the same for every task
 };
@@ -39,10 +42,11 @@ std::string TaskTfConfig(const std::vector<LaunchTask>& tasks, size_t i);
 // exit on their own before they are sent SIGTERM (and SIGKILL 5 s later).
 inline constexpr int kChiefGraceSeconds = 10;
 
-// Runs one process per task and returns chorus-launch's exit code. A multi-worker job: 0 when
-// all succeed, else the first failure's exit code (128 + signal when a signal killed it). A
-// parameter-server job: the chief's exit code. Either: 124 on time-out, 127 when a task cannot
-// be started, 128 + signal when chorus-launch itself was interrupted.
+// Runs one process per task and returns chorus-launch's exit code. A multi-worker job, with
+// keep_going or without: 0 when all succeed, else the first failure's exit code (128 + signal
+// when a signal killed it). A parameter-server job: the chief's exit code. Either: 124 on
+// time-out, 127 when a task cannot be started, 128 + signal when chorus-launch itself was
+// interrupted.
 int RunTasks(const LaunchOptions& options);
 
 }  // namespace chorus::launch

@@ -13,6 +13,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <set>
+#include <shared_mutex>
 #include <sstream>
 
 #include "message_pieces.h"
@@ -38,6 +40,21 @@ constexpr size_t kSpinMaxBytes = size_t{4} << 20;
 // How long after a waiting caller last read the completion queue the progress thread still stands
 // back.
 constexpr auto kHandOver = sdk::CallerHandOver::kHandOver;
+
+// libfabric 1.17's shm reaches a peer endpoint of the same process through that endpoint's own
+// memory, which its fi_close frees: a send to it afterwards faulted inside fi_tsend (ranks as
+// threads, as the conformance kit runs them; between processes the peer's region stays mapped).
+// The shm endpoints of this process that are open, by address: a send to one of them posts under
+// the shared lock after finding it here, and destroy takes it out under the exclusive lock before
+// fi_close, so that such a send fails with PEER_LOST instead.
+struct ShmEndpointsOfThisProcess {
+  std::shared_mutex mutex;
+  std::set<std::string> open;
+};
+ShmEndpointsOfThisProcess& ShmEndpointsHere() {
+  static auto* endpoints = new ShmEndpointsOfThisProcess;  // never destroyed: used up to the exit
+  return *endpoints;
+}
 
 void Check(int code, const char* call) {
   if (code != 0) Fail(CHORUS_INTERNAL, "ofi: ", call, " failed: ", FabricError(code));
@@ -304,6 +321,11 @@ void Endpoint::Rendezvous(const std::string& host_id) {
   chorus::ofi::Check(code, "fi_getname");
   name.resize(length);
   mine.address = name;
+  if (mine.provider == "shm") {
+    std::unique_lock<std::shared_mutex> lock(chorus::ofi::ShmEndpointsHere().mutex);
+    chorus::ofi::ShmEndpointsHere().open.insert(mine.address);
+    registered_in_process_ = true;
+  }
   store_.Set("ofi/" + std::to_string(rank_), mine.Encode());
   peers_.resize(static_cast<size_t>(size_));
   for (int r = 0; r < size_; ++r) {
@@ -327,6 +349,8 @@ void Endpoint::Rendezvous(const std::string& host_id) {
            "chunk_bytes and eager_bytes, and the same FI_OFI_RXM_EAGER_LIMIT and "
            "FI_OFI_RXM_BUFFER_SIZE");
     }
+    peer.in_this_process_shm = r != rank_ && mine.provider == "shm" && peer.card.pid == mine.pid &&
+                               peer.card.liveness_domain == mine.liveness_domain;
     const int inserted = fi_av_insert(av_, peer.card.address.data(), 1, &peer.address, 0, nullptr);
     if (inserted != 1) {
       Fail(CHORUS_INTERNAL, "ofi: fi_av_insert of rank ", r,
@@ -358,6 +382,10 @@ Endpoint::~chorus_transport_endpoint() {
     }
     WakeProgress();
     progress_.join();
+  }
+  if (registered_in_process_) {  // no send of this process reaches it from here on
+    std::unique_lock<std::shared_mutex> lock(chorus::ofi::ShmEndpointsHere().mutex);
+    chorus::ofi::ShmEndpointsHere().open.erase(peers_[static_cast<size_t>(rank_)].card.address);
   }
   // Closing the endpoint drops every operation the provider still holds.
   if (ep_ != nullptr) fi_close(&ep_->fid);
@@ -411,6 +439,18 @@ chorus_request* Endpoint::Start(chorus_request::Kind kind, const chorus_p2p_args
     }
     from_lost_peer = peer.lost;
   }
+  // A send to an shm endpoint of this process: posted only while it is open (see
+  // ShmEndpointsOfThisProcess).
+  std::shared_lock<std::shared_mutex> peer_open;
+  if (send && peers_[static_cast<size_t>(a.peer)].in_this_process_shm) {
+    peer_open = std::shared_lock<std::shared_mutex>(chorus::ofi::ShmEndpointsHere().mutex);
+    if (chorus::ofi::ShmEndpointsHere().open.count(
+            peers_[static_cast<size_t>(a.peer)].card.address) == 0) {
+      const std::string reason = "it destroyed its endpoint (in this process)";
+      MarkPeerLost(a.peer, reason);
+      Fail(CHORUS_PEER_LOST, what, ": ", PeerName(a.peer), " is lost: ", reason);
+    }
+  }
   auto request = std::make_unique<chorus_request>();
   request->kind = kind;
   request->endpoint = this;
@@ -450,6 +490,12 @@ chorus_request* Endpoint::Start(chorus_request::Kind kind, const chorus_p2p_args
                         directed_ ? address : FI_ADDR_UNSPEC, tag, 0, &op.context);
       }
       if (code != -FI_EAGAIN || aborted_ || chorus::ofi::MillisecondsLeft(deadline) < 0) break;
+      {
+        // Failed meanwhile: the progress thread found its peer lost (a send to a peer that
+        // closed its endpoint is refused with FI_EAGAIN for ever over tcp;ofi_rxm).
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (started->done) break;
+      }
       ReadCompletions(0);  // the provider's queue is full: progress frees it
     }
     if (code == 0) continue;
@@ -650,9 +696,10 @@ void Endpoint::MarkPeerLost(int peer, const std::string& reason) {
     chorus::sdk::Log(CHORUS_LOG_WARN, "ofi: rank " + std::to_string(rank_) + " lost " +
                                           PeerName(peer) + ": " + reason);
   }
+  // Receives and sends alike (plugin.h transport rule T4): a send to a lost peer, a large one
+  // waiting for the peer's side of a rendezvous above all, would never complete.
   for (chorus_request* request : requests_) {
-    if (request->peer == peer && !request->done &&
-        request->kind == chorus_request::Kind::kReceive) {
+    if (request->peer == peer && !request->done) {
       FailLocked(*request, CHORUS_PEER_LOST, "ofi: " + PeerName(peer) + " is lost: " + reason);
     }
   }
@@ -674,12 +721,11 @@ void Endpoint::RemoveRegionOfDeadPeer(const std::string& address) {
 }
 
 void Endpoint::WatchPeers() {
-  std::set<int> watched;  // the peers pending receives wait on
+  std::set<int> watched;  // the peers pending receives wait on, and pending sends go to
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const chorus_request* request : requests_) {
-      if (!request->done && request->kind == chorus_request::Kind::kReceive &&
-          !peers_[static_cast<size_t>(request->peer)].lost) {
+      if (!request->done && !peers_[static_cast<size_t>(request->peer)].lost) {
         watched.insert(request->peer);
       }
     }
@@ -703,7 +749,8 @@ void Endpoint::WatchPeers() {
         if (p.closed_seen == Clock::time_point{}) p.closed_seen = now;
         if (now - p.closed_seen >= chorus::ofi::kClosedGrace) {
           reason =
-              "it closed its endpoint (destroy or abort) before sending what this rank waits for";
+              "it closed its endpoint (destroy or abort) before sending what this rank waits for, "
+              "or receiving what this rank sends it";
         }
       }
     }

@@ -16,10 +16,11 @@
 // core the rank it waits for needs, and a sleeping one answers a time slice late.
 //
 // A lost peer: receives in RDM are not tied to a connection, so the progress thread watches the
-// peers that pending receives wait on: a peer process on this host (same boot and pid namespace)
-// that has exited (kill(pid, 0), or a zombie), a peer that closed its endpoint (its key
-// "closed/<rank>" in the store), or a peer a send failed to with a connection error. Their
-// pending and later receives fail with CHORUS_PEER_LOST.
+// peers that pending receives wait on and pending sends go to: a peer process on this host (same
+// boot and pid namespace) that has exited (kill(pid, 0), or a zombie), a peer that closed its
+// endpoint (its key "closed/<rank>" in the store), or a peer a send failed to with a connection
+// error. Their pending and later receives, and the sends pending to them, fail with
+// CHORUS_PEER_LOST (plugin.h transport rule T4).
 #ifndef CHORUS_OFI_OFI_ENDPOINT_H_
 #define CHORUS_OFI_OFI_ENDPOINT_H_
 
@@ -129,6 +130,9 @@ struct chorus_transport_endpoint {
     bool lost = false;
     std::string lost_reason;
     std::chrono::steady_clock::time_point closed_seen{};
+    // An endpoint of this process over shm, which libfabric reaches through that endpoint's own
+    // memory (ShmEndpointsOfThisProcess in ofi_endpoint.cc).
+    bool in_this_process_shm = false;
   };
   using Clock = std::chrono::steady_clock;
 
@@ -182,6 +186,7 @@ struct chorus_transport_endpoint {
   bool oversubscribed_ = false;  // more ranks on this host than cpus: waits yield, never spin
   std::unique_ptr<chorus::ofi::TagLayout> tags_;
   std::vector<Peer> peers_;
+  bool registered_in_process_ = false;  // this endpoint's address is in ShmEndpointsOfThisProcess
 
   std::mutex mutex_;  // guards requests' state, requests_ and peers_' lost fields
   std::optional<Clock::time_point> drain_until_;  // DrainLocked's window, under mutex_

@@ -46,7 +46,7 @@ std::string RunCase(const Suite& suite, const chorus_algorithm_api& algorithm, E
   args.dtype = c.dtype;
   args.op_reduce = c.reduce;
   args.root = c.root;
-  args.timeout_ms = kEndpointTimeoutMs;
+  args.timeout_ms = suite.timeout_ms();
   try {
     RunAlgorithm(suite.plugin(), algorithm, *me.endpoint, args);
   } catch (const Error& e) {

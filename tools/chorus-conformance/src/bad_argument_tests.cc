@@ -132,7 +132,7 @@ class Setup {
  private:
   const chorus_cross_device_ops_api& api() const { return ops_->api(); }
   chorus_status Finish(chorus_status status, chorus_request* request) {
-    return FinishRequest(suite_.plugin(), status, request, OpsDriver::kRequestTimeoutMs);
+    return FinishRequest(suite_.plugin(), status, request, suite_.timeout_ms());
   }
 
   const Suite& suite_;

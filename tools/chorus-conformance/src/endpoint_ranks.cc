@@ -16,9 +16,9 @@ std::string CreateFailure(const Suite& suite, const chorus_transport_api& api, c
   return error + "(create must succeed on every rank given a valid rank, size and store)";
 }
 
-TransportConfig Config() {
+TransportConfig Config(const Suite& suite) {
   TransportConfig config;
-  config.timeout_ms = kEndpointTimeoutMs;
+  config.timeout_ms = suite.timeout_ms();
   return config;
 }
 
@@ -32,7 +32,7 @@ RanksOutcome RunEndpointRanks(const Suite& suite, const std::shared_ptr<PluginLi
       const std::shared_ptr<KvStore>& job_store = suite.options().job_store;
       CKvStore store(WithPrefix(job_store, prefix));
       const std::shared_ptr<KvStore> sync = WithPrefix(job_store, prefix + "sync/");
-      TransportConfig config = Config();
+      TransportConfig config = Config(suite);
       config.rank = id;
       config.size = size;
       config.store = store.get();
@@ -45,6 +45,7 @@ RanksOutcome RunEndpointRanks(const Suite& suite, const std::shared_ptr<PluginLi
       EndpointRank rank;
       rank.rank = id;
       rank.size = size;
+      rank.timeout_ms = suite.timeout_ms();
       rank.endpoint = endpoint.get();
       rank.sync = sync.get();
       rank.destroy = [&] {
@@ -54,7 +55,7 @@ RanksOutcome RunEndpointRanks(const Suite& suite, const std::shared_ptr<PluginLi
       return body(rank);
     });
   }
-  EndpointGroup group(plugin, api, size, Config(), prefix);
+  EndpointGroup group(plugin, api, size, Config(suite), prefix);
   const std::shared_ptr<KvStore> sync = WithPrefix(group.job().shared(), "sync/");
   const bool created = group.CreateError().empty();
   return RunKitRanks(suite, size, [&](int id) -> std::string {
@@ -65,6 +66,7 @@ RanksOutcome RunEndpointRanks(const Suite& suite, const std::shared_ptr<PluginLi
     EndpointRank rank;
     rank.rank = id;
     rank.size = size;
+    rank.timeout_ms = suite.timeout_ms();
     rank.endpoint = group.endpoint(id);
     rank.sync = sync.get();
     rank.destroy = [&] {

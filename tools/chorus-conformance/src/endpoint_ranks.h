@@ -14,13 +14,12 @@
 
 namespace chorus::conformance::internal {
 
-// How long a check waits for one request, a create, or a key of another rank.
-inline constexpr int64_t kEndpointTimeoutMs = 60000;
-
 // One rank's part in a check.
 struct EndpointRank {
   int rank = 0;
   int size = 1;
+  // How long a check waits for one request or a key of another rank (the kit's time-out).
+  int64_t timeout_ms = 60000;
   TransportEndpoint* endpoint = nullptr;  // NULL after destroy()
   KvStore* sync = nullptr;                // shared by the ranks of the group, for the check's keys
   std::function<void()> destroy;          // destroys this rank's endpoint now (a rank that dies)

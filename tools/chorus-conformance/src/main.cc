@@ -7,6 +7,7 @@
 //
 // Exit status: 0 when every check passed, 1 when one failed, 2 when the plugin could not be
 // loaded or the command line is wrong.
+#include <chorus/base/environment.h>
 #include <chorus/base/error.h>
 #include <chorus/cluster_resolver/cluster_resolver.h>
 #include <chorus/conformance.h>
@@ -15,7 +16,11 @@
 #include <chorus/runtime/registry.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -49,8 +54,17 @@ constexpr const char* kUsage =
     "                               (capabilities' memory and ops, supported_ops, slots)\n"
     "  --transport PATH             another plugin file whose transports the Algorithm checks\n"
     "                               run over too (besides the core's tcp)\n"
+    "  --timeout SECONDS            the longest any wait of the kit may take: a create, a\n"
+    "                               request, another rank (default: CHORUS_TIMEOUT_SECONDS, else\n"
+    "                               60); the rank processes get it too. Checks of a rule with a\n"
+    "                               time of its own (plugin.h transport rules T4 and T5: 5 s)\n"
+    "                               keep that time\n"
     "  --help                       this text, then GoogleTest's flags\n"
     "GoogleTest flags pass through, e.g. --gtest_filter='CrossDeviceOps.*' --gtest_brief=1.\n"
+    "The rank processes run the Collective, Transport and Algorithm checks the filter selects,\n"
+    "all of them when it selects none (--gtest_filter='RanksAsProcesses.*'): e.g.\n"
+    "--gtest_filter='RanksAsProcesses.Ranks2:Transport.Abort*' runs Transport.Abort* as threads,\n"
+    "then as 2 processes.\n"
     "CHORUS_CONFORMANCE_SWEEP=short runs the large count only for u8, f16, f32 and f64 with SUM\n"
     "and ranks as processes at 2 and 3 (every other case as in the default full sweep): for\n"
     "sanitizer builds, several times faster.\n";
@@ -62,10 +76,34 @@ struct Arguments {
   bool help = false;
   bool ranks_from_environment = false;
   bool threads_only = false;
+  std::string timeout;  // --timeout's text; empty: CHORUS_TIMEOUT_SECONDS, else the default
   chorus::conformance::KitOptions options;
   std::vector<std::string> forwarded;  // what each rank process gets again (RanksAsProcesses)
   std::vector<char*> rest;             // argv[0] and everything for GoogleTest
 };
+
+// The kit's time-out in milliseconds from --timeout's `text`, else CHORUS_TIMEOUT_SECONDS, else
+// 60 s. Throws chorus::Error naming the flag or the variable when it is not a number of seconds
+// above 0 (at most a week).
+int64_t TimeoutMs(const std::string& text) {
+  constexpr double kDefaultSeconds = 60;
+  constexpr double kMostSeconds = 7 * 24 * 3600.0;
+  double seconds = kDefaultSeconds;
+  if (!text.empty()) {
+    char* end = nullptr;
+    errno = 0;
+    seconds = std::strtod(text.c_str(), &end);
+    if (errno != 0 || end == text.c_str() || *end != '\0' || !(seconds > 0) ||
+        seconds > kMostSeconds) {
+      throw chorus::Error(CHORUS_INVALID_ARGUMENT, "--timeout '" + text +
+                                                       "' is not a number of seconds > 0 (at "
+                                                       "most a week)");
+    }
+  } else if (chorus::GetEnv("CHORUS_TIMEOUT_SECONDS")) {
+    seconds = chorus::DefaultTimeoutSeconds();  // checks it, naming the variable
+  }
+  return std::max<int64_t>(1, std::llround(seconds * 1000));
+}
 
 // "KEY=VALUE" into options; false when there is no '=' or no key.
 bool AddOption(const char* text, chorus::Options* options) {
@@ -108,6 +146,10 @@ bool Parse(int argc, char** argv, Arguments* args) {
       if (v == nullptr) return false;
       args->transport_path = v;
       forward();
+    } else if (is("--timeout")) {
+      const char* v = value("--timeout");
+      if (v == nullptr) return false;
+      args->timeout = v;
     } else if (arg == "--ranks-from-environment") {
       args->ranks_from_environment = true;
     } else if (arg == "--threads-only") {
@@ -150,13 +192,21 @@ bool Parse(int argc, char** argv, Arguments* args) {
   if (args->builtin && args->options.enumerator_options.empty()) {
     args->options.enumerator_options = {{"count", "4"}};
   }
+  try {
+    args->options.timeout_ms = TimeoutMs(args->timeout);
+  } catch (const chorus::Error& e) {
+    std::cerr << "chorus-conformance: " << e.what() << "\n";
+    return false;
+  }
   return true;
 }
 
 // This process's place in the job and the job's store, served by the leader at its address: the
 // server it returns to the leader, once destroyed, serves on until every other rank has come and
-// left (or 60 s passed), so the leader may finish its checks first. Each rank says hello with its
-// task name. Throws chorus::Error naming what is missing.
+// left (or the kit's time-out, at least 60 s, passed), so the leader may finish its checks first
+// (another rank may be several waits behind it; a rank that died counts as gone). Each rank waits
+// for the store up to the kit's time-out, and says hello with its task name. Throws chorus::Error
+// naming what is missing.
 std::unique_ptr<chorus::TcpStoreServer> JoinJob(chorus::conformance::KitOptions* options) {
   auto resolver = chorus::ResolveClusterFromEnvironment();
   if (!resolver) {
@@ -170,12 +220,13 @@ std::unique_ptr<chorus::TcpStoreServer> JoinJob(chorus::conformance::KitOptions*
   const auto colon = leader.rfind(':');
   const std::string host = leader.substr(0, colon);
   const auto port = static_cast<uint16_t>(std::stoi(leader.substr(colon + 1)));
+  const std::chrono::milliseconds timeout(options->timeout_ms);
   std::unique_ptr<chorus::TcpStoreServer> server;
   if (resolver->is_leader()) {
-    server =
-        chorus::TcpStoreServer::Start(host, port, std::chrono::seconds(60), options->job_size - 1);
+    const auto linger = std::max<std::chrono::milliseconds>(timeout, std::chrono::seconds(60));
+    server = chorus::TcpStoreServer::Start(host, port, linger, options->job_size - 1);
   }
-  options->job_store = chorus::ConnectTcpStore(host, port, std::chrono::seconds(60));
+  options->job_store = chorus::ConnectTcpStore(host, port, timeout);
   chorus::AnnounceTcpStoreClient(*options->job_store, resolver->task_name());
   std::cout << "chorus-conformance: rank " << options->job_rank << " of " << options->job_size
             << " (" << resolver->name() << "), store at " << leader << "\n";
@@ -247,6 +298,10 @@ int main(int argc, char** argv) {
   if (args.options.require) {
     std::cout << "note: --require: UNSUPPORTED or UNAVAILABLE for what a table declares fails\n";
   }
+  if (args.options.timeout_ms != 60000) {
+    std::cout << "note: every wait of the kit ends after " << args.options.timeout_ms / 1000.0
+              << " s (" << (args.timeout.empty() ? "CHORUS_TIMEOUT_SECONDS" : "--timeout") << ")\n";
+  }
   for (const auto& line : chorus::conformance::Limitations(*plugin, args.options)) {
     std::cout << "note: " << line << "\n";
   }
@@ -270,7 +325,8 @@ int main(int argc, char** argv) {
   }
   chorus::conformance::RegisterConformanceTests(plugin, args.options);
   if (!args.ranks_from_environment && !args.threads_only) {
-    chorus::conformance::RegisterRanksAsProcessesTests(*plugin, args.forwarded);
+    chorus::conformance::RegisterRanksAsProcessesTests(*plugin, args.forwarded,
+                                                       args.options.timeout_ms);
   }
   const int result = RUN_ALL_TESTS();
   // The registered checks keep the store; leave it now, so the leader's server need not wait for

@@ -58,7 +58,7 @@ testing::AssertionResult OpsDriver::Finish(chorus_status status, chorus_request*
   }
   std::string message;
   const bool returned_failure = status != CHORUS_OK;
-  status = FinishRequest(suite_.plugin(), status, request, kRequestTimeoutMs, &message);
+  status = FinishRequest(suite_.plugin(), status, request, suite_.timeout_ms(), &message);
   last_status_ = status;
   if (status == CHORUS_OK) return testing::AssertionSuccess();
   if (returned_failure) {
@@ -70,8 +70,9 @@ testing::AssertionResult OpsDriver::Finish(chorus_status status, chorus_request*
   }
   if (status == CHORUS_TIMEOUT) {  // the request is left live: the operation may still write
     return testing::AssertionFailure()
-           << what << ": its request did not finish within " << kRequestTimeoutMs / 1000
-           << " s; complete (or fail) every request of a valid call well within that time";
+           << what << ": its request did not finish within " << suite_.timeout_ms()
+           << " ms (the kit's time-out, --timeout); complete (or fail) every request of a valid "
+              "call well within that time";
   }
   return testing::AssertionFailure()
          << what << ": its request finished with " << StatusName(status) << ": " << message

@@ -58,9 +58,6 @@ class OpsDriver {
 
   chorus_status last_status() const { return last_status_; }
 
-  // How long a request may take before the check fails.
-  static constexpr int64_t kRequestTimeoutMs = 60000;
-
  private:
   OpsDriver(const Suite& suite, const chorus_cross_device_ops_api& api,
             std::shared_ptr<DeviceEnumerator> devices)

@@ -28,6 +28,8 @@ class Suite {
   PluginLibrary& plugin() const { return *plugin_; }
   const std::shared_ptr<PluginLibrary>& plugin_ptr() const { return plugin_; }
   const KitOptions& options() const { return options_; }
+  // How long any wait of a check may take (KitOptions::timeout_ms).
+  int64_t timeout_ms() const { return options_.timeout_ms; }
 
   // The table as chorus_plugin_get() returned it, with the plugin's own struct_size (the
   // PluginLibrary holds a copy padded to the core's layout). nullptr with raw_table_error() set

@@ -18,6 +18,7 @@
 #include <chorus/runtime/device.h>
 #include <chorus/runtime/plugin_library.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +45,10 @@ struct KitOptions {
   // Another plugin whose transports the Algorithm checks also run over (besides the core's
   // tcp); it stays loaded while the tests run.
   std::shared_ptr<PluginLibrary> transport_plugin;
+  // How long the kit waits for anything: a create, a request, another rank's key in the store.
+  // chorus-conformance sets it from --timeout or CHORUS_TIMEOUT_SECONDS. A check of a rule with
+  // a time of its own (plugin.h's transport rules T4 and T5: 5 s) enforces that time instead.
+  int64_t timeout_ms = 60000;
 };
 
 // Registers, with testing::RegisterTest, every check that applies to `plugin`: negotiation and

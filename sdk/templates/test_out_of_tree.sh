@@ -1,35 +1,43 @@
 #!/usr/bin/env bash
-# Builds every SDK template (sdk/templates/<kind>: cross_device_ops, collective, algorithm,
-# transport) the way a vendor does, against an installed chorus, and runs the installed
-# conformance kit on each: ranks as threads, then 2, 3 and 4 ranks as processes (the kit starts
-# them through the installed chorus-launch).
-#   test_out_of_tree.sh <chorus build dir> <scratch dir>
-# Installs the build once into <scratch>/prefix. For each template: configures it with
-# -DCMAKE_PREFIX_PATH=<scratch>/prefix into <scratch>/<kind> (spdlog hidden from CMake: a plugin
-# author's find_package(chorus) must not need it), builds it, checks that the plugin exports
-# exactly chorus_plugin_get, and runs <scratch>/prefix/bin/chorus-conformance --require on it.
-# Also runs the core's ring algorithm over the transport template, and builds the cross-device
-# ops template again declaring a higher score than the core's reduction_to_one_device
-# (-DTEMPLATE_SCORE=90) to check that AUTO chooses it with no variable set.
+# Builds every SDK template (the folders beside this script: cross_device_ops, collective,
+# algorithm, transport, socket_transport) the way a vendor does, against an installed chorus, and
+# runs the installed conformance kit on each: ranks as threads, then 2, 3 and 4 ranks as processes
+# (the kit starts them through the installed chorus-launch).
+#   test_out_of_tree.sh <chorus install prefix | chorus build dir> <scratch dir>
+# It runs from the source tree (templates/ of the SDK) and from an install
+# (<prefix>/share/chorus/sdk/templates/), on an install prefix, or on a build folder that it
+# installs first into <scratch>/prefix. For each template: configures it with
+# -DCMAKE_PREFIX_PATH=<prefix> into <scratch>/<kind> (spdlog hidden from CMake: a plugin
+# author's find_package(chorus) must not need it; warnings are errors), builds it, checks that the
+# plugin exports exactly chorus_plugin_get, and runs <prefix>/bin/chorus-conformance --require on
+# it. Also runs the core's ring algorithm over each transport template, and builds the
+# cross-device ops template again declaring a higher score than the core's
+# reduction_to_one_device (-DTEMPLATE_SCORE=90) to check that AUTO chooses it with no variable set.
 # The kit runs its short sweep (CHORUS_CONFORMANCE_SWEEP=short, unless set): this test checks that
 # a vendor's build from the templates works; the kit's full sweep runs on the in-tree plugins.
 set -euo pipefail
 export CHORUS_CONFORMANCE_SWEEP=${CHORUS_CONFORMANCE_SWEEP:-short}
 
 if [[ $# -ne 2 ]]; then
-  echo "usage: $0 <chorus build dir> <scratch dir>" >&2
+  echo "usage: $0 <chorus install prefix | chorus build dir> <scratch dir>" >&2
   exit 2
 fi
-build_dir=$(cd "$1" && pwd)
+chorus_dir=$(cd "$1" && pwd)
 mkdir -p "$2"
 scratch=$(cd "$2" && pwd)
 templates_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-prefix=$scratch/prefix
+if [[ -f $chorus_dir/CMakeCache.txt ]]; then
+  build_dir=$chorus_dir  # a build folder: installed into the scratch folder first
+  prefix=$scratch/prefix
+else
+  build_dir=""
+  prefix=$chorus_dir
+fi
 conformance=$prefix/bin/chorus-conformance
 
 # <folder>:<plugin name> of every template.
 templates=(cross_device_ops:template collective:template_collective algorithm:template_algorithm
-           transport:template_transport)
+           transport:template_transport socket_transport:template_socket)
 
 current="install"  # the template (or step) under way, for the failure message
 fail() {
@@ -50,15 +58,18 @@ configure() {  # configure <source> <build> <log> [cmake arguments]...
   shift 3
   run_logged "$log" "configuring $source" cmake -S "$source" -B "$build" \
     -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_DISABLE_FIND_PACKAGE_spdlog=TRUE "$@"
+    -DCMAKE_DISABLE_FIND_PACKAGE_spdlog=TRUE -DCMAKE_COMPILE_WARNING_AS_ERROR=ON "$@"
 }
 
-rm -rf "$prefix" "$scratch/build_scored"
+rm -rf "$scratch/build_scored"
 for entry in "${templates[@]}"; do rm -rf "${scratch:?}/${entry%%:*}"; done
 
-step "installing $build_dir into $prefix"
-run_logged "$scratch/install.log" "cmake --install $build_dir" \
-  cmake --install "$build_dir" --prefix "$prefix"
+if [[ -n $build_dir ]]; then
+  rm -rf "$prefix"
+  step "installing $build_dir into $prefix"
+  run_logged "$scratch/install.log" "cmake --install $build_dir" \
+    cmake --install "$build_dir" --prefix "$prefix"
+fi
 [[ -x $conformance ]] || fail "the install has no $conformance"
 [[ -x $prefix/bin/chorus-launch ]] || fail "the install has no $prefix/bin/chorus-launch"
 
@@ -86,7 +97,7 @@ for entry in "${templates[@]}"; do
     "$conformance" --plugin "$plugin" --require --gtest_brief=1
   summary "$scratch/$kind.conformance.log"
 
-  if [[ $kind == transport ]]; then
+  if [[ $kind == *transport ]]; then
     # The core's ring algorithm over the template transport, as threads and as processes.
     step "running the core's algorithms over it: $conformance --builtin --transport $plugin"
     run_logged "$scratch/$kind.ring.log" "chorus-conformance --builtin --transport $plugin" \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every C++ and CMake block of a guide is taken from a file the build compiles: the line before
-# the block names it (<!-- from: path/from/the/repository -->), and every line of the block but
-# blank ones and "// ..." elisions stands, trimmed, in that file. So no guide shows code that
+# the block names it (<!-- from: path -->, relative to the guide's folder as its links are, so
+# that it resolves in an install too; or else to the repository root), and every line of the block
+# but blank ones and "// ..." elisions stands, trimmed, in that file. So no guide shows code that
 # does not build.
 #   check_snippets.sh <repository root> <guide.md>...
 set -euo pipefail
@@ -12,6 +13,7 @@ fail() { echo "check_snippets: $*" >&2; failures=$((failures + 1)); }
 trim() { sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//' <<<"$1"; }
 
 for guide in "$@"; do
+  guide_dir=$(dirname "$guide")
   source_file=""
   in_block=0
   block_start=0
@@ -21,6 +23,10 @@ for guide in "$@"; do
     if ((in_block == 0)); then
       if [[ $line =~ ^\<!--\ from:\ ([^ ]+)\ --\>$ ]]; then
         source_file=${BASH_REMATCH[1]}
+        # The path from the repository root, when it is written from the guide's folder.
+        if [[ -f $guide_dir/$source_file ]]; then
+          source_file=$(realpath --relative-to="$root" "$guide_dir/$source_file")
+        fi
       elif [[ $line =~ ^\`\`\`(cpp|cmake|c)$ ]]; then
         in_block=1
         block_start=$line_number

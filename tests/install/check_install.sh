@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What a trainer gets from `cmake --install`: builds tests/install/user_program against the
 # install with only find_package(chorus) and <chorus/chorus.h> (spdlog hidden from CMake, since
-# the installed headers must not need it) and runs it on four cpu replicas.
+# the installed headers must not need it) and runs it on four cpu replicas. Also checks that the
+# SDK (guide, CHANGELOG, templates) is installed under share/chorus/sdk.
 #   check_install.sh <chorus build dir> <scratch dir> [compiler flags, e.g. -fsanitize=address]
 #                    [C++ compiler: a sanitizer build's, whose runtime the program must link]
 set -euo pipefail
@@ -19,6 +20,13 @@ mkdir -p "$scratch"
 cmake --install "$build_dir" --prefix "$scratch/prefix" >"$scratch/install.log" 2>&1 ||
   { cat "$scratch/install.log" >&2; fail "cmake --install"; }
 grep -rq "spdlog" "$scratch/prefix/include/chorus" && fail "an installed header includes spdlog"
+# The SDK beside the headers: the guide, the ABI's CHANGELOG, the templates (check_sdk_docs.sh
+# checks what they say).
+sdk=$scratch/prefix/share/chorus/sdk
+for file in README.md CHANGELOG.md templates/test_out_of_tree.sh \
+  templates/socket_transport/template_socket.cc include/chorus/plugin.h; do
+  [[ -f $sdk/$file ]] || fail "the install has no $sdk/$file (the SDK: sdk/CMakeLists.txt)"
+done
 cmake -S "$program_dir" -B "$scratch/build" -DCMAKE_PREFIX_PATH="$scratch/prefix" \
   -DCMAKE_DISABLE_FIND_PACKAGE_spdlog=TRUE -DCMAKE_CXX_FLAGS="$flags" "${compiler_args[@]}" \
   -DCMAKE_EXE_LINKER_FLAGS="$flags" >"$scratch/configure.log" 2>&1 ||

@@ -37,6 +37,18 @@ constexpr uint32_t kSupportedOps =
     CHORUS_OP_BIT(CHORUS_OP_ALL_GATHER) | CHORUS_OP_BIT(CHORUS_OP_REDUCE_SCATTER) |
     CHORUS_OP_BIT(CHORUS_OP_BARRIER);
 
+// Scratch memory of the calling thread, at least `bytes` long, kept for its next runs. A fresh
+// buffer per run paid a page fault for every 4 KiB page it touched: most of a 16 MiB all-reduce's
+// time. Per thread, because the core calls run() concurrently on different p2p contexts (one per
+// communicator), each run on its own thread from start to end: a thread never runs two at once,
+// so its buffer needs no lock. It grows to the largest run of the thread and is freed when the
+// thread ends (glibc keeps the library mapped until then, even past a dlclose).
+char* Scratch(size_t bytes) {
+  thread_local std::vector<char> scratch;
+  if (scratch.size() < bytes) scratch.resize(bytes);  // never shrinks: no refill on the way back
+  return scratch.data();
+}
+
 // recv = operands[0] op operands[1] op ... (`ranks` blocks of count elements, in rank order).
 void ReduceInRankOrder(void* recv, const char* operands, int ranks,
                        const chorus_algorithm_run_args& a) {
@@ -50,7 +62,9 @@ void ReduceInRankOrder(void* recv, const char* operands, int ranks,
 void Run(const chorus_algorithm_run_args& a) {
   const chorus_p2p& p2p = *a.p2p;
   const int rank = p2p.rank, size = p2p.size;
-  // Every request of the run; the destructor waits for and frees what a failure left.
+  // Every request of the run; the destructor waits for and frees what a failure left. A failed
+  // call's error quotes the transport's own message (chorus_p2p.last_error, ABI 1.6: which peer,
+  // and why) where the core has it.
   chorus::sdk::P2pRequests requests(p2p, "direct", a.timeout_ms);
   const uint64_t tag = kTagBase | static_cast<uint64_t>(a.op);
   if (a.op == CHORUS_OP_BARRIER) {
@@ -73,17 +87,16 @@ void Run(const chorus_algorithm_run_args& a) {
     case CHORUS_OP_REDUCE_SCATTER: {
       // Every rank's operand for this rank's result, in rank order; this rank's own is copied in,
       // so the result may be written over send (in place) at the end.
-      std::vector<char> operands(static_cast<size_t>(size) * block);
+      char* operands = Scratch(static_cast<size_t>(size) * block);
       const bool scatter = a.op == CHORUS_OP_REDUCE_SCATTER;
-      std::memcpy(operands.data() + rank * block, send + (scatter ? rank * block : 0), block);
+      std::memcpy(operands + rank * block, send + (scatter ? rank * block : 0), block);
       for (int peer = 0; peer < size; ++peer) {
         if (peer == rank) continue;
-        requests.Receive(peer, tag, operands.data() + peer * block, block);
-        requests.Send(peer, tag, scatter ? send + peer * block : operands.data() + rank * block,
-                      block);
+        requests.Receive(peer, tag, operands + peer * block, block);
+        requests.Send(peer, tag, scatter ? send + peer * block : operands + rank * block, block);
       }
       requests.WaitAll();
-      ReduceInRankOrder(recv, operands.data(), size, a);
+      ReduceInRankOrder(recv, operands, size, a);
       return;
     }
     case CHORUS_OP_BROADCAST:

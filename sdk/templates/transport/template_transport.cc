@@ -1,13 +1,13 @@
-// template_transport.cc: the smallest real transport plugin (plugin.h interface 5), for vendors to
-// copy. Point-to-point messages between ranks go through the rendezvous store the core hands each
-// endpoint (chorus_kv_store): a send stores the message in pieces of at most 1 MiB under
-// "msg/<src>/<dst>/<tag>/<seq>/<piece>", then its byte count under "msg/<src>/<dst>/<tag>/<seq>";
-// a receive waits for the count, reads the pieces and removes the keys. (Pieces keep each of the
-// store's answers small: its one serving thread then answers every rank's requests in turn,
-// where a 64 MiB value held the others back.) seq counts the messages of one (peer, tag) on each
-// side, so the messages of one tag arrive in the order sent. Slow (every byte
-// goes through the store) but complete, so it passes chorus-conformance as it is, and the core's
-// algorithms (ring) run over it; put your network's calls in Isend and Receive.
+// template_transport.cc: the smallest transport plugin (plugin.h interface 5), for learning the
+// interface; a real transport starts from the socket template. Point-to-point messages between
+// ranks go through the rendezvous store the core hands each endpoint (chorus_kv_store): a send
+// stores the message in pieces of at most 1 MiB under "msg/<src>/<dst>/<tag>/<seq>/<piece>", then
+// its byte count under "msg/<src>/<dst>/<tag>/<seq>"; a receive waits for the count, reads the
+// pieces and removes the keys. (Pieces keep each of the store's answers small: its one serving
+// thread then answers every rank's requests in turn, where a 64 MiB value held the others back.)
+// seq counts the messages of one (peer, tag) on each side, so the messages of one tag arrive in the
+// order sent. Slow (every byte goes through the store) but complete, so it passes
+// chorus-conformance as it is, and the core's algorithms (ring) run over it.
 //
 // Rename it: chorus_add_plugin(NAME ...) in CMakeLists.txt, the plugin's name in sdk::PluginTable
 // below (it must match the file name libchorus-<name>.so) and the transport's name ("store").
@@ -16,10 +16,11 @@
 //   chorus-conformance --builtin --require --gtest_filter='Algorithm.*:RanksAsProcesses.*'
 //       --transport build/libchorus-template_transport.so
 //
-// The semantics it keeps (plugin.h): a receive names the exact byte count (another count fails
-// with INVALID_ARGUMENT naming both); request_wait's time-out leaves the request live; abort()
-// from any thread ends pending waits and fails later operations with ABORTED; a peer that
-// destroys or aborts its endpoint fails the receives waiting on it with PEER_LOST.
+// The semantics it keeps (plugin.h's transport rules T1-T6): a receive names the exact byte count
+// (another count fails with INVALID_ARGUMENT naming both); request_wait's time-out leaves the
+// request live; abort() from any thread ends pending waits and fails later operations with
+// ABORTED; a peer that destroys or aborts its endpoint fails the receives waiting on it, and the
+// sends to it, with PEER_LOST.
 #include <chorus/plugin.h>
 
 #include <algorithm>
@@ -194,6 +195,13 @@ void Destroy(Endpoint* endpoint) {
 chorus_status Isend(Endpoint* endpoint, const chorus_p2p_args* args, chorus_request** request) {
   return chorus::sdk::Guard([&] {
     const auto& a = Start(endpoint, args, request, "template_transport isend");
+    // A peer that closed its endpoint receives nothing more (plugin.h rule T4). One that closes
+    // after this look misses the message unnoticed: a store keeps no connection that could say
+    // so, which a real transport's does.
+    if (a.peer != endpoint->rank && endpoint->store.Contains("closed/" + std::to_string(a.peer))) {
+      Fail(CHORUS_PEER_LOST, "template_transport: rank ", a.peer, " closed its endpoint; rank ",
+           endpoint->rank, " cannot send it the message of tag ", a.tag);
+    }
     const uint64_t seq = endpoint->Next(endpoint->sent, a.peer, a.tag);
     const char* data = static_cast<const char*>(a.data);
     const std::string key = MessageKey(endpoint->rank, a.peer, a.tag, seq);

@@ -253,19 +253,11 @@ ShmCommunicator::ShmCommunicator(const chorus_communicator_create_args& args)
   // up during set-up, in whatever order the others die, can remove it: rank 0 publishes the name
   // first, the others read it before they publish their machine, and rank 0 creates the segment
   // only once it has read every machine.
-  // A 1.6 core names the communicator (the same object id on every rank, new for every
-  // communicator), so every rank knows the name without the exchange, and /dev/shm shows the job.
   std::string name;
-#if CHORUS_ABI_MINOR >= 6
-  if (CHORUS_HAS_FIELD(&args, chorus_communicator_create_args, object_id) &&
-      args.object_id != nullptr && *args.object_id != '\0') {
-    name = "/chorus-shm-" + std::string(args.object_id);
-  }
-#endif
-  if (name.empty() && rank_ == 0) {
+  if (rank_ == 0) {
     name = Segment::UniqueName("/chorus-shm");
     store.Set(prefix + "segment", name);
-  } else if (name.empty()) {
+  } else {
     name = store.Get(prefix + "segment");
   }
   UnlinkOnFailure unlink_on_failure(name);

@@ -722,7 +722,9 @@ typedef struct chorus_transport_create_args {
       block the connection: a capped buffer that stops reading deadlocks), or holds a large
       message at the sender until its receive is posted (rendezvous: the sender announces it,
       the receiver asks for it when the receive is posted), while later messages of other tags
-      still get through. The core's tcp buffers; ucx and the socket template do rendezvous.
+      still get through: a message of at most 64 KiB whose send was started and whose receive is
+      posted completes within 5 s, whatever else is pending. The core's tcp buffers; ucx and the
+      socket template do rendezvous.
    T3 (exact size): a receive names the exact byte count sent; another count fails with
       CHORUS_INVALID_ARGUMENT on the receiver.
    T4 (lost peer): when a peer dies or closes its endpoint, every pending and later send to it

@@ -53,7 +53,8 @@ const Rule kAnyOrder = {
     "order than the sends; a transport must not make a send's completion depend on receives being "
     "posted in send order: it must buffer unexpected messages (without a bound that can block the "
     "connection) or hand large ones over by rendezvous (hold a large message at the sender until "
-    "its receive is posted), while later messages of other tags still get through"};
+    "its receive is posted), while later messages of other tags still get through, a small one "
+    "(up to 64 KiB) within 5 s of its receive being posted"};
 const Rule kExactSize = {
     "T3", "exact size",
     "a receive names the exact byte count sent; fail another count with CHORUS_INVALID_ARGUMENT on "
@@ -80,8 +81,8 @@ std::string Breaks(const Rule& rule, const std::string& observed) {
          "): " + observed + "; " + rule.must;
 }
 
-// The time T4 and T5 give a transport to end a request; a check of theirs waits this long, not
-// the kit's time-out.
+// The time T2, T4 and T5 give a transport (to deliver a small message whose receive is posted,
+// to end a request); a check of theirs waits this long, not the kit's time-out.
 constexpr auto kFailWithin = std::chrono::seconds(5);
 constexpr int64_t kFailWithinMs = 5000;
 constexpr int kOrderedMessages = 64;
@@ -178,12 +179,15 @@ std::string Start(const EndpointRank& me, bool send, int peer, uint64_t tag, int
 using PendingFailure = std::function<std::string(const Transfer& t, int64_t waited_ms)>;
 
 // Waits up to the kit's time-out for a transfer and, for a receive, checks its content.
+// `within_ms` >= 0: the time a rule gives the request (T2's 5 s for a small message whose send
+// and receive are both posted), if shorter than the kit's time-out.
 std::string Finish(const EndpointRank& me, bool send, Transfer& t,
-                   const PendingFailure& pending = nullptr) {
+                   const PendingFailure& pending = nullptr, int64_t within_ms = -1) {
   std::string message;
-  const chorus_status status = t.request.Wait(me.timeout_ms, &message);
+  const int64_t wait_ms = within_ms >= 0 ? std::min(me.timeout_ms, within_ms) : me.timeout_ms;
+  const chorus_status status = t.request.Wait(wait_ms, &message);
   if (status == CHORUS_TIMEOUT) {
-    if (pending) return pending(t, me.timeout_ms);
+    if (pending) return pending(t, wait_ms);
     return t.what + ": still pending after " + Ms(me.timeout_ms) +
            " (the kit's time-out, --timeout); complete every request once its matching " +
            (send ? "receive" : "send") + " has been posted";
@@ -197,9 +201,11 @@ std::string Finish(const EndpointRank& me, bool send, Transfer& t,
 }
 
 std::string FinishAll(const EndpointRank& me, bool send, std::vector<Transfer>& transfers,
-                      const PendingFailure& pending = nullptr) {
+                      const PendingFailure& pending = nullptr, int64_t within_ms = -1) {
   for (Transfer& t : transfers) {
-    if (std::string failure = Finish(me, send, t, pending); !failure.empty()) return failure;
+    if (std::string failure = Finish(me, send, t, pending, within_ms); !failure.empty()) {
+      return failure;
+    }
   }
   return "";
 }
@@ -244,7 +250,7 @@ std::string OneTagBody(EndpointRank& me) {
     return Breaks(kAnyOrder,
                   t.what + ", posted before its send, still pending after " + Ms(waited_ms));
   };
-  if (auto f = FinishAll(me, false, receives, posted_first); !f.empty()) return f;
+  if (auto f = FinishAll(me, false, receives, posted_first, kFailWithinMs); !f.empty()) return f;
   return FinishAll(me, true, sends);
 }
 
@@ -290,7 +296,7 @@ std::string InterleavedTagsBody(EndpointRank& me) {
                       "rank posts its receives of tags 1 and 2 only after those of tag 3 have "
                       "completed");
   };
-  if (auto f = FinishAll(me, false, early, early_pending); !f.empty()) return f;
+  if (auto f = FinishAll(me, false, early, early_pending, kFailWithinMs); !f.empty()) return f;
   const PendingFailure late_pending = [](const Transfer& t, int64_t waited_ms) {
     return Breaks(kAnyOrder, t.what + ", posted after its send, still pending after " +
                                  Ms(waited_ms) +
@@ -304,7 +310,7 @@ std::string InterleavedTagsBody(EndpointRank& me) {
         if (auto f = Start(me, false, peer, tag, i, InterleavedSize(tag, i), &late); !f.empty()) {
           return f;
         }
-        if (auto f = Finish(me, false, late, late_pending); !f.empty()) return f;
+        if (auto f = Finish(me, false, late, late_pending, kFailWithinMs); !f.empty()) return f;
       }
     }
   }
@@ -337,7 +343,7 @@ std::string LargeMessageBody(EndpointRank& me) {
                                  "its receive, which this rank posts only after tag 2's has "
                                  "completed");
   };
-  if (auto f = Finish(me, false, small, held_up); !f.empty()) return f;
+  if (auto f = Finish(me, false, small, held_up, kFailWithinMs); !f.empty()) return f;
   if (auto f = Start(me, false, 0, kLargeTag, 0, kLargeBytes, &large); !f.empty()) return f;
   return Finish(me, false, large);
 }

@@ -234,6 +234,28 @@ TEST_F(AbiOneSix, ATransportGetsItsContextTheJobAndAnObjectIdTheSameOnEveryRank)
   EXPECT_NE(objects[0], objects[1]);
 }
 
+TEST_F(AbiOneSix, AJobIdOfTheCallersIsHandedOnAndABadOneIsRefused) {
+  CommunicatorConfig config;
+  config.store = MakeInProcessStore();
+  config.timeout_seconds = 30;
+  config.job_id = "train-7";
+  const CollectivePlan plan = PlanNamed(vendor_, "fake_vendor16@fake_vendor16", Ranks(1, 1));
+  try {
+    Communicator::Create(vendor_, plan, config);
+    FAIL() << "the fake transport's create should fail";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("job train-7, task 0 of 1, object train-7-"));
+  }
+  config.job_id = "my job";
+  try {
+    Communicator::Create(vendor_, plan, config);
+    FAIL() << "a job id with a blank should be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), CHORUS_INVALID_ARGUMENT);
+    EXPECT_THAT(e.what(), HasSubstr("job_id 'my job' must be at most 47 characters"));
+  }
+}
+
 TEST_F(AbiOneSix, AnAlgorithmQuotesTheTransportsWordsThroughP2pLastError) {
   const auto errors = OnRanks(2, [&](int rank, CommunicatorConfig config) {
     config.check_signatures = false;  // whose exchange would run on the ring, not the fake

@@ -214,6 +214,14 @@ std::unique_ptr<Communicator> Communicator::Create(const Registry& registry,
                                              " is not a valid rank (0 <= rank < size)");
   }
   if (!config.store) throw Error(CHORUS_INVALID_ARGUMENT, "communicator: no rendezvous store");
+  if (config.job_id.size() > 47 ||
+      config.job_id.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                      "0123456789_.-") != std::string::npos) {
+    throw Error(CHORUS_INVALID_ARGUMENT,
+                "communicator: job_id '" + config.job_id +
+                    "' must be at most 47 characters of A-Z, a-z, 0-9, '_', '.' and '-' (plugins "
+                    "name files and segments after it); leave it empty to draw one");
+  }
   if (!config.task_names.empty() && config.task_names.size() != static_cast<size_t>(config.size)) {
     throw Error(CHORUS_INVALID_ARGUMENT, "communicator: task_names must have one name per rank");
   }

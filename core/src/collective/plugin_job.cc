@@ -29,7 +29,7 @@ int64_t Add(const chorus_kv_store& store, const std::string& key, const std::str
   return value;
 }
 
-// Rank 0 (or the claimant) sets the key; the others wait for it.
+// Whoever claimed the key sets it; the others wait for it.
 std::string Get(const chorus_kv_store& store, const std::string& key, int64_t timeout_ms,
                 const std::string& who, const std::string& from) {
   char value[64] = {};

@@ -618,9 +618,10 @@ typedef struct chorus_communicator_create_args {
      until destroy returns. */
   const chorus_job* job;
   /* 1.6: the same on every rank of this communicator, different for every other communicator
-     or endpoint of the job and for every other job ("<job id>/<what>", [A-Za-z0-9_./-]): for
-     naming what belongs to this object alone (a shared-memory segment, a socket folder)
-     without agreeing on a name through the store. Lives until destroy returns. */
+     or endpoint of the job and for every other job ("<job id>-<16 hex digits>", at most 64
+     characters of [A-Za-z0-9_.-]): for naming what belongs to this object alone (a
+     shared-memory segment, a socket folder) without agreeing on a name through the store.
+     Lives until destroy returns. */
   const char* object_id;
 } chorus_communicator_create_args;
 

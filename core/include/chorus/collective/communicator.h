@@ -68,8 +68,9 @@ struct CommunicatorConfig {
   // composes, whose parent checked).
   bool check_plan = true;
   // The job, as every collective's create sees it (chorus_job, plugin.h 1.6): its id ("": the
-  // one the store holds, drawn by the first process that asks), this process's index among the
-  // job's processes and their number (-1: rank and size).
+  // one the store holds, drawn by the first process that asks; else at most 47 characters of
+  // [A-Za-z0-9_.-], as plugins name files after it), this process's index among the job's
+  // processes and their number (-1: rank and size).
   std::string job_id;
   int task_index = -1;
   int num_tasks = -1;

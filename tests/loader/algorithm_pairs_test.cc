@@ -272,7 +272,8 @@ TEST_F(AbiOneSix, AnAlgorithmQuotesTheTransportsWordsThroughP2pLastError) {
 }
 
 TEST_F(AbiOneSix, AnUnknownScoreRanksBelowEveryKnownOneAndIsAlwaysAnAutotuningCandidate) {
-  const auto args = ScoreArgs(CHORUS_OP_BARRIER, CHORUS_U8, 0, Ranks(2, 1), CHORUS_REQUEST_AUTO);
+  const JobShape two = Ranks(2, 1);  // args.memory points into it
+  const auto args = ScoreArgs(CHORUS_OP_BARRIER, CHORUS_U8, 0, two, CHORUS_REQUEST_AUTO);
   const auto pair = vendor_.FindCollective("fake_unknown@tcp", "test");
   const Score score = ScoreOf(pair.api->capabilities, args);
   EXPECT_TRUE(score.unknown);

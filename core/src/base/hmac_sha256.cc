@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace chorus {
 namespace {
@@ -156,6 +157,19 @@ void RandomBytes(void* out, size_t size) {
     bytes += n;
     size -= static_cast<size_t>(n);
   }
+}
+
+std::string RandomHex(size_t bytes) {
+  std::vector<uint8_t> random(bytes);
+  RandomBytes(random.data(), bytes);
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(2 * bytes);
+  for (uint8_t b : random) {
+    hex += kDigits[b >> 4];
+    hex += kDigits[b & 0xf];
+  }
+  return hex;
 }
 
 }  // namespace chorus

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace chorus {
@@ -23,6 +24,9 @@ bool ConstantTimeEqual(const void* a, const void* b, size_t size);
 
 // `size` bytes from the kernel's random source (getrandom). Throws Error(INTERNAL) if it fails.
 void RandomBytes(void* out, size_t size);
+
+// 2 x `bytes` lowercase hex digits of RandomBytes: a job's or an object's id.
+std::string RandomHex(size_t bytes);
 
 }  // namespace chorus
 

@@ -2,21 +2,12 @@
 
 #include <chorus/base/error.h>
 
-#include <cstdio>
-#include <vector>
+#include <algorithm>
 
 #include "base/hmac_sha256.h"
 
 namespace chorus::internal {
 namespace {
-
-std::string RandomHex() {
-  uint8_t random[8];
-  RandomBytes(random, sizeof random);
-  char hex[17];
-  for (size_t i = 0; i < sizeof random; ++i) std::snprintf(hex + 2 * i, 3, "%02x", random[i]);
-  return std::string(hex, 16);
-}
 
 void Check(chorus_status status, const std::string& what) {
   if (status != CHORUS_OK) throw Error(status, what);
@@ -55,7 +46,7 @@ void Set(const chorus_kv_store& store, const std::string& key, const std::string
 
 std::string JobIdOf(const chorus_kv_store& store, int64_t timeout_ms, const std::string& who) {
   static const std::string kKey = "chorus/job-id";
-  if (Add(store, kKey + "/claims", who) == 1) Set(store, kKey, RandomHex(), who);
+  if (Add(store, kKey + "/claims", who) == 1) Set(store, kKey, RandomHex(8), who);
   return Get(store, kKey, timeout_ms, who, "the job's first process");
 }
 
@@ -63,7 +54,7 @@ std::string ObjectIdOf(const chorus_kv_store& store, int rank, const std::string
                        int64_t timeout_ms, const std::string& who) {
   const int64_t generation = Add(store, "chorus/object-id/creates/" + std::to_string(rank), who);
   const std::string key = "chorus/object-id/" + std::to_string(generation);
-  if (Add(store, key + "/claims", who) == 1) Set(store, key, RandomHex(), who);
+  if (Add(store, key + "/claims", who) == 1) Set(store, key, RandomHex(8), who);
   return job_id + "-" + Get(store, key, timeout_ms, who, "the rank that drew it");
 }
 

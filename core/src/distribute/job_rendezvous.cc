@@ -101,11 +101,7 @@ std::shared_ptr<JobRendezvous> JobRendezvous::Join(const ClusterResolver& resolv
   });
   // The job's id, drawn by the leader: the same in every process, new for every job.
   if (resolver.is_leader()) {
-    uint8_t random[8];
-    RandomBytes(random, sizeof random);
-    char hex[17];
-    for (size_t i = 0; i < sizeof random; ++i) std::snprintf(hex + 2 * i, 3, "%02x", random[i]);
-    self->store_->Set(kJobIdKey, ToBytes(hex));
+    self->store_->Set(kJobIdKey, ToBytes(RandomHex(8)));
   }
   try {
     self->id_ = ToString(self->store_->Get(kJobIdKey, timeout));

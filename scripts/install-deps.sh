@@ -14,6 +14,7 @@ packages=(
   libfabric-dev libfabric-bin
   libdnnl-dev
   dataset-fashion-mnist
+  python3-torch libtorch-dev
 )
 
 missing=()

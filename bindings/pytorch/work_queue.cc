@@ -1,0 +1,111 @@
+#include "work_queue.h"
+
+#include <ATen/core/jit_type.h>
+#include <c10/util/Exception.h>
+#include <chorus/base/error.h>
+
+#include <stdexcept>
+
+namespace chorus::torch_backend {
+namespace {
+
+std::string Seconds(std::chrono::milliseconds ms) {
+  std::string text = std::to_string(static_cast<double>(ms.count()) / 1000.0);
+  text.erase(text.find_last_not_of('0') + 1);
+  if (text.back() == '.') text.pop_back();
+  return text + " s";
+}
+
+}  // namespace
+
+ChorusWork::ChorusWork(int rank, c10d::OpType type, const char* profiling_title, std::string op,
+                       std::vector<at::Tensor> inputs, std::vector<at::Tensor> outputs,
+                       std::chrono::milliseconds wait_timeout)
+    : c10d::Work(rank, type, profiling_title, c10::optional<std::vector<at::Tensor>>(inputs)),
+      op_(std::move(op)),
+      outputs_(std::move(outputs)),
+      wait_timeout_(wait_timeout),
+      future_(
+          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
+}
+
+bool ChorusWork::wait(std::chrono::milliseconds timeout) {
+  if (timeout == kNoTimeout) timeout = wait_timeout_;
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (timeout == kNoTimeout) {
+    cv_.wait(lock, [this] { return completed_; });
+  } else if (!cv_.wait_for(lock, timeout, [this] { return completed_; })) {
+    TORCH_CHECK(false, "chorus: ", op_, " did not complete within the time-out of ",
+                Seconds(timeout), " (Work.wait); it may still complete later");
+  }
+  if (exception_) std::rethrow_exception(exception_);
+  return true;
+}
+
+void ChorusWork::Succeed() {
+  future_->markCompleted(c10::IValue(outputs_));
+  finish();
+}
+
+void ChorusWork::Fail(std::exception_ptr error) {
+  future_->setError(error);
+  finish(error);
+}
+
+WorkQueue::WorkQueue() : thread_([this] { Loop(); }) {}
+
+WorkQueue::~WorkQueue() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  ready_.notify_all();
+  thread_.join();
+}
+
+void WorkQueue::Push(c10::intrusive_ptr<ChorusWork> work, std::function<void()> body) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    items_.push_back({std::move(work), std::move(body)});
+  }
+  ready_.notify_one();
+}
+
+void WorkQueue::Loop() {
+  while (true) {
+    Item item;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      ready_.wait(lock, [this] { return stopping_ || !items_.empty(); });
+      if (items_.empty()) return;  // stopping, and nothing left to run
+      item = std::move(items_.front());
+      items_.pop_front();
+    }
+    // The message leads with the operation, then chorus's status and words (e.g. PEER_LOST
+    // naming the rank that went away).
+    std::exception_ptr failure;
+    try {
+      // The bodies write into the caller's tensors (which may require grad) behind autograd's
+      // back, as every backend does; the futures' callbacks below run in the caller's mode.
+      at::NoGradGuard no_grad;
+      item.body();
+    } catch (const Error& e) {
+      failure = std::make_exception_ptr(std::runtime_error(
+          "chorus: " + item.work->op() + " failed: " + StatusName(e.status()) + ": " + e.what()));
+    } catch (const c10::Error& e) {
+      failure = std::make_exception_ptr(std::runtime_error(
+          "chorus: " + item.work->op() + " failed: " + e.what_without_backtrace()));
+    } catch (const std::exception& e) {
+      failure = std::make_exception_ptr(
+          std::runtime_error("chorus: " + item.work->op() + " failed: " + e.what()));
+    }
+    // A future's callbacks run here (DDP's); what they throw belongs to them.
+    if (failure) {
+      item.work->Fail(failure);
+    } else {
+      item.work->Succeed();
+    }
+  }
+}
+
+}  // namespace chorus::torch_backend

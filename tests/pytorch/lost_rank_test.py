@@ -1,0 +1,60 @@
+"""A rank that exits mid-job makes the others' next operation fail with chorus's error, not
+hang: well within the group's time-out, the error names the operation, and the work's future
+fails the same way.
+
+    lost_rank_test.py WORLD_SIZE
+
+The last rank leaves after a first all-reduce (rank 0 serves the TCPStore, so the store stays).
+"""
+
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+import harness
+
+TIMEOUT_S = 20
+
+
+def body(rank, size, init_method):
+    harness.init(rank, size, init_method, timeout_s=TIMEOUT_S)
+    t = torch.ones(1001)
+    dist.all_reduce(t)
+    assert t[0].item() == size
+    if rank == size - 1:
+        harness.say(rank, "leaving the job")
+        os._exit(0)  # no goodbye: as a crashed process
+
+    start = time.monotonic()
+    work = dist.all_reduce(torch.ones(1 << 16), async_op=True)
+    future = work.get_future()
+    try:
+        work.wait()
+    except RuntimeError as e:
+        message = str(e)
+    else:
+        raise AssertionError("all_reduce succeeded with rank %d gone" % (size - 1))
+    took = time.monotonic() - start
+    harness.say(rank, "failed after %.1f s: %s" % (took, message))
+    assert took < TIMEOUT_S + 5, "the failure took %.1f s (time-out %d s)" % (took, TIMEOUT_S)
+    assert message.startswith("chorus: allreduce failed: PEER_LOST"), message
+    try:
+        future.wait()
+        raise AssertionError("the future completed although the work failed")
+    except RuntimeError as e:
+        assert "chorus: allreduce failed" in str(e), str(e)
+    # Later operations fail as well, at once, rather than wait on the missing rank.
+    start = time.monotonic()
+    try:
+        dist.barrier()
+        raise AssertionError("barrier succeeded with a rank gone")
+    except RuntimeError as e:
+        harness.say(rank, "barrier failed after %.1f s: %s" % (time.monotonic() - start, e))
+    os._exit(0)  # the job is broken: skip the teardown's goodbyes to the lost rank
+
+
+if __name__ == "__main__":
+    harness.run(body, int(sys.argv[1]), harness.tcp_init_method())

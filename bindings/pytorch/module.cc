@@ -40,7 +40,9 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("collective", &ProcessGroupChorus::collective,
                              "The chorus collective that serves most operations")
       .def_property_readonly("plan_source", &ProcessGroupChorus::plan_source,
-                             "Why chorus picked it (AUTO's reason, or the variable)");
+                             "Why chorus picked it (AUTO's reason, or the variable)")
+      .def_property_readonly("p2p_transport", &ProcessGroupChorus::p2p_transport,
+                             "The chorus transport of send, recv, gather, scatter and all-to-all");
   // Rendezvous blocks until every rank arrives: without the GIL, so other Python threads run.
   m.def("create_process_group", &chorus::torch_backend::CreateProcessGroup, py::arg("store"),
         py::arg("rank"), py::arg("size"), py::arg("timeout"),

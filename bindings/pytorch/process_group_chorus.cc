@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <c10/util/Exception.h>
+#include <chorus/base/environment.h>
 #include <chorus/base/error.h>
 #include <chorus/cluster_resolver/host_identity.h>
 #include <chorus/collective/selection.h>
@@ -59,8 +60,43 @@ std::string ThisHostName() {
 
 std::string RankName(int rank) { return "rank " + std::to_string(rank); }
 
-[[noreturn]] void NotSupported(const char* op) {
-  TORCH_CHECK(false, "chorus: ", op, " is not supported yet");
+// The transport of the point-to-point operations: CHORUS_P2P_TRANSPORT, else the one that scores
+// highest for carrying a 1 MiB broadcast in this job's shape (what a transport's score is asked
+// for; shared memory wins on one host where it is loaded), the first loaded on a tie: the core's
+// tcp, which every registry has.
+Registry::TransportImplementation P2pTransport(const Registry& registry, const JobShape& shape) {
+  if (const auto name = GetEnv("CHORUS_P2P_TRANSPORT")) {
+    return registry.FindTransport(*name, "CHORUS_P2P_TRANSPORT");
+  }
+  const chorus_score_args args =
+      ScoreArgs(CHORUS_OP_BROADCAST, CHORUS_U8, uint64_t{1} << 20, shape, CHORUS_REQUEST_AUTO);
+  const Registry::TransportImplementation* best = nullptr;
+  Score best_score;
+  for (const auto& transport : registry.transports()) {
+    if (transport.api->capabilities == nullptr) continue;  // chosen by name only
+    chorus_capabilities capabilities = *transport.api->capabilities;
+    capabilities.ops = CHORUS_OP_BIT(CHORUS_OP_BROADCAST);  // a transport's ops are not read
+    const Score score = ScoreOf(&capabilities, args);
+    if (score.value == 0) continue;
+    if (best == nullptr || RanksAbove(score, best_score)) {
+      best = &transport;
+      best_score = score;
+    }
+  }
+  if (best == nullptr) return registry.transports().front();
+  return *best;
+}
+
+size_t ByteCount(const at::Tensor& tensor) { return tensor.numel() * tensor.element_size(); }
+
+// A send or a receive of `tensor`'s bytes (a dense, contiguous CPU tensor).
+P2pOp Transfer(bool send, int peer, uint64_t tag, const at::Tensor& tensor) {
+  return P2pOp{send, peer, tag, tensor.data_ptr(), ByteCount(tensor)};
+}
+
+void CheckRank(int64_t rank, int size, const std::string& op, const char* what) {
+  TORCH_CHECK(rank >= 0 && rank < size, "chorus: ", op, ": ", what, " ", rank,
+              " is not a rank of this group of ", size);
 }
 
 // A contiguous copy of `tensors`, one after the other (what a list-of-tensors op sends).
@@ -84,7 +120,7 @@ void Unflatten(const at::Tensor& flat, std::vector<at::Tensor>& tensors) {
 
 ProcessGroupChorus::ProcessGroupChorus(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                        int size, milliseconds timeout)
-    : c10d::ProcessGroup(rank, size) {
+    : c10d::ProcessGroup(rank, size), timeout_(timeout) {
   auto kv = std::make_shared<C10dKvStore>(store);
   // torch hands each group a store of its own (a PrefixStore); the count keeps the keys of a
   // second group made over the same store apart all the same.
@@ -125,6 +161,34 @@ ProcessGroupChorus::ProcessGroupChorus(const c10::intrusive_ptr<c10d::Store>& st
   if (config.address.empty() && shape.hosts > 1) config.address = ThisHostName();
   for (int r = 0; r < size; ++r) config.task_names.push_back(RankName(r));
   communicator_ = Communicator::Create(Registry::Global(), plan, config);
+
+  // The point-to-point endpoint. Every rank must pick the same transport: a rank that would
+  // pick another (a plugin missing on its host, another CHORUS_P2P_TRANSPORT) is named.
+  const auto transport = P2pTransport(Registry::Global(), shape);
+  const std::string transport_name = transport.api->name;
+  kv->Set(scope + "p2p/transport/" + std::to_string(rank), ToBytes(transport_name));
+  for (int r = 0; r < size; ++r) {
+    const std::string theirs =
+        ToString(kv->Get(scope + "p2p/transport/" + std::to_string(r), timeout));
+    if (theirs != transport_name) {
+      throw Error(CHORUS_INVALID_ARGUMENT,
+                  "the ranks picked different transports for send and recv: " + RankName(rank) +
+                      " '" + transport_name + "', " + RankName(r) + " '" + theirs +
+                      "'; load the same plugins on every host, or set CHORUS_P2P_TRANSPORT to "
+                      "the same name everywhere");
+    }
+  }
+  auto p2p_store = std::make_unique<CKvStore>(WithPrefix(kv, scope + "p2p/"));
+  TransportConfig transport_config;
+  transport_config.rank = rank;
+  transport_config.size = size;
+  transport_config.store = p2p_store->get();
+  transport_config.timeout_ms = timeout.count();
+  transport_config.address = config.address;
+  transport_config.host_id = host_id;
+  auto endpoint = TransportEndpoint::Create(transport.plugin, *transport.api, transport_config);
+  p2p_ = std::make_unique<P2pEngine>(std::move(p2p_store), std::move(endpoint), config.task_names,
+                                     timeout);
   queue_ = std::make_unique<WorkQueue>();
   init();
 }
@@ -139,6 +203,23 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::Enqueue(
       rank_, type, profiling_title, op, std::move(inputs), std::move(outputs),
       timeout == c10d::kUnsetTimeout ? kNoTimeout : timeout);
   queue_->Push(work, std::move(body));
+  return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::StartP2p(c10d::OpType type,
+                                                            const char* profiling_title,
+                                                            const std::string& op,
+                                                            std::vector<at::Tensor> tensors,
+                                                            std::vector<P2pOp> ops) {
+  auto work = c10::make_intrusive<ChorusWork>(rank_, type, profiling_title, op, tensors, tensors,
+                                              kNoTimeout);
+  p2p_->Start("", std::move(ops), [work](std::exception_ptr error) {
+    if (error) {
+      work->Fail(OperationFailure(work->op(), error));
+    } else {
+      work->Succeed();
+    }
+  });
   return work;
 }
 
@@ -294,56 +375,318 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::barrier(const c10d::BarrierOp
                  [comm] { comm->Barrier(); });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::reduce(std::vector<at::Tensor>&,
-                                                          const c10d::ReduceOptions&) {
-  NotSupported("reduce");
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::reduce(std::vector<at::Tensor>& tensors,
+                                                          const c10d::ReduceOptions& opts) {
+  const std::string op = "reduce";
+  at::Tensor tensor = OnlyTensor(tensors, op, "input");
+  CheckDense(tensor, op, "input");
+  const chorus_dtype dtype = DtypeOf(tensor, op);
+  const chorus_reduce_op reduce = ReduceOpOf(opts.reduceOp, op);
+  CheckRank(opts.rootRank, size_, op, "root rank");
+  TORCH_CHECK(opts.rootTensor == 0, "chorus: reduce: rootTensor ", opts.rootTensor,
+              " is not 0 (one tensor per process)");
+  const bool root = opts.rootRank == rank_;
+  Communicator* comm = communicator_.get();
+  // An all-reduce whose result only the root keeps: the other ranks' tensors stay as they were
+  // (chorus has no rooted reduce; it moves as many bytes as an all-reduce does).
+  return Enqueue(c10d::OpType::REDUCE, "chorus:reduce", op, {tensor}, {tensor}, opts.timeout,
+                 [comm, tensor, dtype, reduce, root] {
+                   at::Tensor result = root ? tensor : at::empty_like(tensor);
+                   comm->AllReduce(tensor.data_ptr(), result.data_ptr(),
+                                   static_cast<size_t>(tensor.numel()), dtype, reduce);
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::allgather_coalesced(
-    std::vector<std::vector<at::Tensor>>&, std::vector<at::Tensor>&,
-    const c10d::AllgatherOptions&) {
-  NotSupported("allgather_coalesced");
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
+  const std::string op = "allgather_coalesced";
+  TORCH_CHECK(!inputs.empty(), "chorus: ", op, ": no input tensors");
+  TORCH_CHECK(static_cast<int>(outputs.size()) == size_, "chorus: ", op, ": ", outputs.size(),
+              " output lists; expected one per rank (", size_, ")");
+  const chorus_dtype dtype = DtypeOf(inputs[0], op);
+  int64_t count = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    CheckDense(inputs[i], op, "input " + std::to_string(i));
+    TORCH_CHECK(inputs[i].scalar_type() == inputs[0].scalar_type(), "chorus: ", op,
+                ": the inputs mix ", inputs[0].scalar_type(), " and ", inputs[i].scalar_type(),
+                "; chorus gathers one dtype per call");
+    count += inputs[i].numel();
+  }
+  std::vector<at::Tensor> flat_outputs;
+  for (int r = 0; r < size_; ++r) {
+    TORCH_CHECK(outputs[r].size() == inputs.size(), "chorus: ", op, ": output list ", r, " has ",
+                outputs[r].size(), " tensors; expected ", inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const std::string what = "output " + std::to_string(r) + "." + std::to_string(i);
+      CheckDense(outputs[r][i], op, what);
+      CheckLike(outputs[r][i], inputs[i].scalar_type(), inputs[i].numel(), op, what);
+      flat_outputs.push_back(outputs[r][i]);
+    }
+  }
+  Communicator* comm = communicator_.get();
+  return Enqueue(c10d::OpType::ALLGATHER_COALESCED, "chorus:all_gather_coalesced", op, inputs,
+                 flat_outputs, opts.timeout,
+                 [comm, inputs, flat_outputs, dtype, count, size = size_]() mutable {
+                   const at::Tensor flat_input = Flatten(inputs);
+                   at::Tensor gathered = at::empty({count * size}, flat_input.options());
+                   comm->AllGather(flat_input.data_ptr(), gathered.data_ptr(),
+                                   static_cast<size_t>(count), dtype);
+                   Unflatten(gathered, flat_outputs);
+                 });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::gather(std::vector<std::vector<at::Tensor>>&,
-                                                          std::vector<at::Tensor>&,
-                                                          const c10d::GatherOptions&) {
-  NotSupported("gather");
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::gather(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::GatherOptions& opts) {
+  const std::string op = "gather";
+  at::Tensor input = OnlyTensor(inputs, op, "input");
+  CheckDense(input, op, "input");
+  CheckRank(opts.rootRank, size_, op, "root rank");
+  const int root = static_cast<int>(opts.rootRank);
+  std::vector<at::Tensor> gathered;
+  if (rank_ == root) {
+    TORCH_CHECK(outputs.size() == 1, "chorus: gather: the root takes one output list (got ",
+                outputs.size(), ")");
+    gathered = outputs[0];
+    TORCH_CHECK(static_cast<int>(gathered.size()) == size_, "chorus: gather: the output list has ",
+                gathered.size(), " tensors; expected one per rank (", size_, ")");
+    for (int r = 0; r < size_; ++r) {
+      CheckDense(gathered[r], op, "output " + std::to_string(r));
+      CheckLike(gathered[r], input.scalar_type(), input.numel(), op, "output " + std::to_string(r));
+    }
+  } else {
+    TORCH_CHECK(outputs.empty(), "chorus: gather: only the root (rank ", root,
+                ") takes an output list");
+  }
+  const uint64_t tag = NextCollectiveTag();
+  P2pEngine* p2p = p2p_.get();
+  const int rank = rank_;
+  // On the worker thread, in order with the collectives; the receives land in the outputs.
+  return Enqueue(c10d::OpType::GATHER, "chorus:gather", op, {input}, gathered, opts.timeout,
+                 [p2p, input, gathered, root, rank, tag] {
+                   std::vector<P2pOp> ops;
+                   if (rank != root) {
+                     ops.push_back(Transfer(true, root, tag, input));
+                   } else {
+                     for (int r = 0; r < static_cast<int>(gathered.size()); ++r) {
+                       if (r == rank) {
+                         gathered[r].copy_(input);
+                       } else {
+                         ops.push_back(Transfer(false, r, tag, gathered[r]));
+                       }
+                     }
+                   }
+                   p2p->Run("gather to rank " + std::to_string(root), std::move(ops));
+                 });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::scatter(std::vector<at::Tensor>&,
-                                                           std::vector<std::vector<at::Tensor>>&,
-                                                           const c10d::ScatterOptions&) {
-  NotSupported("scatter");
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const c10d::ScatterOptions& opts) {
+  const std::string op = "scatter";
+  at::Tensor output = OnlyTensor(outputs, op, "output");
+  CheckDense(output, op, "output");
+  CheckRank(opts.rootRank, size_, op, "root rank");
+  const int root = static_cast<int>(opts.rootRank);
+  std::vector<at::Tensor> parts;
+  if (rank_ == root) {
+    TORCH_CHECK(inputs.size() == 1, "chorus: scatter: the root takes one input list (got ",
+                inputs.size(), ")");
+    parts = inputs[0];
+    TORCH_CHECK(static_cast<int>(parts.size()) == size_, "chorus: scatter: the input list has ",
+                parts.size(), " tensors; expected one per rank (", size_, ")");
+    for (int r = 0; r < size_; ++r) {
+      CheckDense(parts[r], op, "input " + std::to_string(r));
+      CheckLike(parts[r], output.scalar_type(), output.numel(), op, "input " + std::to_string(r));
+    }
+  } else {
+    TORCH_CHECK(inputs.empty(), "chorus: scatter: only the root (rank ", root,
+                ") takes an input list");
+  }
+  const uint64_t tag = NextCollectiveTag();
+  P2pEngine* p2p = p2p_.get();
+  const int rank = rank_;
+  return Enqueue(c10d::OpType::SCATTER, "chorus:scatter", op, parts, {output}, opts.timeout,
+                 [p2p, output, parts, root, rank, tag] {
+                   std::vector<P2pOp> ops;
+                   if (rank != root) {
+                     ops.push_back(Transfer(false, root, tag, output));
+                   } else {
+                     for (int r = 0; r < static_cast<int>(parts.size()); ++r) {
+                       if (r == rank) {
+                         output.copy_(parts[r]);
+                       } else {
+                         ops.push_back(Transfer(true, r, tag, parts[r]));
+                       }
+                     }
+                   }
+                   p2p->Run("scatter from rank " + std::to_string(root), std::move(ops));
+                 });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall_base(at::Tensor&, at::Tensor&,
-                                                                 std::vector<int64_t>&,
-                                                                 std::vector<int64_t>&,
-                                                                 const c10d::AllToAllOptions&) {
-  NotSupported("alltoall_base");
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall_base(
+    at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_split_sizes,
+    std::vector<int64_t>& input_split_sizes, const c10d::AllToAllOptions& opts) {
+  const std::string op = "alltoall_base";
+  CheckDense(input, op, "input");
+  CheckDense(output, op, "output");
+  TORCH_CHECK(output.scalar_type() == input.scalar_type(), "chorus: ", op, ": the output is ",
+              output.scalar_type(), " but the input is ", input.scalar_type());
+  // Rows of dim 0 per rank: the split sizes given, else equal parts.
+  const auto rows_per_rank = [&](const at::Tensor& t, const std::vector<int64_t>& splits,
+                                 const char* what) {
+    std::vector<int64_t> rows;
+    const int64_t total = t.dim() == 0 ? 1 : t.size(0);
+    if (splits.empty()) {
+      TORCH_CHECK(total % size_ == 0, "chorus: ", op, ": the ", what, "'s ", total,
+                  " rows do not split into ", size_, " equal parts; pass split sizes");
+      rows.assign(size_, total / size_);
+    } else {
+      TORCH_CHECK(static_cast<int>(splits.size()) == size_, "chorus: ", op, ": ", splits.size(),
+                  " ", what, " split sizes; expected one per rank (", size_, ")");
+      int64_t sum = 0;
+      for (int64_t s : splits) {
+        TORCH_CHECK(s >= 0, "chorus: ", op, ": a negative ", what, " split size (", s, ")");
+        sum += s;
+      }
+      TORCH_CHECK(sum == total, "chorus: ", op, ": the ", what, " split sizes add up to ", sum,
+                  " rows but the ", what, " has ", total);
+      rows = splits;
+    }
+    return rows;
+  };
+  const std::vector<int64_t> send_rows = rows_per_rank(input, input_split_sizes, "input");
+  const std::vector<int64_t> recv_rows = rows_per_rank(output, output_split_sizes, "output");
+  // Elements per row of dim 0 (a 0-dim tensor is one row of one).
+  const auto row_size = [](const at::Tensor& t) {
+    if (t.dim() == 0) return int64_t{1};
+    int64_t elements = 1;
+    for (int64_t d = 1; d < t.dim(); ++d) elements *= t.size(d);
+    return elements;
+  };
+  const int64_t input_row = row_size(input);
+  const int64_t output_row = row_size(output);
+  TORCH_CHECK(send_rows[rank_] * input_row == recv_rows[rank_] * output_row, "chorus: ", op,
+              ": rank ", rank_, " sends itself ", send_rows[rank_] * input_row,
+              " elements but expects ", recv_rows[rank_] * output_row);
+  const uint64_t tag = NextCollectiveTag();
+  P2pEngine* p2p = p2p_.get();
+  const int rank = rank_;
+  return Enqueue(c10d::OpType::ALLTOALL_BASE, "chorus:all_to_all", op, {input}, {output},
+                 opts.timeout,
+                 [p2p, input, output, send_rows, recv_rows, input_row, output_row, rank, tag] {
+                   const at::Tensor in = input.reshape({-1});
+                   const at::Tensor out = output.view({-1});
+                   std::vector<at::Tensor> sends, recvs;
+                   int64_t in_at = 0, out_at = 0;
+                   for (size_t r = 0; r < send_rows.size(); ++r) {
+                     sends.push_back(in.narrow(0, in_at, send_rows[r] * input_row));
+                     recvs.push_back(out.narrow(0, out_at, recv_rows[r] * output_row));
+                     in_at += send_rows[r] * input_row;
+                     out_at += recv_rows[r] * output_row;
+                   }
+                   std::vector<P2pOp> ops;
+                   for (int r = 0; r < static_cast<int>(sends.size()); ++r) {
+                     if (r == rank) {
+                       recvs[r].copy_(sends[r]);
+                       continue;
+                     }
+                     ops.push_back(Transfer(false, r, tag, recvs[r]));
+                     ops.push_back(Transfer(true, r, tag, sends[r]));
+                   }
+                   p2p->Run("all-to-all", std::move(ops));
+                 });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall(std::vector<at::Tensor>&,
-                                                            std::vector<at::Tensor>&,
-                                                            const c10d::AllToAllOptions&) {
-  NotSupported("alltoall");
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::alltoall(std::vector<at::Tensor>& outputs,
+                                                            std::vector<at::Tensor>& inputs,
+                                                            const c10d::AllToAllOptions& opts) {
+  const std::string op = "alltoall";
+  TORCH_CHECK(static_cast<int>(inputs.size()) == size_ && static_cast<int>(outputs.size()) == size_,
+              "chorus: alltoall: ", inputs.size(), " inputs and ", outputs.size(),
+              " outputs; expected one of each per rank (", size_, ")");
+  for (int r = 0; r < size_; ++r) {
+    CheckDense(inputs[r], op, "input " + std::to_string(r));
+    CheckDense(outputs[r], op, "output " + std::to_string(r));
+    TORCH_CHECK(outputs[r].scalar_type() == inputs[r].scalar_type(), "chorus: alltoall: output ", r,
+                " is ", outputs[r].scalar_type(), " but input ", r, " is ",
+                inputs[r].scalar_type());
+  }
+  CheckLike(outputs[rank_], inputs[rank_].scalar_type(), inputs[rank_].numel(), op,
+            "output " + std::to_string(rank_));
+  const uint64_t tag = NextCollectiveTag();
+  P2pEngine* p2p = p2p_.get();
+  const int rank = rank_;
+  return Enqueue(c10d::OpType::ALLTOALL, "chorus:all_to_all", op, inputs, outputs, opts.timeout,
+                 [p2p, inputs, outputs, rank, tag] {
+                   std::vector<P2pOp> ops;
+                   for (int r = 0; r < static_cast<int>(inputs.size()); ++r) {
+                     if (r == rank) {
+                       outputs[r].copy_(inputs[r]);
+                       continue;
+                     }
+                     ops.push_back(Transfer(false, r, tag, outputs[r]));
+                     ops.push_back(Transfer(true, r, tag, inputs[r]));
+                   }
+                   p2p->Run("all-to-all", std::move(ops));
+                 });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::send(std::vector<at::Tensor>&, int, int) {
-  NotSupported("send");
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::send(std::vector<at::Tensor>& tensors,
+                                                        int dst_rank, int tag) {
+  const std::string op = "send";
+  at::Tensor tensor = OnlyTensor(tensors, op, "input");
+  CheckDense(tensor, op, "input");
+  CheckRank(dst_rank, size_, op, "destination");
+  TORCH_CHECK(dst_rank != rank_, "chorus: send: rank ", rank_, " sends to itself");
+  return StartP2p(c10d::OpType::SEND, "chorus:send", op, {tensor},
+                  {Transfer(true, dst_rank, static_cast<uint32_t>(tag), tensor)});
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::recv(std::vector<at::Tensor>&, int, int) {
-  NotSupported("recv");
+c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::recv(std::vector<at::Tensor>& tensors,
+                                                        int src_rank, int tag) {
+  const std::string op = "recv";
+  at::Tensor tensor = OnlyTensor(tensors, op, "output");
+  CheckDense(tensor, op, "output");
+  CheckRank(src_rank, size_, op, "source");
+  TORCH_CHECK(src_rank != rank_, "chorus: recv: rank ", rank_, " receives from itself");
+  return StartP2p(c10d::OpType::RECV, "chorus:recv", op, {tensor},
+                  {Transfer(false, src_rank, static_cast<uint32_t>(tag), tensor)});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::recvAnysource(std::vector<at::Tensor>&, int) {
-  NotSupported("recvAnysource");
+  TORCH_CHECK(false,
+              "chorus: recv without a source rank is not supported: chorus transports receive "
+              "from a named rank; pass src=");
 }
 
-void ProcessGroupChorus::monitoredBarrier(const c10d::BarrierOptions&, bool) {
-  NotSupported("monitored_barrier");
+void ProcessGroupChorus::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) {
+  // Rank 0 waits for a message of every other rank, then answers each: the ranks that did not
+  // arrive within the time-out are named (all of them: wait_all_ranks or not, the receives are
+  // posted together). Synchronous, on the caller's thread, as gloo's is.
+  (void)wait_all_ranks;
+  const uint64_t tag = NextCollectiveTag();
+  uint8_t token = 0;
+  std::vector<uint8_t> tokens(size_);
+  std::vector<P2pOp> arrive, answer;
+  if (rank_ == 0) {
+    for (int r = 1; r < size_; ++r) {
+      arrive.push_back(P2pOp{false, r, tag, &tokens[r], 1});
+      answer.push_back(P2pOp{true, r, tag, &tokens[r], 1});
+    }
+  } else {
+    arrive.push_back(P2pOp{true, 0, tag, &token, 1});
+    answer.push_back(P2pOp{false, 0, tag, &token, 1});
+  }
+  const std::chrono::milliseconds timeout =
+      opts.timeout == c10d::kUnsetTimeout ? timeout_ : opts.timeout;
+  try {
+    p2p_->Run("monitored_barrier", std::move(arrive), timeout);
+    p2p_->Run("monitored_barrier", std::move(answer), timeout);
+  } catch (...) {
+    std::rethrow_exception(OperationFailure("monitored_barrier", std::current_exception()));
+  }
 }
 
 }  // namespace chorus::torch_backend

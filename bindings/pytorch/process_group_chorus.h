@@ -2,14 +2,15 @@
 // store torch hands it (C10dKvStore), plans chorus's collectives for the job's real shape (each
 // rank's host id goes through the store, as MultiWorkerMirroredStrategy does, so
 // CHORUS_COMMUNICATION, CHORUS_ALGORITHM, CHORUS_TUNING_FILE, autotuning and the scores all
-// apply), creates one chorus::Communicator, and runs every operation on it from one worker
-// thread (work_queue.h). Operations chorus has no counterpart for throw
-// "chorus: <op> is not supported yet".
+// apply), creates one chorus::Communicator, and runs every collective on it from one worker
+// thread (work_queue.h). send and recv, and gather, scatter and all-to-all, go over an endpoint of
+// a chorus transport (p2p_engine.h): CHORUS_P2P_TRANSPORT, else the best-scored for the job.
 #ifndef CHORUS_BINDINGS_PYTORCH_PROCESS_GROUP_CHORUS_H_
 #define CHORUS_BINDINGS_PYTORCH_PROCESS_GROUP_CHORUS_H_
 
 #include <chorus/collective/communicator.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -18,6 +19,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
 
+#include "p2p_engine.h"
 #include "work_queue.h"
 
 namespace chorus::torch_backend {
@@ -34,6 +36,8 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
   // The collective that serves most operations, and why it was picked ("AUTO: ...").
   const std::string& collective() const { return communicator_->backend(); }
   const std::string& plan_source() const { return communicator_->plan().source; }
+  // The transport of send, recv, gather, scatter and all-to-all.
+  std::string p2p_transport() const { return p2p_->transport(); }
 
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
                                            const c10d::AllreduceOptions& opts) override;
@@ -52,8 +56,6 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
       at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
-
-  // Not in chorus yet: each throws "chorus: <op> is not supported yet".
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
                                         const c10d::ReduceOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
@@ -76,8 +78,9 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
                                       int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank,
                                       int tag) override;
-  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
   void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) override;
+  // Throws: a chorus transport receives from a named rank only.
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
 
  private:
   // Queues `body` as the work of `op`; `outputs` are the work's result.
@@ -86,8 +89,21 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
                                          std::vector<at::Tensor> outputs,
                                          std::chrono::milliseconds timeout,
                                          std::function<void()> body);
+  // The work of one batch of point-to-point operations, started on the p2p engine at once.
+  c10::intrusive_ptr<c10d::Work> StartP2p(c10d::OpType type, const char* profiling_title,
+                                          const std::string& op, std::vector<at::Tensor> tensors,
+                                          std::vector<P2pOp> ops);
+  // The transport tag of the next collective built from point-to-point operations: apart from
+  // every torch tag (those are 32-bit), the same on every rank (they issue collectives in the
+  // same order).
+  uint64_t NextCollectiveTag() { return (uint64_t{1} << 32) + collective_tags_++; }
 
+  std::chrono::milliseconds timeout_;
   std::unique_ptr<Communicator> communicator_;
+  // Declared after the communicator and before the queue: outlives the queue's collectives
+  // built on it.
+  std::unique_ptr<P2pEngine> p2p_;
+  std::atomic<uint64_t> collective_tags_{0};
   // Declared after the communicator: destroyed first, so its thread never outlives it.
   std::unique_ptr<WorkQueue> queue_;
 };

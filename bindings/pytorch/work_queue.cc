@@ -52,6 +52,22 @@ void ChorusWork::Fail(std::exception_ptr error) {
   finish(error);
 }
 
+std::exception_ptr OperationFailure(const std::string& op, std::exception_ptr error) {
+  const std::string lead = "chorus: " + op + " failed: ";
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    return std::make_exception_ptr(
+        std::runtime_error(lead + StatusName(e.status()) + ": " + e.what()));
+  } catch (const c10::Error& e) {
+    return std::make_exception_ptr(std::runtime_error(lead + e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return std::make_exception_ptr(std::runtime_error(lead + e.what()));
+  } catch (...) {
+    return std::make_exception_ptr(std::runtime_error(lead + "an unknown exception"));
+  }
+}
+
 WorkQueue::WorkQueue() : thread_([this] { Loop(); }) {}
 
 WorkQueue::~WorkQueue() {
@@ -81,23 +97,14 @@ void WorkQueue::Loop() {
       item = std::move(items_.front());
       items_.pop_front();
     }
-    // The message leads with the operation, then chorus's status and words (e.g. PEER_LOST
-    // naming the rank that went away).
     std::exception_ptr failure;
     try {
       // The bodies write into the caller's tensors (which may require grad) behind autograd's
       // back, as every backend does; the futures' callbacks below run in the caller's mode.
       at::NoGradGuard no_grad;
       item.body();
-    } catch (const Error& e) {
-      failure = std::make_exception_ptr(std::runtime_error(
-          "chorus: " + item.work->op() + " failed: " + StatusName(e.status()) + ": " + e.what()));
-    } catch (const c10::Error& e) {
-      failure = std::make_exception_ptr(std::runtime_error(
-          "chorus: " + item.work->op() + " failed: " + e.what_without_backtrace()));
-    } catch (const std::exception& e) {
-      failure = std::make_exception_ptr(
-          std::runtime_error("chorus: " + item.work->op() + " failed: " + e.what()));
+    } catch (...) {
+      failure = OperationFailure(item.work->op(), std::current_exception());
     }
     // A future's callbacks run here (DDP's); what they throw belongs to them.
     if (failure) {

@@ -49,6 +49,10 @@ class ChorusWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
+// What a work fails with when `error` ended `op`: "chorus: <op> failed: <chorus's status>: <its
+// words>" (e.g. PEER_LOST naming the rank that went away), as a std::runtime_error.
+std::exception_ptr OperationFailure(const std::string& op, std::exception_ptr error);
+
 class WorkQueue {
  public:
   WorkQueue();

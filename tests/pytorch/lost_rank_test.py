@@ -2,9 +2,11 @@
 hang: well within the group's time-out, the error names the operation, and the work's future
 fails the same way.
 
-    lost_rank_test.py WORLD_SIZE
+    lost_rank_test.py WORLD_SIZE [p2p]
 
 The last rank leaves after a first all-reduce (rank 0 serves the TCPStore, so the store stays).
+With p2p, the others wait in a receive from it (over chorus's point-to-point transport) instead,
+and the error must name that rank.
 """
 
 import os
@@ -19,7 +21,37 @@ import harness
 TIMEOUT_S = 20
 
 
-def body(rank, size, init_method):
+def p2p_body(rank, size):
+    """The others wait for a message the last rank never sends."""
+    lost = size - 1
+    start = time.monotonic()
+    work = dist.irecv(torch.empty(1 << 16), lost, tag=1)
+    try:
+        work.wait()
+    except RuntimeError as e:
+        message = str(e)
+    else:
+        raise AssertionError("recv from rank %d succeeded with it gone" % lost)
+    took = time.monotonic() - start
+    harness.say(rank, "recv failed after %.1f s: %s" % (took, message))
+    assert took < TIMEOUT_S / 2, "the failure took %.1f s (time-out %d s)" % (took, TIMEOUT_S)
+    assert message.startswith("chorus: recv failed: PEER_LOST"), message
+    assert "rank %d" % lost in message, message
+    # Later point-to-point operations fail at once, naming the first failure.
+    start = time.monotonic()
+    try:
+        if lost > 1:  # to a rank that is still there
+            dist.send(torch.ones(4), (rank + 1) % lost, tag=2)
+        else:
+            dist.recv(torch.empty(4), lost, tag=2)
+        raise AssertionError("a point-to-point operation succeeded after a failure")
+    except RuntimeError as e:
+        assert time.monotonic() - start < 5, time.monotonic() - start
+        assert "PEER_LOST" in str(e) or "ABORTED" in str(e), str(e)
+    os._exit(0)
+
+
+def body(rank, size, init_method, mode):
     harness.init(rank, size, init_method, timeout_s=TIMEOUT_S)
     t = torch.ones(1001)
     dist.all_reduce(t)
@@ -27,6 +59,8 @@ def body(rank, size, init_method):
     if rank == size - 1:
         harness.say(rank, "leaving the job")
         os._exit(0)  # no goodbye: as a crashed process
+    if mode == "p2p":
+        p2p_body(rank, size)
 
     start = time.monotonic()
     work = dist.all_reduce(torch.ones(1 << 16), async_op=True)
@@ -57,4 +91,5 @@ def body(rank, size, init_method):
 
 
 if __name__ == "__main__":
-    harness.run(body, int(sys.argv[1]), harness.tcp_init_method())
+    harness.run(body, int(sys.argv[1]), harness.tcp_init_method(),
+                sys.argv[2] if len(sys.argv) > 2 else "")

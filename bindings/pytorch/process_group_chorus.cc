@@ -22,6 +22,13 @@ namespace {
 
 using std::chrono::milliseconds;
 
+// An operation on at most this many bytes runs on the caller's thread when the group has nothing
+// else queued (WorkQueue::Push): at 4 KiB the hand-over to the worker thread and back costs more
+// than chorus's shared-memory all-reduce itself, and the caller blocks for no longer than it
+// would take to queue it. Larger ones (DDP's buckets) run on the worker, overlapping the
+// caller's work.
+constexpr size_t kRunHereBytes = 64 << 10;
+
 // The address of this machine's interface that routes toward `host` (where the TCPStore
 // listens), for the other ranks to reach this one; "" when there is no such route. Connecting a
 // UDP socket sends nothing: it only makes the kernel pick the route.
@@ -199,10 +206,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::Enqueue(
     c10d::OpType type, const char* profiling_title, const std::string& op,
     std::vector<at::Tensor> inputs, std::vector<at::Tensor> outputs, milliseconds timeout,
     std::function<void()> body) {
+  size_t bytes = 0;
+  for (const at::Tensor& input : inputs) bytes += ByteCount(input);
   auto work = c10::make_intrusive<ChorusWork>(
       rank_, type, profiling_title, op, std::move(inputs), std::move(outputs),
       timeout == c10d::kUnsetTimeout ? kNoTimeout : timeout);
-  queue_->Push(work, std::move(body));
+  queue_->Push(work, std::move(body), bytes <= kRunHereBytes);
   return work;
 }
 

@@ -79,10 +79,22 @@ WorkQueue::~WorkQueue() {
   thread_.join();
 }
 
-void WorkQueue::Push(c10::intrusive_ptr<ChorusWork> work, std::function<void()> body) {
+void WorkQueue::Push(c10::intrusive_ptr<ChorusWork> work, std::function<void()> body,
+                     bool run_here_when_idle) {
+  Item item{std::move(work), std::move(body)};
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    items_.push_back({std::move(work), std::move(body)});
+    if (!run_here_when_idle || running_ || !items_.empty()) {
+      items_.push_back(std::move(item));
+      ready_.notify_one();
+      return;
+    }
+    running_ = true;  // the worker takes nothing until this one ends
+  }
+  Run(item);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_ = false;
   }
   ready_.notify_one();
 }
@@ -92,26 +104,33 @@ void WorkQueue::Loop() {
     Item item;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      ready_.wait(lock, [this] { return stopping_ || !items_.empty(); });
+      ready_.wait(lock, [this] { return (stopping_ || !items_.empty()) && !running_; });
       if (items_.empty()) return;  // stopping, and nothing left to run
       item = std::move(items_.front());
       items_.pop_front();
+      running_ = true;
     }
-    std::exception_ptr failure;
-    try {
-      // The bodies write into the caller's tensors (which may require grad) behind autograd's
-      // back, as every backend does; the futures' callbacks below run in the caller's mode.
-      at::NoGradGuard no_grad;
-      item.body();
-    } catch (...) {
-      failure = OperationFailure(item.work->op(), std::current_exception());
-    }
-    // A future's callbacks run here (DDP's); what they throw belongs to them.
-    if (failure) {
-      item.work->Fail(failure);
-    } else {
-      item.work->Succeed();
-    }
+    Run(item);
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_ = false;
+  }
+}
+
+void WorkQueue::Run(Item& item) {
+  std::exception_ptr failure;
+  try {
+    // The bodies write into the caller's tensors (which may require grad) behind autograd's
+    // back, as every backend does; the futures' callbacks below run in the caller's mode.
+    at::NoGradGuard no_grad;
+    item.body();
+  } catch (...) {
+    failure = OperationFailure(item.work->op(), std::current_exception());
+  }
+  // A future's callbacks run here (DDP's); what they throw belongs to them.
+  if (failure) {
+    item.work->Fail(failure);
+  } else {
+    item.work->Succeed();
   }
 }
 

@@ -62,7 +62,11 @@ class WorkQueue {
   WorkQueue& operator=(const WorkQueue&) = delete;
 
   // Queues `body` for `work`; the work fails with body's exception ("chorus: <op> failed: ...").
-  void Push(c10::intrusive_ptr<ChorusWork> work, std::function<void()> body);
+  // `run_here_when_idle`: when nothing is queued or running, run it on the calling thread before
+  // returning instead (the order stays the issue order): for small operations, handing over to
+  // the worker thread and waking the caller again costs more than the operation.
+  void Push(c10::intrusive_ptr<ChorusWork> work, std::function<void()> body,
+            bool run_here_when_idle = false);
 
  private:
   struct Item {
@@ -70,10 +74,12 @@ class WorkQueue {
     std::function<void()> body;
   };
   void Loop();
+  static void Run(Item& item);
 
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<Item> items_;
+  bool running_ = false;  // an item runs (on the worker, or on a caller's thread)
   bool stopping_ = false;
   std::thread thread_;
 };

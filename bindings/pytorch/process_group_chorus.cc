@@ -28,6 +28,8 @@ using std::chrono::milliseconds;
 // would take to queue it. Larger ones (DDP's buckets) run on the worker, overlapping the
 // caller's work.
 constexpr size_t kRunHereBytes = 64 << 10;
+// How long a failed operation waits to learn which rank broke the job: a few heartbeats.
+constexpr milliseconds kDiagnoseWithin{2000};
 
 // The address of this machine's interface that routes toward `host` (where the TCPStore
 // listens), for the other ranks to reach this one; "" when there is no such route. Connecting a
@@ -151,6 +153,10 @@ ProcessGroupChorus::ProcessGroupChorus(const c10::intrusive_ptr<c10d::Store>& st
     }
   }
   const JobShape shape = JobShape::FromHostIds(host_ids, "host");
+  std::vector<std::string> rank_names;
+  for (int r = 0; r < size; ++r) rank_names.push_back(RankName(r));
+  health_ =
+      std::make_unique<RankHealth>(kv, scope + "health/", rank, host_ids, rank_names, timeout);
   const CollectivePlan plan =
       PlanCollectives(Registry::Global(), CommunicationImplementation::kAuto, shape);
 
@@ -166,7 +172,7 @@ ProcessGroupChorus::ProcessGroupChorus(const c10::intrusive_ptr<c10d::Store>& st
   const std::string store_host = C10dKvStore::TcpStoreHost(store);
   if (!store_host.empty()) config.address = LocalAddressToward(store_host);
   if (config.address.empty() && shape.hosts > 1) config.address = ThisHostName();
-  for (int r = 0; r < size; ++r) config.task_names.push_back(RankName(r));
+  config.task_names = rank_names;
   communicator_ = Communicator::Create(Registry::Global(), plan, config);
 
   // The point-to-point endpoint. Every rank must pick the same transport: a rank that would
@@ -211,7 +217,23 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::Enqueue(
   auto work = c10::make_intrusive<ChorusWork>(
       rank_, type, profiling_title, op, std::move(inputs), std::move(outputs),
       timeout == c10d::kUnsetTimeout ? kNoTimeout : timeout);
-  queue_->Push(work, std::move(body), bytes <= kRunHereBytes);
+  // A collective sees only its neighbours: when it fails for a lost or silent peer, the message
+  // leads with the rank that broke the job (RankHealth), not the neighbour that passed it on.
+  RankHealth* health = health_.get();
+  auto diagnosed = [body = std::move(body), health] {
+    try {
+      body();
+    } catch (const Error& e) {
+      if (e.status() != CHORUS_PEER_LOST && e.status() != CHORUS_TIMEOUT &&
+          e.status() != CHORUS_ABORTED) {
+        throw;
+      }
+      const std::string cause = health->Diagnose(kDiagnoseWithin);
+      if (cause.empty()) throw;
+      throw Error(e.status(), cause + " (this rank saw: " + e.what() + ")");
+    }
+  };
+  queue_->Push(work, std::move(diagnosed), bytes <= kRunHereBytes);
   return work;
 }
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "p2p_engine.h"
+#include "rank_health.h"
 #include "work_queue.h"
 
 namespace chorus::torch_backend {
@@ -100,6 +101,7 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
 
   std::chrono::milliseconds timeout_;
   std::unique_ptr<Communicator> communicator_;
+  std::unique_ptr<RankHealth> health_;
   // Declared after the communicator and before the queue: outlives the queue's collectives
   // built on it.
   std::unique_ptr<P2pEngine> p2p_;

@@ -2,14 +2,17 @@
 hang: well within the group's time-out, the error names the operation, and the work's future
 fails the same way.
 
-    lost_rank_test.py WORLD_SIZE [p2p]
+    lost_rank_test.py WORLD_SIZE [p2p | stopped]
 
 The last rank leaves after a first all-reduce (rank 0 serves the TCPStore, so the store stays).
 With p2p, the others wait in a receive from it (over chorus's point-to-point transport) instead,
-and the error must name that rank.
+and the error must name that rank. With stopped, every rank plays a host of its own
+(CHORUS_HOST_ID) and the last rank stops (SIGSTOP) instead: the others' all-reduce ends at the
+group's time-out, naming it as the rank that stopped answering.
 """
 
 import os
+import signal
 import sys
 import time
 
@@ -51,7 +54,40 @@ def p2p_body(rank, size):
     os._exit(0)
 
 
+STOPPED_TIMEOUT_S = 8
+
+
+def stopped_body(rank, size, init_method):
+    os.environ["CHORUS_HOST_ID"] = "host-%d" % rank
+    harness.init(rank, size, init_method, timeout_s=STOPPED_TIMEOUT_S)
+    store = dist.distributed_c10d._get_default_store()
+    t = torch.ones(1001)
+    dist.all_reduce(t)
+    stopped = size - 1
+    if rank == stopped:
+        harness.say(rank, "stopping")
+        store.set("stopped_pid", str(os.getpid()))
+        os.kill(os.getpid(), signal.SIGSTOP)
+        os._exit(0)  # continued by rank 0 once it has seen the failure
+    start = time.monotonic()
+    try:
+        dist.all_reduce(torch.ones(1001))
+        raise AssertionError("all_reduce succeeded with rank %d stopped" % stopped)
+    except RuntimeError as e:
+        message = str(e)
+    took = time.monotonic() - start
+    harness.say(rank, "failed after %.1f s: %s" % (took, message))
+    if rank == 0:
+        os.kill(int(store.get("stopped_pid")), signal.SIGCONT)
+    assert took < STOPPED_TIMEOUT_S + 10, took
+    assert message.startswith("chorus: allreduce failed: "), message
+    assert "rank %d (on host host-%d) stopped answering" % (stopped, stopped) in message, message
+    os._exit(0)
+
+
 def body(rank, size, init_method, mode):
+    if mode == "stopped":
+        return stopped_body(rank, size, init_method)
     harness.init(rank, size, init_method, timeout_s=TIMEOUT_S)
     t = torch.ones(1001)
     dist.all_reduce(t)
@@ -74,7 +110,8 @@ def body(rank, size, init_method, mode):
     took = time.monotonic() - start
     harness.say(rank, "failed after %.1f s: %s" % (took, message))
     assert took < TIMEOUT_S + 5, "the failure took %.1f s (time-out %d s)" % (took, TIMEOUT_S)
-    assert message.startswith("chorus: allreduce failed: PEER_LOST"), message
+    assert message.startswith("chorus: allreduce failed: PEER_LOST: rank %d " % (size - 1)), \
+        message  # the rank that died, not the neighbour that passed the failure on
     try:
         future.wait()
         raise AssertionError("the future completed although the work failed")

@@ -2,7 +2,6 @@
 
 #include <chorus/base/error.h>
 
-#include <future>
 #include <sstream>
 
 namespace chorus::torch_backend {
@@ -67,19 +66,26 @@ void P2pEngine::Start(std::string what, std::vector<P2pOp> ops, Done done,
 }
 
 void P2pEngine::Run(std::string what, std::vector<P2pOp> ops, std::chrono::milliseconds timeout) {
-  std::promise<void> finished;
-  std::future<void> result = finished.get_future();
+  // The failure is moved over, not copied into a std::promise (whose set_exception copies it):
+  // the engine's thread then keeps no reference to drop after this returned, which
+  // ThreadSanitizer, blind to the count inside libstdc++, reports as a race with the caller's
+  // reading of the exception.
+  std::mutex mutex;
+  std::condition_variable ended;
+  bool finished = false;
+  std::exception_ptr failure;
   Start(
       std::move(what), std::move(ops),
-      [&finished](std::exception_ptr error) {
-        if (error) {
-          finished.set_exception(error);
-        } else {
-          finished.set_value();
-        }
+      [&](std::exception_ptr error) {
+        std::lock_guard<std::mutex> lock(mutex);
+        failure = std::move(error);
+        finished = true;
+        ended.notify_one();  // under the lock: once it is released, Run and `ended` may be gone
       },
       timeout);
-  result.get();
+  std::unique_lock<std::mutex> lock(mutex);
+  ended.wait(lock, [&finished] { return finished; });
+  if (failure) std::rethrow_exception(failure);
 }
 
 void P2pEngine::Loop() {
@@ -196,11 +202,15 @@ bool P2pEngine::Progress(Batch& batch) {
 }
 
 void P2pEngine::Finish(Batch& batch, chorus_status status, const std::string& message) {
-  const std::string text = batch.what.empty() ? message : batch.what + ": " + message;
+  std::string text = batch.what.empty() ? message : batch.what + ": " + message;
   if (status != CHORUS_OK && first_failure_.empty()) {
     first_failure_ = text;
     // Ends every other request of the endpoint now (plugin.h T5), instead of at its time-out.
     endpoint_->Abort();
+  } else if (status != CHORUS_OK && message.find(first_failure_) == std::string::npos) {
+    // A batch in flight that the abort above ended: the transport says only "aborted".
+    text += " (after an earlier point-to-point operation of this process group failed: " +
+            first_failure_ + ")";
   }
   for (chorus_request*& request : batch.requests) {
     // After the abort above (or an earlier one) a live request may be freed (plugin.h).
@@ -212,7 +222,10 @@ void P2pEngine::Finish(Batch& batch, chorus_status status, const std::string& me
   if (status == CHORUS_OK) {
     done(nullptr);
   } else {
-    done(std::make_exception_ptr(Error(status, text)));
+    // The temporary Error shares its message with the one thrown (libstdc++'s runtime_error
+    // counts references): it goes before `done` hands the failure over, not after.
+    std::exception_ptr failure = std::make_exception_ptr(Error(status, text));
+    done(std::move(failure));
   }
 }
 

@@ -6,6 +6,7 @@
 #include <chorus/base/error.h>
 #include <chorus/cluster_resolver/host_identity.h>
 #include <chorus/collective/selection.h>
+#include <chorus/rendezvous/job_credential.h>
 #include <chorus/runtime/registry.h>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -22,12 +23,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// An operation on at most this many bytes runs on the caller's thread when the group has nothing
-// else queued (WorkQueue::Push): at 4 KiB the hand-over to the worker thread and back costs more
-// than chorus's shared-memory all-reduce itself, and the caller blocks for no longer than it
-// would take to queue it. Larger ones (DDP's buckets) run on the worker, overlapping the
-// caller's work.
-constexpr size_t kRunHereBytes = 64 << 10;
 // How long a failed operation waits to learn which rank broke the job: a few heartbeats.
 constexpr milliseconds kDiagnoseWithin{2000};
 
@@ -125,6 +120,63 @@ void Unflatten(const at::Tensor& flat, std::vector<at::Tensor>& tensors) {
   }
 }
 
+// What rank `rank` published under `key` in the group's store, waiting up to `timeout` for it.
+Bytes GetFromRank(KvStore& kv, const std::string& key, int rank, milliseconds timeout) {
+  try {
+    return kv.Get(key, timeout);
+  } catch (const Error& e) {
+    if (e.status() != CHORUS_TIMEOUT) throw;
+    std::ostringstream seconds;
+    seconds << static_cast<double>(timeout.count()) / 1000.0;
+    throw Error(CHORUS_TIMEOUT, RankName(rank) +
+                                    " did not create its chorus process group within " +
+                                    seconds.str() + " s (" + e.what() + ")");
+  }
+}
+
+// Every rank must hold the job's secret (CHORUS_JOB_SECRET or CHORUS_JOB_SECRET_FILE), or none:
+// torch's store admits any process, and not every collective or transport reads the secret (shm
+// and ucx do not), so the group compares the ranks' secrets before anything else. Each rank
+// publishes HMAC(secret, purpose) ("none" without a secret, or why it cannot use its own); the
+// token shows nothing of the secret, and it is a check that the ranks agree, not a proof: the
+// transports that authenticate (the core's tcp) still prove the secret by challenge-response.
+void CheckSameJobSecret(KvStore& kv, const std::string& scope, int rank, int size,
+                        milliseconds timeout) {
+  std::string mine;
+  std::string source;
+  std::exception_ptr own_error;
+  try {
+    const JobCredential credential = JobCredentialFor("chorus_torch process group", "");
+    mine = credential.required ? "token " + credential.token : "none";
+    source = credential.source;
+  } catch (const Error& e) {
+    mine = std::string("error ") + e.what();
+    own_error = std::current_exception();
+  }
+  kv.Set(scope + "secret/" + std::to_string(rank), ToBytes(mine));
+  if (own_error) std::rethrow_exception(own_error);
+  for (int r = 0; r < size; ++r) {
+    if (r == rank) continue;
+    const std::string theirs =
+        ToString(GetFromRank(kv, scope + "secret/" + std::to_string(r), r, timeout));
+    if (theirs == mine) continue;
+    std::string why;
+    if (theirs.rfind("error ", 0) == 0) {
+      why = RankName(r) + " cannot use its job secret: " + theirs.substr(6);
+    } else if (theirs == "none") {
+      why = RankName(r) + " has no job secret but " + RankName(rank) + " has one (" + source +
+            "); " + JobSecretHint();
+    } else if (mine == "none") {
+      why =
+          RankName(rank) + " has no job secret but " + RankName(r) + " has one; " + JobSecretHint();
+    } else {
+      why = RankName(r) + " holds another job secret than " + RankName(rank) + " (" + source +
+            "); " + JobSecretHint();
+    }
+    throw Error(CHORUS_INVALID_ARGUMENT, why);
+  }
+}
+
 }  // namespace
 
 ProcessGroupChorus::ProcessGroupChorus(const c10::intrusive_ptr<c10d::Store>& store, int rank,
@@ -135,6 +187,7 @@ ProcessGroupChorus::ProcessGroupChorus(const c10::intrusive_ptr<c10d::Store>& st
   // second group made over the same store apart all the same.
   const int64_t use = kv->Add("chorus/groups/" + std::to_string(rank), 1);
   const std::string scope = "chorus/" + std::to_string(use) + "/";
+  CheckSameJobSecret(*kv, scope, rank, size, timeout);
 
   // The job's shape from every rank's host id (CHORUS_HOST_ID, or hostname/boot-id): shared
   // memory within a host, composition across hosts, the tuning file's [workers hosts] section.
@@ -142,15 +195,7 @@ ProcessGroupChorus::ProcessGroupChorus(const c10::intrusive_ptr<c10d::Store>& st
   kv->Set(scope + "host/" + std::to_string(rank), ToBytes(host_id));
   std::vector<std::string> host_ids;
   for (int r = 0; r < size; ++r) {
-    try {
-      host_ids.push_back(ToString(kv->Get(scope + "host/" + std::to_string(r), timeout)));
-    } catch (const Error& e) {
-      if (e.status() != CHORUS_TIMEOUT) throw;
-      std::ostringstream seconds;
-      seconds << static_cast<double>(timeout.count()) / 1000.0;
-      throw Error(CHORUS_TIMEOUT, RankName(r) + " did not create its chorus process group within " +
-                                      seconds.str() + " s (" + e.what() + ")");
-    }
+    host_ids.push_back(ToString(GetFromRank(*kv, scope + "host/" + std::to_string(r), r, timeout)));
   }
   const JobShape shape = JobShape::FromHostIds(host_ids, "host");
   std::vector<std::string> rank_names;
@@ -202,18 +247,18 @@ ProcessGroupChorus::ProcessGroupChorus(const c10::intrusive_ptr<c10d::Store>& st
   auto endpoint = TransportEndpoint::Create(transport.plugin, *transport.api, transport_config);
   p2p_ = std::make_unique<P2pEngine>(std::move(p2p_store), std::move(endpoint), config.task_names,
                                      timeout);
-  queue_ = std::make_unique<WorkQueue>();
+  queue_ = std::make_shared<WorkQueue>();
   init();
 }
 
-ProcessGroupChorus::~ProcessGroupChorus() { queue_.reset(); }
+// The queue runs what is queued and stops before the communicator and the p2p engine its items
+// use go (a Work still held may keep the stopped queue itself alive).
+ProcessGroupChorus::~ProcessGroupChorus() { queue_->Stop(); }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::Enqueue(
     c10d::OpType type, const char* profiling_title, const std::string& op,
     std::vector<at::Tensor> inputs, std::vector<at::Tensor> outputs, milliseconds timeout,
     std::function<void()> body) {
-  size_t bytes = 0;
-  for (const at::Tensor& input : inputs) bytes += ByteCount(input);
   auto work = c10::make_intrusive<ChorusWork>(
       rank_, type, profiling_title, op, std::move(inputs), std::move(outputs),
       timeout == c10d::kUnsetTimeout ? kNoTimeout : timeout);
@@ -233,7 +278,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupChorus::Enqueue(
       throw Error(e.status(), cause + " (this rank saw: " + e.what() + ")");
     }
   };
-  queue_->Push(work, std::move(diagnosed), bytes <= kRunHereBytes);
+  queue_->Push(work, std::move(diagnosed));
   return work;
 }
 

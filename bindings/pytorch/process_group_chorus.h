@@ -107,7 +107,7 @@ class ProcessGroupChorus : public c10d::ProcessGroup {
   std::unique_ptr<P2pEngine> p2p_;
   std::atomic<uint64_t> collective_tags_{0};
   // Declared after the communicator: destroyed first, so its thread never outlives it.
-  std::unique_ptr<WorkQueue> queue_;
+  std::shared_ptr<WorkQueue> queue_;
 };
 
 }  // namespace chorus::torch_backend

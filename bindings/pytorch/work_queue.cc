@@ -30,6 +30,7 @@ ChorusWork::ChorusWork(int rank, c10d::OpType type, const char* profiling_title,
 }
 
 bool ChorusWork::wait(std::chrono::milliseconds timeout) {
+  if (const std::shared_ptr<WorkQueue> queue = queue_.lock()) queue->RunHere(this);
   if (timeout == kNoTimeout) timeout = wait_timeout_;
   std::unique_lock<std::mutex> lock(mutex_);
   if (timeout == kNoTimeout) {
@@ -70,33 +71,50 @@ std::exception_ptr OperationFailure(const std::string& op, std::exception_ptr er
 
 WorkQueue::WorkQueue() : thread_([this] { Loop(); }) {}
 
-WorkQueue::~WorkQueue() {
+WorkQueue::~WorkQueue() { Stop(); }
+
+void WorkQueue::Stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return;
     stopping_ = true;
   }
   ready_.notify_all();
   thread_.join();
 }
 
-void WorkQueue::Push(c10::intrusive_ptr<ChorusWork> work, std::function<void()> body,
-                     bool run_here_when_idle) {
-  Item item{std::move(work), std::move(body)};
+void WorkQueue::Push(c10::intrusive_ptr<ChorusWork> work, std::function<void()> body) {
+  work->queue_ = weak_from_this();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!run_here_when_idle || running_ || !items_.empty()) {
-      items_.push_back(std::move(item));
+    if (!stopping_) {
+      items_.push_back({std::move(work), std::move(body)});
       ready_.notify_one();
       return;
     }
-    running_ = true;  // the worker takes nothing until this one ends
   }
-  Run(item);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
+  work->Fail(std::make_exception_ptr(std::runtime_error(
+      "chorus: " + work->op() + " failed: the process group is being destroyed")));
+}
+
+void WorkQueue::RunHere(const ChorusWork* work) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const auto queued = [&] {
+    for (const Item& item : items_) {
+      if (item.work.get() == work) return true;
+    }
+    return false;
+  };
+  while (!running_ && queued()) {
+    Item item = std::move(items_.front());
+    items_.pop_front();
+    running_ = true;
+    lock.unlock();
+    Run(item);
+    lock.lock();
     running_ = false;
+    ready_.notify_all();  // the worker may take the next one
   }
-  ready_.notify_one();
 }
 
 void WorkQueue::Loop() {
@@ -113,6 +131,7 @@ void WorkQueue::Loop() {
     Run(item);
     std::lock_guard<std::mutex> lock(mutex_);
     running_ = false;
+    ready_.notify_all();
   }
 }
 

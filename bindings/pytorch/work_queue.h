@@ -13,6 +13,7 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -20,6 +21,8 @@
 #include <vector>
 
 namespace chorus::torch_backend {
+
+class WorkQueue;
 
 class ChorusWork : public c10d::Work {
  public:
@@ -31,7 +34,9 @@ class ChorusWork : public c10d::Work {
              std::chrono::milliseconds wait_timeout);
 
   // Throws when `timeout` (or the operation's time-out) passes first, naming the operation;
-  // rethrows the operation's failure.
+  // rethrows the operation's failure. When the worker has not taken the operation yet, runs it
+  // (and whatever was queued before it) on the calling thread: a caller that waits at once
+  // (a synchronous call) then pays no hand-over to the worker and back.
   bool wait(std::chrono::milliseconds timeout) override;
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
@@ -43,8 +48,10 @@ class ChorusWork : public c10d::Work {
   void Fail(std::exception_ptr error);
 
  private:
+  friend class WorkQueue;
   std::string op_;
   std::vector<at::Tensor> outputs_;
+  std::weak_ptr<WorkQueue> queue_;  // set by Push; expired once the queue is gone
   std::chrono::milliseconds wait_timeout_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
@@ -53,33 +60,37 @@ class ChorusWork : public c10d::Work {
 // words>" (e.g. PEER_LOST naming the rank that went away), as a std::runtime_error.
 std::exception_ptr OperationFailure(const std::string& op, std::exception_ptr error);
 
-class WorkQueue {
+class WorkQueue : public std::enable_shared_from_this<WorkQueue> {
  public:
+  // Starts the worker thread. Made through std::make_shared (works keep a weak_ptr to it).
   WorkQueue();
-  // Runs what is queued (the other ranks expect it), then stops the thread.
+  // Stop()s.
   ~WorkQueue();
   WorkQueue(const WorkQueue&) = delete;
   WorkQueue& operator=(const WorkQueue&) = delete;
 
   // Queues `body` for `work`; the work fails with body's exception ("chorus: <op> failed: ...").
-  // `run_here_when_idle`: when nothing is queued or running, run it on the calling thread before
-  // returning instead (the order stays the issue order): for small operations, handing over to
-  // the worker thread and waking the caller again costs more than the operation.
-  void Push(c10::intrusive_ptr<ChorusWork> work, std::function<void()> body,
-            bool run_here_when_idle = false);
+  void Push(c10::intrusive_ptr<ChorusWork> work, std::function<void()> body);
+  // Runs what is queued (the other ranks expect it), then stops the thread; later Pushes fail
+  // their work. Idempotent.
+  void Stop();
 
  private:
+  friend class ChorusWork;
   struct Item {
     c10::intrusive_ptr<ChorusWork> work;
     std::function<void()> body;
   };
   void Loop();
+  // On a waiter's thread: when nothing runs and `work` is still queued, runs the queue's items
+  // up to and including it, in order.
+  void RunHere(const ChorusWork* work);
   static void Run(Item& item);
 
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<Item> items_;
-  bool running_ = false;  // an item runs (on the worker, or on a caller's thread)
+  bool running_ = false;  // an item runs (on the worker, or on a waiter's thread)
   bool stopping_ = false;
   std::thread thread_;
 };

@@ -1,6 +1,7 @@
 """What chorus_torch refuses, it refuses at the call, with an error that names the operation and
 the reason, and the group stays usable after it (nothing reached the other ranks):
-  - the operations chorus has no counterpart for yet: "chorus: <op> is not supported yet";
+  - ranks that are not ranks of the group, a receive from itself, split sizes that do not add up,
+    inputs of mixed dtypes where chorus gathers one;
   - dtypes chorus does not reduce, named; reduce ops it lacks, named;
   - tensors that are not dense, contiguous CPU tensors; lists of the wrong length or shape;
   - a bad chorus variable (CHORUS_COMMUNICATION), at the group's creation, in chorus's words.
@@ -14,12 +15,14 @@ import datetime
 import importlib
 import os
 import re
-import warnings
+import time
 
 import torch
 import torch.distributed as dist
 
 import harness
+
+TIMEOUT_S = 20  # the group's
 
 
 def expect_error(what, pattern, call):
@@ -39,32 +42,34 @@ def body(rank, size, init_method):
 
     importlib.reload(chorus_torch)  # a second registration is skipped, not an error
     assert dist.Backend("chorus") == "chorus"
-    harness.init(rank, size, init_method)
+    # A time-out far above what any case here needs, and short enough that a rank stuck in an
+    # operation fails the test in seconds rather than minutes.
+    harness.init(rank, size, init_method, timeout_s=TIMEOUT_S)
     pg = dist.distributed_c10d._get_default_group()
     assert isinstance(pg, chorus_torch.ProcessGroupChorus) and isinstance(pg, dist.ProcessGroup)
     assert dist.get_backend() == "chorus", dist.get_backend()
     gloo = dist.new_group(backend="gloo")  # to order the ranks without the group under test
     t = torch.ones(4)
-    other = 1 - rank
 
-    unsupported = {
-        "reduce": lambda: dist.reduce(t, 0),
-        "gather": lambda: dist.gather(t, [torch.empty(4) for _ in range(size)] if rank == 0
-                                      else None, 0),
-        "scatter": lambda: dist.scatter(t, [torch.ones(4) for _ in range(size)] if rank == 0
-                                        else None, 0),
-        "alltoall_base": lambda: dist.all_to_all_single(torch.empty(4), t),
-        "alltoall": lambda: dist.all_to_all([torch.empty(2)] * size, [torch.ones(2)] * size),
-        "send": lambda: dist.send(t, other),
-        "recv": lambda: dist.recv(t, other),
-        "recvAnysource": lambda: dist.recv(t),
-        "allgather_coalesced": lambda: dist.all_gather_coalesced([[torch.empty(4)] * size], [t]),
-    }
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # all_gather_coalesced "will be deprecated"
-        for op, call in unsupported.items():
-            expect_error(op, r"^chorus: %s is not supported yet$" % op, call)
-    expect_error("isend", r"^chorus: send is not supported yet$", lambda: dist.isend(t, other))
+    # Arguments that cannot mean anything, refused at the call (nothing is queued).
+    expect_error("send to 7", r"^chorus: send: destination 7 is not a rank of this group of 2$",
+                 lambda: dist.send(t, 7))
+    expect_error("recv from itself", r"^chorus: recv: rank %d receives from itself$" % rank,
+                 lambda: dist.recv(t, rank))
+    expect_error("reduce root", r"^chorus: reduce: root rank 5 is not a rank of this group of 2$",
+                 lambda: pg.reduce([t], _reduce_root(5)))
+    expect_error("reduce BAND", r"chorus: reduce: ReduceOp.BAND is not supported",
+                 lambda: dist.reduce(torch.ones(3, dtype=torch.int32), 0, op=dist.ReduceOp.BAND))
+    expect_error("allgather_coalesced dtypes",
+                 r"^chorus: allgather_coalesced: the inputs mix Float and Int; chorus gathers one "
+                 r"dtype per call$",
+                 lambda: pg.allgather_coalesced(
+                     [[torch.empty(4), torch.empty(2, dtype=torch.int32)]] * size,
+                     [t, torch.ones(2, dtype=torch.int32)]))
+    expect_error("alltoall_base splits",
+                 r"^chorus: alltoall_base: the input split sizes add up to 6 rows but the input "
+                 r"has 4$",
+                 lambda: dist.all_to_all_single(torch.empty(4), t, [2] * size, [3] * size))
 
     expect_error("bool", r"chorus: allreduce: dtype Bool is not supported",
                  lambda: dist.all_reduce(torch.ones(3, dtype=torch.bool)))
@@ -97,11 +102,19 @@ def body(rank, size, init_method):
     expect_error("broadcast root", r"chorus: broadcast: root rank 7 is not a rank",
                  lambda: pg.broadcast([t], _root(7)))
 
-    # Work.wait(timeout) gives up after its time-out, naming the operation; the operation itself
-    # goes on and completes once every rank has issued it.
+    # An asynchronous operation returns at once, even a small one whose peers have not issued
+    # it yet; Work.wait(timeout) gives up after its time-out, naming the operation; the operation
+    # itself goes on and completes once every rank has issued it.
     if rank == 0:
         t = torch.ones(3)
+        began = time.monotonic()
         work = dist.all_reduce(t, async_op=True)
+        took = time.monotonic() - began
+        assert took < 5, (
+            "all_reduce(async_op=True) of 3 floats returned only after %.1f s, %s: the caller "
+            "waited for rank 1, which waits for rank 0 (group time-out %d s)" %
+            (took, "its work failed" if work.is_completed() and not work.is_success() else
+             "its work done" if work.is_completed() else "its work pending", TIMEOUT_S))
         expect_error("Work.wait", r"^chorus: allreduce did not complete within the time-out of "
                      r"0\.3 s \(Work\.wait\)", lambda: work.wait(datetime.timedelta(seconds=0.3)))
         dist.barrier(group=gloo)
@@ -131,6 +144,12 @@ def body(rank, size, init_method):
 
 def _root(rank):
     opts = dist.BroadcastOptions()
+    opts.rootRank = rank
+    return opts
+
+
+def _reduce_root(rank):
+    opts = dist.ReduceOptions()
     opts.rootRank = rank
     return opts
 

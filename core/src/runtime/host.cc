@@ -62,8 +62,11 @@ int HostJobSecretPresent(void*) {
   try {
     return JobSecret::FromEnvironment().present() ? 1 : 0;
   } catch (const std::exception& e) {
+    // A secret is set but cannot be used (too short, both variables, a file others can read):
+    // fail closed. The plugin's listener then asks for proofs, and prove_job_secret fails with
+    // this reason, naming the variable, instead of the job running unauthenticated.
     Log().error("{}", e.what());
-    return 0;
+    return 1;
   }
 }
 

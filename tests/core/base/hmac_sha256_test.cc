@@ -160,5 +160,16 @@ TEST_F(JobSecretEnvironmentTest, TheHostProvesForAPluginWithoutHandingItTheSecre
             CHORUS_INVALID_ARGUMENT);
 }
 
+// A secret that is set but cannot be used fails closed: the plugin is told there is one, and the
+// proof it then asks for fails (a plugin must not run unauthenticated).
+TEST_F(JobSecretEnvironmentTest, AnUnusableSecretFailsClosedForAPlugin) {
+  const chorus_host* host = CoreHost();
+  uint8_t proof[32] = {};
+  ::setenv("CHORUS_JOB_SECRET", "too-short", 1);
+  EXPECT_EQ(host->job_secret_present(host->ctx), 1);
+  EXPECT_EQ(host->prove_job_secret(host->ctx, "role", "challenge", 9, proof),
+            CHORUS_INVALID_ARGUMENT);
+}
+
 }  // namespace
 }  // namespace chorus

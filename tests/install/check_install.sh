@@ -49,4 +49,16 @@ if [[ -n $plugin ]]; then
   grep -qF "plugin vetting: trying $plugin in a separate process" <<<"$output" ||
     { echo "$output" >&2; fail "the installed libchorus did not try the plugin file first"; }
 fi
+# The PyTorch backend, when it was built (CHORUS_TORCH_PYTHON names its interpreter): installed
+# under the prefix, and importable from there with the installed libchorus.
+if [[ -n ${CHORUS_TORCH_PYTHON:-} ]]; then
+  module=$(find "$scratch/prefix" -path '*/chorus_torch/_C*.so' | head -1)
+  [[ -n $module ]] || fail "chorus_torch was built but is not installed under the prefix"
+  output=$(cd "$scratch" && env -u CHORUS_PLUGIN_PATH PYTHONPATH="$(dirname "$(dirname "$module")")" \
+    "$CHORUS_TORCH_PYTHON" -c 'import chorus_torch, torch.distributed as d
+print(chorus_torch.__file__, d.Backend.CHORUS)' 2>&1) ||
+    { echo "$output" >&2; fail "the installed chorus_torch does not import"; }
+  echo "$output"
+  grep -qF "$scratch/prefix" <<<"$output" || { echo "$output" >&2; fail "imported another chorus_torch"; }
+fi
 echo "check_install: passed"

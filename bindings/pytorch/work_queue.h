@@ -80,6 +80,7 @@ class WorkQueue : public std::enable_shared_from_this<WorkQueue> {
   struct Item {
     c10::intrusive_ptr<ChorusWork> work;
     std::function<void()> body;
+    std::chrono::steady_clock::time_point queued_at;
   };
   void Loop();
   // On a waiter's thread: when nothing runs and `work` is still queued, runs the queue's items

@@ -80,6 +80,14 @@ void RankHealth::Beat() {
   }
 }
 
+bool RankHealth::FailedItself(int rank) const {
+  try {
+    return store_->Check(scope_ + "failed/" + std::to_string(rank));
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 std::string RankHealth::LocalDeaths() const {
   std::string dead;
   for (size_t r = 0; r < pids_.size(); ++r) {
@@ -91,6 +99,8 @@ std::string RankHealth::LocalDeaths() const {
     const bool exists = ProcessState(pids_[r], &state, &start_time);
     // Gone, a zombie (exited, not yet reaped), or another process under a reused id.
     if (exists && state != 'Z' && state != 'X' && start_time == start_times_[r]) continue;
+    // It saw the failure before it ended (its program gave up): not the rank that broke the job.
+    if (FailedItself(static_cast<int>(r))) continue;
     if (!dead.empty()) dead += "; ";
     dead += names_[r] + " (pid " + std::to_string(pids_[r]) + " on this host) died: its process " +
             (exists && start_time == start_times_[r] ? "has exited" : "no longer exists");
@@ -103,10 +113,18 @@ std::string RankHealth::Diagnose(std::chrono::milliseconds within) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!cause_.empty()) return cause_;
   }
+  // This rank saw a failure: if it ends now, the others must not take it for the cause.
+  try {
+    store_->Set(scope_ + "failed/" + std::to_string(rank_), ToBytes("1"));
+  } catch (const std::exception&) {
+    // The store is gone: nobody can ask it either.
+  }
   std::string cause = LocalDeaths();
   std::vector<int> remote;  // every other rank: a process on this host may be stopped
   for (size_t r = 0; r < host_ids_.size(); ++r) {
-    if (static_cast<int>(r) != rank_) remote.push_back(static_cast<int>(r));
+    if (static_cast<int>(r) != rank_ && !FailedItself(static_cast<int>(r))) {
+      remote.push_back(static_cast<int>(r));
+    }
   }
   if (cause.empty() && !remote.empty()) {
     // Whose heartbeat stands still while time passes?

@@ -6,7 +6,9 @@
 //     no longer exists (or is a zombie, or is another process under a reused id) died;
 //   - each rank adds to a heartbeat counter in the store twice a second; a rank whose counter
 //     stands still for a few beats stopped answering (died on another host, stopped, hangs).
-// Asked only after an operation failed, so a healthy job pays for the heartbeat alone.
+// A rank that asks publishes that it saw a failure, so that when it then ends (its program gives
+// up) the others do not take it for the cause. Asked only after an operation failed, so a healthy
+// job pays for the heartbeat alone.
 #ifndef CHORUS_BINDINGS_PYTORCH_RANK_HEALTH_H_
 #define CHORUS_BINDINGS_PYTORCH_RANK_HEALTH_H_
 
@@ -42,6 +44,8 @@ class RankHealth {
  private:
   void Beat();
   std::string LocalDeaths() const;
+  // Whether `rank` saw a failure first (it asked Diagnose): its end is not the cause.
+  bool FailedItself(int rank) const;
 
   std::shared_ptr<KvStore> store_;
   std::string scope_;

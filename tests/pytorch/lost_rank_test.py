@@ -77,7 +77,12 @@ def stopped_body(rank, size, init_method):
         message = str(e)
     took = time.monotonic() - start
     harness.say(rank, "failed after %.1f s: %s" % (took, message))
+    # Continue the stopped rank (so that it can exit) once every survivor has its message: a
+    # heartbeat of it during another's diagnosis would make it look alive.
+    store.add("survivors_failed", 1)
     if rank == 0:
+        while int(store.add("survivors_failed", 0)) < size - 1:
+            time.sleep(0.05)
         os.kill(int(store.get("stopped_pid")), signal.SIGCONT)
     assert took < STOPPED_TIMEOUT_S + 10, took
     assert message.startswith("chorus: allreduce failed: "), message

@@ -37,6 +37,18 @@ constexpr auto kSpinFor = std::chrono::microseconds(2000);
 constexpr auto kYieldFor = std::chrono::milliseconds(2);
 constexpr auto kSleep = std::chrono::microseconds(50);
 constexpr auto kLivenessEvery = std::chrono::milliseconds(1);
+
+// Whether process `pid` has ended: gone, or a zombie its parent has not reaped yet (kill(pid, 0)
+// still succeeds for one, and a launcher busy elsewhere may leave it so for the whole time-out).
+bool ProcessGone(int32_t pid) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+  std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!file || !std::getline(file, stat)) return false;
+  const size_t end_of_name = stat.rfind(')');
+  return end_of_name != std::string::npos && end_of_name + 2 < stat.size() &&
+         (stat[end_of_name + 2] == 'Z' || stat[end_of_name + 2] == 'X');
+}
 // The last-level cache, from sysfs (getconf's figure is the whole socket's on some VMs); 32 MiB
 // when sysfs does not say.
 size_t LastLevelCacheBytes() {
@@ -304,7 +316,7 @@ void ShmCommunicator::WaitUntilEveryRankMapped() {
     // A rank that mapped the segment and died will never be joined by the missing ones' work.
     for (uint32_t r = 0; r < size_; ++r) {
       const int32_t pid = segment_->control(r).pid.load();
-      if (pid == -1 || (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH)) {
+      if (pid == -1 || (pid > 0 && ProcessGone(pid))) {
         Fail(CHORUS_PEER_LOST, "shm create: rank ", r,
              pid > 0 ? " (pid " + std::to_string(pid) + ")" : "",
              " left before every rank had mapped the shared memory segment; rank ", rank_,
@@ -398,7 +410,7 @@ void ShmCommunicator::WaitForRank(uint32_t rank, uint64_t phase) {
       // the loop's check and these loads, and that is no failure of this wait.
       const int32_t failed = segment_->header().failed_rank.load();
       const int32_t pid = control.pid.load();
-      const bool gone = pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH;
+      const bool gone = pid > 0 && ProcessGone(pid);
       if (control.phase.load(std::memory_order_acquire) >= phase) return;
       if (failed >= 0 && static_cast<uint32_t>(failed) != rank_) {
         // Its process lives on: it gave up (a time-out of its own, say), it did not die.
@@ -414,7 +426,7 @@ void ShmCommunicator::WaitForRank(uint32_t rank, uint64_t phase) {
       if (gone) {
         FailOperation(CHORUS_PEER_LOST, what + ": rank " + std::to_string(rank) + " (pid " +
                                             std::to_string(pid) +
-                                            ") died: its process no longer exists");
+                                            ") died: its process ended");
       }
       if (now > deadline_) {
         FailOperation(CHORUS_TIMEOUT, what + ": timed out after " + std::to_string(timeout_ms_) +

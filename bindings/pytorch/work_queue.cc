@@ -34,8 +34,12 @@ ChorusWork::ChorusWork(int rank, c10d::OpType type, const char* profiling_title,
 }
 
 bool ChorusWork::wait(std::chrono::milliseconds timeout) {
-  if (const std::shared_ptr<WorkQueue> queue = queue_.lock()) queue->RunHere(this);
   if (timeout == kNoTimeout) timeout = wait_timeout_;
+  // Only a wait without a time-out of its own may run the operation here: the operation may
+  // block until every rank has issued it, longer than such a time-out.
+  if (timeout == kNoTimeout) {
+    if (const std::shared_ptr<WorkQueue> queue = queue_.lock()) queue->RunHere(this);
+  }
   std::unique_lock<std::mutex> lock(mutex_);
   if (timeout == kNoTimeout) {
     cv_.wait(lock, [this] { return completed_; });

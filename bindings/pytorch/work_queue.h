@@ -34,9 +34,10 @@ class ChorusWork : public c10d::Work {
              std::chrono::milliseconds wait_timeout);
 
   // Throws when `timeout` (or the operation's time-out) passes first, naming the operation;
-  // rethrows the operation's failure. When the worker has not taken the operation yet, runs it
-  // (and whatever was queued before it) on the calling thread: a caller that waits at once
-  // (a synchronous call) then pays no hand-over to the worker and back.
+  // rethrows the operation's failure. Without a time-out (here or in the operation's options),
+  // when the worker has not taken the operation yet, runs it (and whatever was queued before it)
+  // on the calling thread: a caller that waits at once (a synchronous call) then pays no
+  // hand-over to the worker and back.
   bool wait(std::chrono::milliseconds timeout) override;
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }

@@ -425,8 +425,7 @@ void ShmCommunicator::WaitForRank(uint32_t rank, uint64_t phase) {
       }
       if (gone) {
         FailOperation(CHORUS_PEER_LOST, what + ": rank " + std::to_string(rank) + " (pid " +
-                                            std::to_string(pid) +
-                                            ") died: its process ended");
+                                            std::to_string(pid) + ") died: its process ended");
       }
       if (now > deadline_) {
         FailOperation(CHORUS_TIMEOUT, what + ": timed out after " + std::to_string(timeout_ms_) +
